@@ -1,0 +1,371 @@
+//! `cudrv bench`: the runtime's costs, each beside its reference measured in the same run.
+
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudrv::sys::{self, CUdeviceptr};
+use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, PinnedHostBuffer, Result, Stream};
+
+/// One row of the table: a cudrv figure, its reference, and what "better" means.
+struct Row {
+    name: String,
+    cudrv: f64,
+    reference: f64,
+    reference_name: &'static str,
+    unit: &'static str,
+    /// true: smaller is better (times); false: larger is better (bandwidths).
+    lower_is_better: bool,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Calls a raw driver function pointer and checks its result.
+macro_rules! raw {
+    ($f:expr, $name:literal, $($arg:expr),*) => {{
+        // SAFETY: each call site passes arguments that satisfy the driver function's contract.
+        let code = unsafe { ($f)($($arg),*) };
+        if code != sys::CUresult::CUDA_SUCCESS {
+            return Err(cudrv::Error::InvalidArgument(format!("{} failed with {}", $name, code.0)));
+        }
+    }};
+}
+
+pub fn run(what: &str) -> Result<bool> {
+    let ctx = Context::new(0)?;
+    let stream = ctx.new_stream()?;
+    println!(
+        "bench on {} (driver CUDA {}); medians; ratio = reference / cudrv for times, \
+         cudrv / reference for bandwidths (>= 1 means cudrv is as fast)",
+        ctx.device().name()?,
+        cudrv::driver_version()?
+    );
+    let mut rows = Vec::new();
+    let all = what == "all";
+    if all || what == "launch" {
+        launch(&ctx, &stream, &mut rows)?;
+    }
+    if all || what == "alloc" {
+        alloc(&stream, &mut rows)?;
+    }
+    if all || what == "copy" {
+        copy(&ctx, &stream, &mut rows)?;
+    }
+    if rows.is_empty() {
+        return Err(cudrv::Error::InvalidArgument(format!(
+            "unknown bench {what:?}; choose launch, alloc, copy or all"
+        )));
+    }
+    println!(
+        "\n{:<40} {:>12} {:>12}  {:<28} {:>6}",
+        "measure", "cudrv", "reference", "reference is", "ratio"
+    );
+    for r in &rows {
+        let ratio = if r.lower_is_better {
+            r.reference / r.cudrv
+        } else {
+            r.cudrv / r.reference
+        };
+        println!(
+            "{:<40} {:>9.3} {:<2} {:>9.3} {:<2}  {:<28} {:>6.3}",
+            r.name, r.cudrv, r.unit, r.reference, r.unit, r.reference_name, ratio
+        );
+    }
+    Ok(true)
+}
+
+fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
+    let f = ctx.kernel("cudrv_empty_args")?;
+    let a = DeviceBuffer::from_slice(stream, &[1.0f32; 32])?;
+    let b = DeviceBuffer::from_slice(stream, &[0.0f32; 32])?;
+    let (n, alpha) = (32u64, 2.0f32);
+    let cfg = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let raw_launch = sys::resolve::cuLaunchKernel()?;
+    let raw_sync = sys::resolve::cuStreamSynchronize()?;
+    let (pa, pb) = (a.device_ptr(), b.device_ptr());
+    let mut params: [*mut c_void; 4] = [
+        &pa as *const u64 as *mut c_void,
+        &pb as *const u64 as *mut c_void,
+        &n as *const u64 as *mut c_void,
+        &alpha as *const f32 as *mut c_void,
+    ];
+    let s = stream.raw();
+    const BATCH: usize = 1000;
+    let (mut t_raw, mut t_ours) = (Vec::new(), Vec::new());
+    let (mut rt_raw, mut rt_ours) = (Vec::new(), Vec::new());
+    for round in 0..31 {
+        // Alternate which goes first so drift in the machine's state hits both alike.
+        for first in [round % 2 == 0, round % 2 == 1] {
+            if first {
+                let t = Instant::now();
+                for _ in 0..BATCH {
+                    raw!(
+                        raw_launch,
+                        "cuLaunchKernel",
+                        f.raw(),
+                        1,
+                        1,
+                        1,
+                        32,
+                        1,
+                        1,
+                        0,
+                        s,
+                        params.as_mut_ptr(),
+                        ptr::null_mut()
+                    );
+                }
+                t_raw.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+                raw!(raw_sync, "cuStreamSynchronize", s);
+            } else {
+                let t = Instant::now();
+                for _ in 0..BATCH {
+                    let mut l = stream.launch_builder(&f);
+                    l.arg(&a).arg(&b).arg(&n).arg(&alpha);
+                    // SAFETY: cudrv_empty_args(const float*, float*, u64, float) matches.
+                    unsafe { l.launch(cfg)? };
+                }
+                t_ours.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+                stream.synchronize()?;
+            }
+        }
+        for _ in 0..20 {
+            let t = Instant::now();
+            raw!(
+                raw_launch,
+                "cuLaunchKernel",
+                f.raw(),
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                s,
+                params.as_mut_ptr(),
+                ptr::null_mut()
+            );
+            raw!(raw_sync, "cuStreamSynchronize", s);
+            rt_raw.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            let mut l = stream.launch_builder(&f);
+            l.arg(&a).arg(&b).arg(&n).arg(&alpha);
+            // SAFETY: as above.
+            unsafe { l.launch(cfg)? };
+            stream.synchronize()?;
+            rt_ours.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    rows.push(Row {
+        name: "launch enqueue, 4 args (per launch)".into(),
+        cudrv: median(t_ours),
+        reference: median(t_raw),
+        reference_name: "raw cuLaunchKernel",
+        unit: "us",
+        lower_is_better: true,
+    });
+    rows.push(Row {
+        name: "launch + stream sync round trip".into(),
+        cudrv: median(rt_ours),
+        reference: median(rt_raw),
+        reference_name: "raw launch + cuStreamSync",
+        unit: "us",
+        lower_is_better: true,
+    });
+    // Kernel lookup by name through the registry (cached after the first).
+    let t = Instant::now();
+    for _ in 0..10_000 {
+        std::hint::black_box(ctx.kernel("cudrv_empty_args")?);
+    }
+    let lookup = t.elapsed().as_secs_f64() * 1e6 / 10_000.0;
+    println!("registry look-up of a cached kernel: {lookup:.3} us");
+    Ok(())
+}
+
+fn alloc(stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
+    let alloc_async = sys::resolve::cuMemAllocAsync()?;
+    let free_async = sys::resolve::cuMemFreeAsync()?;
+    let alloc_sync = sys::resolve::cuMemAlloc_v2()?;
+    let free_sync = sys::resolve::cuMemFree_v2()?;
+    let s = stream.raw();
+    for (label, bytes) in [("4 KiB", 4usize << 10), ("1 MiB", 1 << 20), ("64 MiB", 64 << 20)] {
+        let (mut ours, mut r_async, mut r_sync) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..200 {
+            let t = Instant::now();
+            // SAFETY: the buffer is dropped unread.
+            let buf = unsafe { DeviceBuffer::<u8>::uninit(stream, bytes)? };
+            drop(buf);
+            ours.push(t.elapsed().as_secs_f64() * 1e6);
+
+            let mut p: CUdeviceptr = 0;
+            let t = Instant::now();
+            raw!(alloc_async, "cuMemAllocAsync", &mut p, bytes, s);
+            raw!(free_async, "cuMemFreeAsync", p, s);
+            r_async.push(t.elapsed().as_secs_f64() * 1e6);
+
+            let t = Instant::now();
+            raw!(alloc_sync, "cuMemAlloc", &mut p, bytes);
+            raw!(free_sync, "cuMemFree", p);
+            r_sync.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        stream.synchronize()?;
+        let ours = median(ours);
+        rows.push(Row {
+            name: format!("alloc + free {label}"),
+            cudrv: ours,
+            reference: median(r_async),
+            reference_name: "raw cuMemAllocAsync+Free",
+            unit: "us",
+            lower_is_better: true,
+        });
+        rows.push(Row {
+            name: format!("alloc + free {label}"),
+            cudrv: ours,
+            reference: median(r_sync),
+            reference_name: "raw cuMemAlloc+cuMemFree",
+            unit: "us",
+            lower_is_better: true,
+        });
+    }
+    Ok(())
+}
+
+fn gbps(bytes: usize, seconds: f64) -> f64 {
+    bytes as f64 / seconds / 1e9
+}
+
+fn copy(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
+    const BYTES: usize = 256 << 20;
+    const REPS: usize = 7;
+    let n = BYTES / 4;
+    let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut back = vec![0.0f32; n];
+    let mut dev = DeviceBuffer::<f32>::zeroed(stream, n)?;
+    let htod = sys::resolve::cuMemcpyHtoD_v2()?;
+    let dtoh = sys::resolve::cuMemcpyDtoH_v2()?;
+    let htod_async = sys::resolve::cuMemcpyHtoDAsync_v2()?;
+    let dtoh_async = sys::resolve::cuMemcpyDtoHAsync_v2()?;
+    let dtod_async = sys::resolve::cuMemcpyDtoDAsync_v2()?;
+    let sync = sys::resolve::cuStreamSynchronize()?;
+    let s = stream.raw();
+    let d = dev.device_ptr();
+    stream.synchronize()?;
+
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let mut v = Vec::new();
+        for _ in 0..REPS {
+            let t = Instant::now();
+            f()?;
+            v.push(t.elapsed().as_secs_f64());
+        }
+        Ok(median(v))
+    };
+
+    // Pageable host memory.
+    let ours = time(&mut || dev.copy_from_slice(&host))?;
+    let reference = time(&mut || {
+        raw!(htod, "cuMemcpyHtoD", d, host.as_ptr().cast(), BYTES);
+        Ok(())
+    })?;
+    rows.push(bw_row(
+        "H2D 256 MiB pageable",
+        ours,
+        reference,
+        "raw cuMemcpyHtoD",
+        BYTES,
+    ));
+    let ours = time(&mut || dev.copy_to_slice(&mut back))?;
+    let bp = back.as_mut_ptr();
+    let reference = time(&mut || {
+        raw!(dtoh, "cuMemcpyDtoH", bp.cast(), d, BYTES);
+        Ok(())
+    })?;
+    rows.push(bw_row(
+        "D2H 256 MiB pageable",
+        ours,
+        reference,
+        "raw cuMemcpyDtoH",
+        BYTES,
+    ));
+
+    // Pinned host memory.
+    let mut pinned = PinnedHostBuffer::<f32>::new(ctx, n)?;
+    pinned.as_mut_slice()?.copy_from_slice(&host);
+    let pp = pinned.as_slice()?.as_ptr();
+    let ours = time(&mut || {
+        dev.copy_from_pinned_async(&pinned)?;
+        pinned.synchronize()
+    })?;
+    let reference = time(&mut || {
+        raw!(htod_async, "cuMemcpyHtoDAsync", d, pp.cast(), BYTES, s);
+        raw!(sync, "cuStreamSynchronize", s);
+        Ok(())
+    })?;
+    rows.push(bw_row(
+        "H2D 256 MiB pinned",
+        ours,
+        reference,
+        "raw cuMemcpyHtoDAsync",
+        BYTES,
+    ));
+    let ours = time(&mut || {
+        dev.copy_to_pinned_async(&mut pinned)?;
+        pinned.synchronize()
+    })?;
+    let pm = pinned.as_mut_slice()?.as_mut_ptr();
+    let reference = time(&mut || {
+        raw!(dtoh_async, "cuMemcpyDtoHAsync", pm.cast(), d, BYTES, s);
+        raw!(sync, "cuStreamSynchronize", s);
+        Ok(())
+    })?;
+    rows.push(bw_row(
+        "D2H 256 MiB pinned",
+        ours,
+        reference,
+        "raw cuMemcpyDtoHAsync",
+        BYTES,
+    ));
+
+    // Device to device, 1 GiB, bytes read + written counted.
+    let big = 1usize << 30;
+    let src = DeviceBuffer::<u8>::zeroed(stream, big)?;
+    let mut dst = DeviceBuffer::<u8>::zeroed(stream, big)?;
+    let (ps, pd) = (src.device_ptr(), dst.device_ptr());
+    let ours = time(&mut || {
+        dst.copy_from_device(&src)?;
+        stream.synchronize()
+    })?;
+    let reference = time(&mut || {
+        raw!(dtod_async, "cuMemcpyDtoDAsync", pd, ps, big, s);
+        raw!(sync, "cuStreamSynchronize", s);
+        Ok(())
+    })?;
+    rows.push(bw_row(
+        "D2D 1 GiB (read+write)",
+        ours,
+        reference,
+        "raw cuMemcpyDtoDAsync",
+        2 * big,
+    ));
+    Ok(())
+}
+
+fn bw_row(name: &str, ours: f64, reference: f64, reference_name: &'static str, bytes: usize) -> Row {
+    Row {
+        name: name.into(),
+        cudrv: gbps(bytes, ours),
+        reference: gbps(bytes, reference),
+        reference_name,
+        unit: "GB/s",
+        lower_is_better: false,
+    }
+}

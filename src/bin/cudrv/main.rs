@@ -1,0 +1,128 @@
+//! `cudrv`: show the device, check every bundled kernel, and measure the runtime's costs.
+//!
+//! ```text
+//! cudrv info                  driver, devices and their limits
+//! cudrv selftest [--seed N]   every bundled kernel against its CPU reference; exit 1 on a failure
+//! cudrv bench [WHAT]          launch, alloc, copy (default: all), each beside its reference
+//! ```
+//! Errors (no driver, no device) print one line and exit with status 1.
+
+mod bench;
+
+use std::process::ExitCode;
+
+use cudrv::{Context, Device, Result};
+
+const USAGE: &str = "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all]>";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("info") => info(),
+        Some("selftest") => selftest(&args[1..]),
+        Some("bench") => bench::run(args.get(1).map(String::as_str).unwrap_or("all")),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(true)
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("cudrv: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The error on one line (module-load errors carry a multi-line JIT log).
+fn one_line(e: &cudrv::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+fn info() -> Result<bool> {
+    let version = cudrv::driver_version()?;
+    let library = cudrv::sys::loader::DriverLibrary::global()?;
+    let count = Device::count()?;
+    println!("driver: CUDA {version} ({})", library.path());
+    println!("devices: {count}");
+    for ordinal in 0..count {
+        let dev = Device::get(ordinal)?;
+        let (major, minor) = dev.compute_capability()?;
+        let l = dev.limits()?;
+        println!("\ndevice {ordinal}: {}", dev.name()?);
+        println!("  uuid                 {}", dev.uuid_string()?);
+        println!("  compute capability   {major}.{minor}");
+        println!("  memory               {}", mib(dev.total_memory()?));
+        match Context::new(ordinal) {
+            Ok(ctx) => {
+                let (free, _) = ctx.memory_info()?;
+                println!("  memory free          {}", mib(free));
+                let kernels = ctx.registry().kernel_names();
+                println!("  bundled kernels      {} usable on this device", kernels.len());
+            }
+            Err(e) => println!("  context              unavailable: {}", one_line(&e)),
+        }
+        println!("  multiprocessors      {}", l.multiprocessor_count);
+        println!("  warp size            {}", l.warp_size);
+        println!("  threads per block    {}", l.max_threads_per_block);
+        println!("  block dims           {:?}", l.max_block_dim);
+        println!("  grid dims            {:?}", l.max_grid_dim);
+        println!(
+            "  shared per block     {} B ({} B opt-in)",
+            l.max_shared_per_block, l.max_shared_per_block_optin
+        );
+    }
+    Ok(true)
+}
+
+fn selftest(args: &[String]) -> Result<bool> {
+    let seed = match args {
+        [] => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+        [flag, n] if flag == "--seed" => n
+            .parse()
+            .map_err(|_| cudrv::Error::InvalidArgument(format!("--seed takes a number, not {n:?}")))?,
+        _ => {
+            return Err(cudrv::Error::InvalidArgument(format!(
+                "unexpected arguments {args:?}; {USAGE}"
+            )))
+        }
+    };
+    let ctx = Context::new(0)?;
+    println!("selftest on {} (seed {seed})", ctx.device().name()?);
+    let checks = cudrv::selftest::run_all(&ctx, seed)?;
+    println!(
+        "{:<32} {:<14} {:>10} {:>9}  result",
+        "kernel", "case", "rel.error", "bound"
+    );
+    for c in &checks {
+        println!(
+            "{:<32} {:<14} {:>10.2e} {:>9.0e}  {}{}",
+            c.kernel,
+            c.case,
+            c.error,
+            c.tolerance,
+            if c.passed { "pass" } else { "FAIL" },
+            if c.detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.detail)
+            }
+        );
+    }
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    println!("{} passed, {} failed", checks.len() - failed, failed);
+    Ok(failed == 0)
+}

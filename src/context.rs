@@ -1,0 +1,156 @@
+//! Contexts: a device's primary context, shared through `Arc`.
+
+use std::ptr;
+use std::sync::Arc;
+
+use crate::device::{Device, DeviceLimits};
+use crate::driver::cu;
+use crate::error::Result;
+use crate::registry::KernelRegistry;
+use crate::stream::{Stream, StreamFlags};
+use crate::sys;
+
+/// A device's primary context, retained for as long as this value lives.
+///
+/// Contexts are shared: every stream, buffer and module holds an `Arc<Context>`. The primary
+/// context is the one the CUDA runtime and other libraries in the process use too, so memory
+/// and modules interoperate with them. cudrv makes the context current on a thread only when the
+/// thread's current context differs ([`Context::bind_to_thread`]).
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// println!("{} with {} SMs", ctx.device().name()?, ctx.limits().multiprocessor_count);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Context {
+    raw: sys::CUcontext,
+    device: Device,
+    limits: DeviceLimits,
+    compute_capability: (u32, u32),
+    registry: KernelRegistry,
+}
+
+// SAFETY: a CUcontext handle may be used from any thread; the driver serialises what it must.
+// Every other field is Send + Sync.
+unsafe impl Send for Context {}
+// SAFETY: as above; `&Context` only reads the handle.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Retains the primary context of device `ordinal` and makes it current on this thread.
+    pub fn new(ordinal: usize) -> Result<Arc<Context>> {
+        let device = Device::get(ordinal)?;
+        let limits = device.limits()?;
+        let compute_capability = device.compute_capability()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: writes one CUcontext through a valid pointer; balanced by the release in Drop.
+        unsafe { cu!(cuDevicePrimaryCtxRetain(&mut raw, device.raw()))? };
+        let ctx = Arc::new(Context {
+            raw,
+            device,
+            limits,
+            compute_capability,
+            registry: KernelRegistry::with_embedded(compute_capability),
+        });
+        ctx.bind_to_thread()?;
+        Ok(ctx)
+    }
+
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUcontext {
+        self.raw
+    }
+
+    /// The device this context belongs to.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The device limits launches are checked against (read once, at creation).
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.limits
+    }
+
+    /// The device's compute capability, (major, minor).
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.compute_capability
+    }
+
+    /// The kernels this context can launch by name: the embedded set plus user registrations.
+    pub fn registry(&self) -> &KernelRegistry {
+        &self.registry
+    }
+
+    /// Makes this context current on the calling thread if it is not already.
+    ///
+    /// One `cuCtxGetCurrent` when it is already current; `cuCtxSetCurrent` only when it differs.
+    #[inline]
+    pub fn bind_to_thread(&self) -> Result<()> {
+        let mut current = ptr::null_mut();
+        // SAFETY: writes one CUcontext through a valid pointer.
+        unsafe { cu!(cuCtxGetCurrent(&mut current))? };
+        if current != self.raw {
+            // SAFETY: `raw` is a primary context this value retains.
+            unsafe { cu!(cuCtxSetCurrent(self.raw))? };
+        }
+        Ok(())
+    }
+
+    /// Waits for all work in this context to finish.
+    pub fn synchronize(&self) -> Result<()> {
+        self.bind_to_thread()?;
+        // SAFETY: no arguments; the context is current.
+        unsafe { cu!(cuCtxSynchronize()) }
+    }
+
+    /// Free and total device memory in bytes, as the driver reports them now.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.bind_to_thread()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: writes two size_t through valid pointers; the context is current.
+        unsafe { cu!(cuMemGetInfo_v2(&mut free, &mut total))? };
+        Ok((free, total))
+    }
+
+    /// The context's legacy default stream (the NULL stream), which synchronises with other
+    /// blocking streams. Prefer [`Context::new_stream`] for concurrent work.
+    pub fn default_stream(self: &Arc<Self>) -> Arc<Stream> {
+        Arc::new(Stream::null(self.clone()))
+    }
+
+    /// A new non-blocking stream with default priority.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// stream.synchronize()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn new_stream(self: &Arc<Self>) -> Result<Arc<Stream>> {
+        self.new_stream_with(StreamFlags::NonBlocking, 0)
+    }
+
+    /// A new stream with the given flags and priority (lower numbers run first; see
+    /// [`Context::stream_priority_range`]).
+    pub fn new_stream_with(self: &Arc<Self>, flags: StreamFlags, priority: i32) -> Result<Arc<Stream>> {
+        Stream::create(self.clone(), flags, priority).map(Arc::new)
+    }
+
+    /// The (least, greatest) stream priority; the greatest is the numerically lowest.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.bind_to_thread()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: writes two ints through valid pointers.
+        unsafe { cu!(cuCtxGetStreamPriorityRange(&mut least, &mut greatest))? };
+        Ok((least, greatest))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: balances the retain in `new`; every object that used the context held an Arc
+        // to it, so none is left. A failure here cannot be reported and leaves only a reference.
+        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) };
+    }
+}

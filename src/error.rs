@@ -1,0 +1,143 @@
+//! The crate's error type.
+
+use std::fmt;
+
+/// The result type of every fallible cudrv call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in cudrv.
+///
+/// Variants carry what a person needs to act on the failure: the API that failed, the driver's
+/// code, name and message, or the numbers that made an argument invalid.
+///
+/// ```
+/// let err = cudrv::Error::InvalidArgument("length 3 != 4".into());
+/// assert_eq!(err.to_string(), "invalid argument: length 3 != 4");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No CUDA driver library could be loaded.
+    #[error("no CUDA driver found: could not load {tried} ({reason})")]
+    NoDriver {
+        /// The library names or paths that were tried, in order.
+        tried: String,
+        /// The loader's message for the last candidate.
+        reason: String,
+    },
+    /// The loaded driver lacks an entry point (it is older than the call needs).
+    #[error("the CUDA driver {library} has no entry point `{name}` (this call needs a newer driver)")]
+    MissingSymbol {
+        /// The symbol, e.g. `cuMemAllocAsync`.
+        name: &'static str,
+        /// The path of the driver library that was searched.
+        library: String,
+    },
+    /// A driver API call returned an error code.
+    #[error("{api} failed: {name} ({code}): {message}")]
+    Driver {
+        /// The driver entry point that failed.
+        api: &'static str,
+        /// The numeric `CUresult`.
+        code: u32,
+        /// The code's name, e.g. `CUDA_ERROR_INVALID_VALUE`.
+        name: String,
+        /// The driver's description of the code.
+        message: String,
+    },
+    /// Loading a module (PTX, cubin, fatbin) failed; `log` holds the JIT compiler's error log.
+    #[error("loading module `{module}` failed: {name} ({code}): {message}{}", log_suffix(.log))]
+    ModuleLoad {
+        /// The module's name (kernel-registry name, file path, or `<memory>`).
+        module: String,
+        /// The numeric `CUresult`.
+        code: u32,
+        /// The code's name, e.g. `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
+        name: String,
+        /// The driver's description of the code, with a hint where one helps.
+        message: String,
+        /// The JIT error log (empty if the driver wrote none).
+        log: String,
+    },
+    /// An argument was rejected before any work was queued.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A launch configuration exceeds the device's or the kernel's limits.
+    #[error("invalid launch configuration: {0}")]
+    InvalidLaunch(String),
+    /// A kernel name that no registered module provides.
+    #[error("unknown kernel `{name}`; known kernels: {}", known_list(.known))]
+    UnknownKernel {
+        /// The name asked for.
+        name: String,
+        /// The names the registry has, sorted.
+        known: Vec<String>,
+    },
+    /// A device allocation failed even after the cache was emptied.
+    #[error(
+        "out of device memory: requested {requested} bytes; pool reserved {reserved}, allocated {allocated}, \
+         cached {cached}; device free {device_free} bytes"
+    )]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes the pool holds from the driver.
+        reserved: usize,
+        /// Bytes in live buffers.
+        allocated: usize,
+        /// Bytes held free in the cache.
+        cached: usize,
+        /// Free device memory reported by the driver after the failure.
+        device_free: usize,
+    },
+    /// Reading a file (a PTX or cubin module, a kernel directory) failed.
+    #[error("cannot read {path}: {message}")]
+    Io {
+        /// The path that was read.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        "(none)".into()
+    } else {
+        known.join(", ")
+    }
+}
+
+fn log_suffix(log: &str) -> String {
+    if log.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\nJIT log:\n{}", log.trim_end())
+    }
+}
+
+impl Error {
+    /// The driver's `CUresult` code, for errors that came from the driver.
+    ///
+    /// ```
+    /// let err = cudrv::Error::InvalidArgument("x".into());
+    /// assert_eq!(err.driver_code(), None);
+    /// ```
+    pub fn driver_code(&self) -> Option<u32> {
+        match self {
+            Error::Driver { code, .. } | Error::ModuleLoad { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// A short helper to build [`Error::InvalidArgument`] from format arguments.
+pub(crate) fn invalid(args: fmt::Arguments<'_>) -> Error {
+    Error::InvalidArgument(args.to_string())
+}
+
+/// `return Err(Error::InvalidArgument(format!(...)))`.
+macro_rules! bail_invalid {
+    ($($arg:tt)*) => { return Err($crate::error::invalid(format_args!($($arg)*))) };
+}
+pub(crate) use bail_invalid;

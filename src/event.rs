@@ -1,0 +1,94 @@
+//! Events: points in a stream's work, for ordering and timing.
+
+use std::ptr;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::driver::{check, cu};
+use crate::error::Result;
+use crate::stream::Stream;
+use crate::sys::{self, CUresult};
+
+/// A marker recorded into a stream: wait on it, query it, or time between two of them.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let (start, end) = (cudrv::Event::new(&ctx, true)?, cudrv::Event::new(&ctx, true)?);
+/// start.record(&stream)?;
+/// // ... work ...
+/// end.record(&stream)?;
+/// println!("{} ms", start.elapsed_ms(&end)?);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Event {
+    raw: sys::CUevent,
+    ctx: Arc<Context>,
+}
+
+// SAFETY: a CUevent handle may be used from any thread.
+unsafe impl Send for Event {}
+// SAFETY: as above; `&Event` only passes the handle to the driver.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// A new event; `timing` enables [`Event::elapsed_ms`] (timing-disabled events are cheaper).
+    pub fn new(ctx: &Arc<Context>, timing: bool) -> Result<Event> {
+        ctx.bind_to_thread()?;
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT.0
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: writes one CUevent through a valid pointer; the context is current.
+        unsafe { cu!(cuEventCreate(&mut raw, flags))? };
+        Ok(Event { raw, ctx: ctx.clone() })
+    }
+
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUevent {
+        self.raw
+    }
+
+    /// Records the event at the current end of `stream`.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: both handles are live.
+        unsafe { cu!(cuEventRecord(self.raw, stream.raw())) }
+    }
+
+    /// Waits until the work before the event's last record has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the handle is live.
+        unsafe { cu!(cuEventSynchronize(self.raw)) }
+    }
+
+    /// Whether the work before the event's last record has finished, without waiting.
+    pub fn query(&self) -> Result<bool> {
+        let f = sys::resolve::cuEventQuery()?;
+        // SAFETY: the handle is live.
+        match unsafe { f(self.raw) } {
+            CUresult::CUDA_SUCCESS => Ok(true),
+            CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check(code, "cuEventQuery").map(|_| false),
+        }
+    }
+
+    /// Milliseconds from this event to `end`; both must have completed and have timing enabled.
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        let mut ms = 0.0f32;
+        // SAFETY: writes one float through a valid pointer; both handles are live.
+        unsafe { cu!(cuEventElapsedTime(&mut ms, self.raw, end.raw))? };
+        Ok(ms)
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the event was created by this value; the driver defers the release until any
+        // pending record completes.
+        let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
+    }
+}

@@ -1,0 +1,546 @@
+//! The pool: per-stream shards, the global byte accounting, the miss, OOM and trim paths.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::shard::{Counts, FreeOutcome, Served, ShardState};
+use super::sizes::{round_size, segment_size, Kind};
+use super::{Backing, BackingError, Block, FenceSource, PoolStats, StreamId};
+
+/// Why [`CachingPool::allocate`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    /// No memory for the request, even after releasing the cache (or the request would exceed
+    /// the pool's limit). The numbers are the pool's at the time of failure; the runtime adds what
+    /// the device reports as free.
+    #[error(
+        "out of device memory: tried to allocate {requested} B; the pool has {reserved} B \
+         reserved, {allocated} B allocated, {cached} B cached{}",
+        limit.map(|l| format!(", limit {l} B")).unwrap_or_default()
+    )]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes reserved from the backing.
+        reserved: usize,
+        /// Bytes in allocated blocks.
+        allocated: usize,
+        /// Bytes reserved but not allocated (free or waiting on fences).
+        cached: usize,
+        /// The pool's limit on reserved bytes, if one is set.
+        limit: Option<usize>,
+    },
+    /// The backing failed for a reason other than running out of memory.
+    #[error("the pool's backing failed: {0}")]
+    Backing(String),
+}
+
+/// `usize::MAX` stands for "no limit"/"no threshold" in the atomics.
+const UNSET: usize = usize::MAX;
+
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The pool-wide totals, updated with relaxed atomics outside the shard locks. (Per-stream event
+/// counts live in the shards.)
+#[derive(Default)]
+struct Counters {
+    oom_retries: AtomicU64,
+    oom_failures: AtomicU64,
+    segments: AtomicU64,
+    /// Includes segments being reserved (charged before the backing is asked).
+    reserved: AtomicUsize,
+    allocated: AtomicUsize,
+    peak_allocated: AtomicUsize,
+    peak_reserved: AtomicUsize,
+}
+
+type Shard<F> = Mutex<ShardState<F>>;
+
+/// A stream-ordered caching allocator over a [`Backing`], generic over how stream progress is
+/// observed ([`FenceSource`]).
+///
+/// All methods take `&self`; share the pool between threads with an `Arc`.
+///
+/// # Locking
+///
+/// Each stream has a *shard* (its segments, blocks, free sets and pending list) behind its own
+/// mutex, so threads working on different streams do not contend. A read-write lock maps stream
+/// ids to shards (written only the first time a stream is seen); byte totals and counters are
+/// atomics. A thread holds at most one shard lock at a time, and never one while calling the
+/// [`Backing`] or [`FenceSource::record`]. The hit path (a free block of the stream fits) takes
+/// the map's read lock and the stream's shard lock once.
+pub struct CachingPool<B: Backing, S: FenceSource> {
+    backing: B,
+    fences: S,
+    id: u64,
+    shards: RwLock<BTreeMap<StreamId, Arc<Shard<S::F>>>>,
+    counters: Counters,
+    limit: AtomicUsize,
+    release_threshold: AtomicUsize,
+}
+
+impl<B: Backing, S: FenceSource> std::fmt::Debug for CachingPool<B, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachingPool")
+            .field("id", &self.id)
+            .field("stats", &self.stats())
+            .field("limit", &self.limit())
+            .field("release_threshold", &self.release_threshold())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backing, S: FenceSource> CachingPool<B, S> {
+    /// A pool with nothing reserved, no limit and no release threshold (it keeps everything it
+    /// caches until [`empty_cache`](Self::empty_cache), [`trim`](Self::trim) or an OOM).
+    pub fn new(backing: B, fences: S) -> Self {
+        CachingPool {
+            backing,
+            fences,
+            id: NEXT_POOL_ID.fetch_add(1, Relaxed),
+            shards: RwLock::new(BTreeMap::new()),
+            counters: Counters::default(),
+            limit: AtomicUsize::new(UNSET),
+            release_threshold: AtomicUsize::new(UNSET),
+        }
+    }
+
+    /// The backing the pool reserves from.
+    pub fn backing(&self) -> &B {
+        &self.backing
+    }
+
+    /// The source the pool records fences with.
+    pub fn fence_source(&self) -> &S {
+        &self.fences
+    }
+
+    /// Allocates at least `bytes` bytes for use on `stream`.
+    ///
+    /// First, blocks of `stream` whose fences have completed leave the pending list (one fence
+    /// query per pending block; nothing when none is pending). Then, in order:
+    ///
+    /// 1. the best-fitting free block of `stream` (a *hit*);
+    /// 2. an entirely free segment of another stream whose last use is known finished (also a
+    ///    hit; this may record a fence on that stream for next time);
+    /// 3. a new segment from the backing (a *miss*). When the backing is out of memory, or the new
+    ///    segment would exceed the [limit](Self::set_limit), the pool releases every entirely free
+    ///    cached segment ([`empty_cache`](Self::empty_cache)) and tries once more.
+    ///
+    /// A 0-byte request gets a 512 B block with an address of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::OutOfMemory`] when there is no room even after releasing the cache;
+    /// [`PoolError::Backing`] when the backing fails otherwise.
+    pub fn allocate(&self, bytes: usize, stream: StreamId) -> Result<Block, PoolError> {
+        let Some(rounded) = round_size(bytes) else {
+            return Err(self.out_of_memory(bytes));
+        };
+        let kind = Kind::of(rounded);
+        let shard = self.shard(stream);
+        {
+            let mut st = shard.lock();
+            if st.has_pending() {
+                st.poll_pending();
+            }
+            if let Some((addr, size)) = st.alloc_from_free(kind, rounded) {
+                drop(st);
+                return Ok(self.hand_out(addr, size, bytes, stream));
+            }
+        }
+        if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
+            let size = Self::carve_segment(&shard, addr, seg_size, kind, rounded, Served::CrossStream);
+            return Ok(self.hand_out(addr, size, bytes, stream));
+        }
+        let Some(seg_size) = segment_size(rounded) else {
+            return Err(self.out_of_memory(bytes));
+        };
+        let addr = self.reserve_segment(seg_size, bytes)?;
+        let size = Self::carve_segment(&shard, addr, seg_size, kind, rounded, Served::Miss);
+        Ok(self.hand_out(addr, size, bytes, stream))
+    }
+
+    /// Frees `block`.
+    ///
+    /// Its memory is reusable at once by allocations on the block's own stream. Other streams can
+    /// take it over only as part of an entirely free segment, and only once a fence recorded on
+    /// the block's stream after this free has completed (the pool records one here when the free
+    /// leaves a segment entirely free and none is in flight, or later on another stream's miss).
+    /// If the block was [used on other streams](Self::record_stream), a fence is recorded on each
+    /// of them now, and the memory is reused by nobody until all of them have completed.
+    ///
+    /// When a [release threshold](Self::set_release_threshold) is set and this free leaves an
+    /// entirely free segment while the pool caches more than the threshold, entirely free
+    /// segments are released until it caches no more than the threshold (or none is left).
+    ///
+    /// # Panics
+    ///
+    /// If `block` was allocated by another pool.
+    pub fn free(&self, block: Block) {
+        assert_eq!(
+            block.pool, self.id,
+            "Block at {:#x} freed into a pool that did not allocate it",
+            block.addr
+        );
+        let shard = self
+            .shards
+            .read()
+            .get(&block.stream)
+            .cloned()
+            .expect("block's stream has no shard");
+        let outcome = shard.lock().free(block.addr);
+        let Some(outcome) = outcome else {
+            panic!("block at {:#x} is not allocated", block.addr);
+        };
+        self.counters.allocated.fetch_sub(block.size, Relaxed);
+        match outcome {
+            FreeOutcome::Freed {
+                became_idle,
+                record_migration,
+                ..
+            } => {
+                if let Some(seq) = record_migration {
+                    let fence = self.fences.record(block.stream);
+                    shard.lock().set_migration(seq, fence);
+                }
+                if became_idle {
+                    self.apply_release_threshold();
+                }
+            }
+            FreeOutcome::Deferred { seq, streams, .. } => {
+                let fences = streams.into_iter().map(|s| self.fences.record(s)).collect();
+                shard.lock().push_pending(block.addr, seq, fences);
+            }
+        }
+    }
+
+    /// Marks `block` as also used on `stream` (work on `stream` reads or writes it). When the
+    /// block is freed, a fence is recorded on every such stream and the memory is reused only after
+    /// all of them have completed. A no-op for the block's own stream.
+    ///
+    /// # Panics
+    ///
+    /// If `block` was allocated by another pool.
+    pub fn record_stream(&self, block: &Block, stream: StreamId) {
+        assert_eq!(
+            block.pool, self.id,
+            "Block at {:#x} used with a pool that did not allocate it",
+            block.addr
+        );
+        if stream == block.stream {
+            return;
+        }
+        let shard = self
+            .shards
+            .read()
+            .get(&block.stream)
+            .cloned()
+            .expect("block's stream has no shard");
+        let ok = shard.lock().record_stream(block.addr, stream);
+        assert!(ok, "block at {:#x} is not allocated", block.addr);
+    }
+
+    /// Releases every entirely free cached segment to the backing (after moving blocks whose
+    /// fences have completed out of the pending lists). Returns the bytes released.
+    ///
+    /// Segments with an allocated block, or a freed block still waiting on fences, stay.
+    pub fn empty_cache(&self) -> usize {
+        self.trim(0)
+    }
+
+    /// Releases entirely free cached segments until the pool caches (reserves beyond what is
+    /// allocated) at most `max_cached` bytes, or no entirely free segment is left. Prefers the
+    /// smallest segment that alone covers the excess, else the largest. Returns the bytes
+    /// released.
+    pub fn trim(&self, max_cached: usize) -> usize {
+        let mut released = 0;
+        for shard in self.all_shards() {
+            let need = self.cached().saturating_sub(max_cached);
+            if need == 0 {
+                break;
+            }
+            let segments = {
+                let mut st = shard.lock();
+                st.poll_pending();
+                st.drain_idle(need)
+            };
+            for (addr, size) in segments {
+                self.backing.release(addr, size);
+                self.counters.reserved.fetch_sub(size, Relaxed);
+                self.counters.segments.fetch_sub(1, Relaxed);
+                released += size;
+            }
+        }
+        released
+    }
+
+    /// Sets the most bytes the pool keeps cached after a free (`None`: no bound, the default).
+    /// Takes effect at the next free that leaves an entirely free segment; call
+    /// [`trim`](Self::trim) to apply it at once.
+    pub fn set_release_threshold(&self, bytes: Option<usize>) {
+        self.release_threshold.store(bytes.unwrap_or(UNSET), Relaxed);
+    }
+
+    /// The release threshold (see [`set_release_threshold`](Self::set_release_threshold)).
+    pub fn release_threshold(&self) -> Option<usize> {
+        Some(self.release_threshold.load(Relaxed)).filter(|&b| b != UNSET)
+    }
+
+    /// Caps the bytes the pool reserves from the backing (`None`: no cap, the default). A
+    /// request that would need a segment beyond it first releases the cache, then fails with
+    /// [`PoolError::OutOfMemory`]. Lowering the cap releases nothing by itself.
+    pub fn set_limit(&self, bytes: Option<usize>) {
+        self.limit.store(bytes.unwrap_or(UNSET), Relaxed);
+    }
+
+    /// The cap on reserved bytes (see [`set_limit`](Self::set_limit)).
+    pub fn limit(&self) -> Option<usize> {
+        Some(self.limit.load(Relaxed)).filter(|&b| b != UNSET)
+    }
+
+    /// A snapshot of the counters (see [`PoolStats`] for what each means). Takes each shard's
+    /// lock briefly.
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.counters;
+        let (mut largest, mut pending) = (0, 0);
+        let mut n = Counts::default();
+        for shard in self.all_shards() {
+            let st = shard.lock();
+            largest = largest.max(st.largest_free());
+            pending += st.pending_bytes();
+            let s = st.counts;
+            n.allocations += s.allocations;
+            n.frees += s.frees;
+            n.hits += s.hits;
+            n.misses += s.misses;
+            n.cross_stream += s.cross_stream;
+            n.active_blocks += s.active_blocks;
+        }
+        let allocated = c.allocated.load(Relaxed);
+        let reserved = c.reserved.load(Relaxed);
+        let cached = reserved.saturating_sub(allocated);
+        let ratio = |num: u64, den: u64| {
+            if den == 0 {
+                0.0
+            } else {
+                num as f64 / den as f64
+            }
+        };
+        PoolStats {
+            allocations: n.allocations,
+            frees: n.frees,
+            cache_hits: n.hits,
+            cache_misses: n.misses,
+            hit_rate: ratio(n.hits, n.allocations),
+            cross_stream_reuses: n.cross_stream,
+            segments: c.segments.load(Relaxed),
+            reserved_bytes: reserved as u64,
+            allocated_bytes: allocated as u64,
+            active_blocks: n.active_blocks,
+            peak_allocated_bytes: c.peak_allocated.load(Relaxed) as u64,
+            peak_reserved_bytes: c.peak_reserved.load(Relaxed) as u64,
+            cached_bytes: cached as u64,
+            pending_bytes: pending as u64,
+            largest_free_block: largest as u64,
+            fragmentation: if cached == 0 {
+                0.0
+            } else {
+                (1.0 - ratio(largest as u64, cached as u64)).clamp(0.0, 1.0)
+            },
+            oom_retries: c.oom_retries.load(Relaxed),
+            oom_failures: c.oom_failures.load(Relaxed),
+        }
+    }
+
+    /// Checks the pool's internal bookkeeping and panics if it is inconsistent: within each
+    /// stream, blocks tile their segments exactly, no two neighbouring blocks are both free, and
+    /// the free, idle and pending sets match the blocks; across streams, segment, reserved and
+    /// allocated totals match the counters. For tests and debugging; takes each stream's lock in
+    /// turn and costs time linear in the number of blocks.
+    ///
+    /// Call it only while no other thread uses the pool (the totals are compared to counters
+    /// that other threads update without a common lock).
+    ///
+    /// # Panics
+    ///
+    /// On the first inconsistency found.
+    pub fn check_invariants(&self) {
+        let (mut segments, mut reserved, mut allocated) = (0, 0, 0);
+        for shard in self.all_shards() {
+            let st = shard.lock();
+            let (s, r, a, b) = st.check();
+            assert_eq!(b as u64, st.counts.active_blocks, "active blocks");
+            let n = st.counts;
+            assert_eq!(n.hits + n.misses, n.allocations, "hits + misses");
+            assert_eq!(n.allocations - n.frees, n.active_blocks, "allocations - frees");
+            segments += s;
+            reserved += r;
+            allocated += a;
+        }
+        let c = &self.counters;
+        assert_eq!(segments as u64, c.segments.load(Relaxed), "segment count");
+        assert_eq!(reserved, c.reserved.load(Relaxed), "reserved bytes");
+        assert_eq!(allocated, c.allocated.load(Relaxed), "allocated bytes");
+    }
+
+    /// The shard of `stream`, made on first use.
+    fn shard(&self, stream: StreamId) -> Arc<Shard<S::F>> {
+        if let Some(shard) = self.shards.read().get(&stream) {
+            return shard.clone();
+        }
+        self.shards.write().entry(stream).or_default().clone()
+    }
+
+    fn all_shards(&self) -> Vec<Arc<Shard<S::F>>> {
+        self.shards.read().values().cloned().collect()
+    }
+
+    fn cached(&self) -> usize {
+        let allocated = self.counters.allocated.load(Relaxed);
+        self.counters.reserved.load(Relaxed).saturating_sub(allocated)
+    }
+
+    /// Adds a segment (new, or taken from another stream) to `shard` and carves the block at its
+    /// start. Returns the block's size.
+    fn carve_segment(
+        shard: &Shard<S::F>,
+        addr: u64,
+        seg_size: usize,
+        kind: Kind,
+        rounded: usize,
+        how: Served,
+    ) -> usize {
+        let mut st = shard.lock();
+        st.add_segment(addr, seg_size, kind);
+        st.carve(addr, rounded, how)
+    }
+
+    /// Accounts an allocation's bytes and makes its handle.
+    fn hand_out(&self, addr: u64, size: usize, requested: usize, stream: StreamId) -> Block {
+        let c = &self.counters;
+        let now = c.allocated.fetch_add(size, Relaxed) + size;
+        if now > c.peak_allocated.load(Relaxed) {
+            c.peak_allocated.fetch_max(now, Relaxed);
+        }
+        Block {
+            addr,
+            size,
+            requested,
+            stream,
+            pool: self.id,
+        }
+    }
+
+    /// Looks for an entirely free segment of another stream that `stream` may take over, and asks
+    /// for migration fences on streams whose free segments still wait on one.
+    fn take_from_other_streams(&self, stream: StreamId, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        let others: Vec<(StreamId, Arc<Shard<S::F>>)> = self
+            .shards
+            .read()
+            .iter()
+            .filter(|(s, _)| **s != stream)
+            .map(|(s, shard)| (*s, shard.clone()))
+            .collect();
+        let mut taken = None;
+        let mut want_fence = Vec::new();
+        for (s, shard) in others {
+            let mut st = shard.lock();
+            if st.has_pending() {
+                st.poll_pending();
+            }
+            if let Some(seg) = st.take_idle(kind, rounded) {
+                taken = Some(seg);
+                break;
+            }
+            if let Some(seq) = st.migration_fence_wanted() {
+                drop(st);
+                want_fence.push((s, shard, seq));
+            }
+        }
+        // Every shard put in the recording state must get its fence, found or not.
+        for (s, shard, seq) in want_fence {
+            let fence = self.fences.record(s);
+            let mut st = shard.lock();
+            st.set_migration(seq, fence);
+            if taken.is_none() {
+                // An idle stream's fence may be complete already.
+                taken = st.take_idle(kind, rounded);
+            }
+        }
+        taken
+    }
+
+    /// Reserves a segment of `seg_size` bytes, releasing the cache and retrying once when the
+    /// limit or the backing says no.
+    fn reserve_segment(&self, seg_size: usize, requested: usize) -> Result<u64, PoolError> {
+        let mut retried = false;
+        loop {
+            let Some(total) = self.charge(seg_size) else {
+                if retried {
+                    return Err(self.out_of_memory(requested));
+                }
+                retried = true;
+                self.counters.oom_retries.fetch_add(1, Relaxed);
+                self.empty_cache();
+                continue;
+            };
+            match self.backing.reserve(seg_size) {
+                Ok(addr) => {
+                    self.counters.segments.fetch_add(1, Relaxed);
+                    self.counters.peak_reserved.fetch_max(total, Relaxed);
+                    return Ok(addr);
+                }
+                Err(BackingError::OutOfBackingMemory) => {
+                    self.counters.reserved.fetch_sub(seg_size, Relaxed);
+                    if retried {
+                        return Err(self.out_of_memory(requested));
+                    }
+                    retried = true;
+                    self.counters.oom_retries.fetch_add(1, Relaxed);
+                    self.empty_cache();
+                }
+                Err(BackingError::Other(msg)) => {
+                    self.counters.reserved.fetch_sub(seg_size, Relaxed);
+                    return Err(PoolError::Backing(msg));
+                }
+            }
+        }
+    }
+
+    /// Adds `bytes` to the reserved total unless that would pass the limit; returns the new
+    /// total.
+    fn charge(&self, bytes: usize) -> Option<usize> {
+        let limit = self.limit.load(Relaxed);
+        self.counters
+            .reserved
+            .fetch_update(Relaxed, Relaxed, |r| {
+                r.checked_add(bytes).filter(|&n| limit == UNSET || n <= limit)
+            })
+            .ok()
+            .map(|before| before + bytes)
+    }
+
+    fn apply_release_threshold(&self) {
+        let threshold = self.release_threshold.load(Relaxed);
+        if threshold != UNSET && self.cached() > threshold {
+            self.trim(threshold);
+        }
+    }
+
+    fn out_of_memory(&self, requested: usize) -> PoolError {
+        self.counters.oom_failures.fetch_add(1, Relaxed);
+        let allocated = self.counters.allocated.load(Relaxed);
+        let reserved = self.counters.reserved.load(Relaxed);
+        PoolError::OutOfMemory {
+            requested,
+            reserved,
+            allocated,
+            cached: reserved.saturating_sub(allocated),
+            limit: self.limit(),
+        }
+    }
+}

@@ -1,0 +1,675 @@
+//! The per-stream state: the segments a stream owns, the blocks carved from them, its free sets
+//! and its blocks waiting on fences. Everything here runs under the shard's mutex and makes no
+//! calls out of the pool except [`Fence::is_complete`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::sizes::Kind;
+use super::{Fence, StreamId};
+
+/// A cheap hasher for device addresses (multiples of 512): a multiply, with the well-mixed high
+/// half folded into the low bits the table indexes by.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<AddrHasher>>;
+
+/// What a block is doing.
+#[derive(Debug)]
+enum State {
+    /// In a free set: reusable by this shard's stream.
+    Free,
+    /// Handed out; the streams it was additionally used on (`record_stream`), deduplicated.
+    Allocated(Vec<StreamId>),
+    /// Freed, but used on other streams whose fences have not all completed.
+    Pending,
+}
+
+/// A block: a run of bytes inside one segment, linked to its neighbours in address order.
+#[derive(Debug)]
+struct Node {
+    size: usize,
+    segment: u64,
+    prev: Option<u64>,
+    next: Option<u64>,
+    state: State,
+}
+
+/// A segment: one reservation from the backing.
+#[derive(Debug)]
+struct Segment {
+    size: usize,
+    kind: Kind,
+    /// The sequence number of the latest free of a block in it (0: none since it joined this
+    /// shard). Another stream may take the segment once `safe_seq` reaches this.
+    last_free_seq: u64,
+}
+
+/// A freed block waiting on fences recorded on the other streams that used it.
+struct PendingFree<F> {
+    addr: u64,
+    seq: u64,
+    fences: Vec<F>,
+}
+
+/// The fence that tells other streams which of this stream's frees are finished.
+enum Migration<F> {
+    /// None recorded or in flight.
+    None,
+    /// A thread is recording one outside the lock.
+    Recording,
+    /// Recorded after the free numbered `seq` (and every earlier one).
+    InFlight { seq: u64, fence: F },
+}
+
+/// What [`ShardState::free`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FreeOutcome {
+    /// The block is in the free set.
+    Freed {
+        /// Bytes freed.
+        size: usize,
+        /// Whether its segment is now entirely free.
+        became_idle: bool,
+        /// `Some(seq)`: the caller must record a fence on this stream and hand it to
+        /// [`ShardState::set_migration`] with `seq`.
+        record_migration: Option<u64>,
+    },
+    /// The block was used on other streams: the caller must record a fence on each of `streams`
+    /// and hand them to [`ShardState::push_pending`] with `addr` and `seq`.
+    Deferred {
+        /// Bytes freed.
+        size: usize,
+        /// The free's sequence number.
+        seq: u64,
+        /// The other streams.
+        streams: Vec<StreamId>,
+    },
+}
+
+/// A stream's event counts, kept under its lock (so the hit path touches no shared counter).
+#[derive(Default, Clone, Copy, Debug)]
+pub(crate) struct Counts {
+    pub(crate) allocations: u64,
+    pub(crate) frees: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) cross_stream: u64,
+    pub(crate) active_blocks: u64,
+}
+
+/// How an allocation was served, for [`Counts`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Served {
+    /// From the stream's own free blocks.
+    Hit,
+    /// From a segment taken over from another stream.
+    CrossStream,
+    /// From a new segment.
+    Miss,
+}
+
+/// One stream's share of the pool.
+pub(crate) struct ShardState<F> {
+    /// Event counts.
+    pub(crate) counts: Counts,
+    nodes: AddrMap<Node>,
+    segments: AddrMap<Segment>,
+    /// Free blocks by (size, addr), per [`Kind`].
+    free: [BTreeSet<(usize, u64)>; 2],
+    /// The free blocks that span a whole segment, by (size, addr), per [`Kind`].
+    idle: [BTreeSet<(usize, u64)>; 2],
+    pending: Vec<PendingFree<F>>,
+    /// The sequence number of the latest free.
+    seq: u64,
+    /// Every free numbered up to this is known finished on the device.
+    safe_seq: u64,
+    migration: Migration<F>,
+    free_bytes: usize,
+    pending_bytes: usize,
+}
+
+impl<F: Fence> Default for ShardState<F> {
+    fn default() -> Self {
+        ShardState {
+            counts: Counts::default(),
+            nodes: AddrMap::default(),
+            segments: AddrMap::default(),
+            free: [BTreeSet::new(), BTreeSet::new()],
+            idle: [BTreeSet::new(), BTreeSet::new()],
+            pending: Vec::new(),
+            seq: 0,
+            safe_seq: 0,
+            migration: Migration::None,
+            free_bytes: 0,
+            pending_bytes: 0,
+        }
+    }
+}
+
+impl<F: Fence> ShardState<F> {
+    /// Adds a segment (new from the backing, or taken from another shard) as one free block.
+    pub(crate) fn add_segment(&mut self, addr: u64, size: usize, kind: Kind) {
+        let old = self.segments.insert(
+            addr,
+            Segment {
+                size,
+                kind,
+                last_free_seq: 0,
+            },
+        );
+        assert!(old.is_none(), "segment {addr:#x} added twice");
+        self.nodes.insert(
+            addr,
+            Node {
+                size,
+                segment: addr,
+                prev: None,
+                next: None,
+                state: State::Free,
+            },
+        );
+        self.insert_free(addr);
+    }
+
+    /// Best fit: carves `rounded` bytes from the smallest free block of `kind` that holds them.
+    /// Returns the block's address and size.
+    pub(crate) fn alloc_from_free(&mut self, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        let &(_, addr) = self.free[kind as usize].range((rounded, 0)..).next()?;
+        Some((addr, self.carve(addr, rounded, Served::Hit)))
+    }
+
+    /// Counts an allocation served as `how`.
+    fn count_allocation(&mut self, how: Served) {
+        let c = &mut self.counts;
+        c.allocations += 1;
+        c.active_blocks += 1;
+        match how {
+            Served::Hit => c.hits += 1,
+            Served::CrossStream => {
+                c.hits += 1;
+                c.cross_stream += 1;
+            }
+            Served::Miss => c.misses += 1,
+        }
+    }
+
+    /// Allocates `rounded` bytes at the start of the free block at `addr` (which must hold them),
+    /// splitting off the remainder when it is worth keeping, and counts the allocation as `how`.
+    /// Returns the block's size.
+    pub(crate) fn carve(&mut self, addr: u64, rounded: usize, how: Served) -> usize {
+        self.count_allocation(how);
+        self.remove_free(addr);
+        let node = self.nodes.get_mut(&addr).expect("carving a block that does not exist");
+        debug_assert!(node.size >= rounded);
+        let kind = self.segments[&node.segment].kind;
+        node.state = State::Allocated(Vec::new());
+        let remainder = node.size - rounded;
+        if !kind.worth_splitting(remainder) {
+            return node.size;
+        }
+        let rest = addr + rounded as u64;
+        let next = node.next.replace(rest);
+        let segment = node.segment;
+        node.size = rounded;
+        if let Some(n) = next {
+            self.node_mut(n).prev = Some(rest);
+        }
+        self.nodes.insert(
+            rest,
+            Node {
+                size: remainder,
+                segment,
+                prev: Some(addr),
+                next,
+                state: State::Free,
+            },
+        );
+        self.insert_free(rest);
+        rounded
+    }
+
+    /// Marks the allocated block at `addr` as also used on `stream`. `false` when no block is
+    /// allocated there.
+    pub(crate) fn record_stream(&mut self, addr: u64, stream: StreamId) -> bool {
+        match self.nodes.get_mut(&addr) {
+            Some(Node {
+                state: State::Allocated(streams),
+                ..
+            }) => {
+                if !streams.contains(&stream) {
+                    streams.push(stream);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Frees the allocated block at `addr`. `None` when no block is allocated there.
+    pub(crate) fn free(&mut self, addr: u64) -> Option<FreeOutcome> {
+        let node = self.nodes.get_mut(&addr)?;
+        let streams = match &mut node.state {
+            State::Allocated(streams) => std::mem::take(streams),
+            _ => return None,
+        };
+        let size = node.size;
+        self.counts.frees += 1;
+        self.counts.active_blocks -= 1;
+        self.seq += 1;
+        let seq = self.seq;
+        if !streams.is_empty() {
+            node.state = State::Pending;
+            self.pending_bytes += size;
+            return Some(FreeOutcome::Deferred { size, seq, streams });
+        }
+        let became_idle = self.mark_free(addr, seq);
+        let record_migration = if became_idle && matches!(self.migration, Migration::None) {
+            self.migration = Migration::Recording;
+            Some(seq)
+        } else {
+            None
+        };
+        Some(FreeOutcome::Freed {
+            size,
+            became_idle,
+            record_migration,
+        })
+    }
+
+    /// Files the fences of a deferred free (see [`FreeOutcome::Deferred`]).
+    pub(crate) fn push_pending(&mut self, addr: u64, seq: u64, fences: Vec<F>) {
+        debug_assert!(matches!(self.nodes[&addr].state, State::Pending));
+        self.pending.push(PendingFree { addr, seq, fences });
+    }
+
+    /// Moves every pending block whose fences have all completed to the free set. Returns whether
+    /// a segment became entirely free.
+    pub(crate) fn poll_pending(&mut self) -> bool {
+        let mut became_idle = false;
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].fences.iter().all(Fence::is_complete) {
+                let p = self.pending.swap_remove(i);
+                self.pending_bytes -= self.nodes[&p.addr].size;
+                became_idle |= self.mark_free(p.addr, p.seq);
+            } else {
+                i += 1;
+            }
+        }
+        became_idle
+    }
+
+    /// Whether blocks wait on fences.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Completes the migration fence if it has completed.
+    fn poll_migration(&mut self) {
+        if let Migration::InFlight { seq, fence } = &self.migration {
+            if fence.is_complete() {
+                self.safe_seq = self.safe_seq.max(*seq);
+                self.migration = Migration::None;
+            }
+        }
+    }
+
+    /// Takes out (for another stream) the smallest entirely free segment of `kind` that holds
+    /// `rounded` bytes and whose last free is known finished. Returns its address and size.
+    pub(crate) fn take_idle(&mut self, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        self.poll_migration();
+        let &(size, addr) = self.idle[kind as usize]
+            .range((rounded, 0)..)
+            .find(|(_, a)| self.segments[a].last_free_seq <= self.safe_seq)?;
+        self.remove_segment(addr);
+        Some((addr, size))
+    }
+
+    /// Whether another stream should record a migration fence on this stream: some entirely free
+    /// segment waits on a free not yet known finished, and no fence is in flight. `Some(seq)`
+    /// puts the shard in the recording state; the caller must then record a fence and call
+    /// [`set_migration`](Self::set_migration) with `seq`.
+    pub(crate) fn migration_fence_wanted(&mut self) -> Option<u64> {
+        self.poll_migration();
+        if !matches!(self.migration, Migration::None) {
+            return None;
+        }
+        let waiting = self
+            .idle
+            .iter()
+            .flatten()
+            .any(|(_, a)| self.segments[a].last_free_seq > self.safe_seq);
+        if waiting {
+            self.migration = Migration::Recording;
+            Some(self.seq)
+        } else {
+            None
+        }
+    }
+
+    /// Installs a fence recorded after the free numbered `seq`.
+    pub(crate) fn set_migration(&mut self, seq: u64, fence: F) {
+        debug_assert!(matches!(self.migration, Migration::Recording));
+        self.migration = Migration::InFlight { seq, fence };
+    }
+
+    /// Removes entirely free segments until their sizes add up to at least `need` bytes (or none
+    /// is left), preferring the smallest single segment that covers what is still needed, else the
+    /// largest. Returns them as (address, size).
+    pub(crate) fn drain_idle(&mut self, need: usize) -> Vec<(u64, usize)> {
+        let mut out = Vec::new();
+        if need == 0 {
+            return out;
+        }
+        let mut idle: Vec<(usize, u64)> = self.idle.iter().flatten().copied().collect();
+        idle.sort_unstable();
+        let mut left = need;
+        while left > 0 && !idle.is_empty() {
+            let i = idle.partition_point(|&(size, _)| size < left);
+            let (size, addr) = idle.remove(i.min(idle.len() - 1));
+            self.remove_segment(addr);
+            out.push((addr, size));
+            left = left.saturating_sub(size);
+        }
+        out
+    }
+
+    /// The size of the largest free block (0 when none).
+    pub(crate) fn largest_free(&self) -> usize {
+        self.free
+            .iter()
+            .filter_map(|set| set.last().map(|&(size, _)| size))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes in freed blocks waiting on fences.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
+    /// Marks the block at `addr` free after the free numbered `seq`, merges it with free
+    /// neighbours and files it. Returns whether its segment is now entirely free.
+    fn mark_free(&mut self, addr: u64, seq: u64) -> bool {
+        let mut addr = addr;
+        let node = self.node_mut(addr);
+        node.state = State::Free;
+        let (prev, next, segment) = (node.prev, node.next, node.segment);
+        let seg = self.segments.get_mut(&segment).expect("block outside a segment");
+        seg.last_free_seq = seg.last_free_seq.max(seq);
+        if let Some(p) = prev.filter(|p| matches!(self.nodes[p].state, State::Free)) {
+            self.remove_free(p);
+            self.merge_into_prev(p);
+            addr = p;
+        }
+        if let Some(n) = next.filter(|n| matches!(self.nodes[n].state, State::Free)) {
+            self.remove_free(n);
+            self.merge_into_prev(addr);
+        }
+        self.insert_free(addr)
+    }
+
+    /// Merges the block after `addr` into the block at `addr`.
+    fn merge_into_prev(&mut self, addr: u64) {
+        let next = self.nodes[&addr].next.expect("merging with no neighbour");
+        let gone = self.nodes.remove(&next).expect("dangling neighbour link");
+        let node = self.node_mut(addr);
+        node.size += gone.size;
+        node.next = gone.next;
+        if let Some(n) = gone.next {
+            self.node_mut(n).prev = Some(addr);
+        }
+    }
+
+    /// Files the free block at `addr` in the free set (and the idle set when it spans its
+    /// segment). Returns whether it spans its segment.
+    fn insert_free(&mut self, addr: u64) -> bool {
+        let node = &self.nodes[&addr];
+        let kind = self.segments[&node.segment].kind as usize;
+        self.free[kind].insert((node.size, addr));
+        self.free_bytes += node.size;
+        let whole = node.prev.is_none() && node.next.is_none();
+        if whole {
+            self.idle[kind].insert((node.size, addr));
+        }
+        whole
+    }
+
+    /// Takes the free block at `addr` out of the free (and idle) set.
+    fn remove_free(&mut self, addr: u64) {
+        let node = &self.nodes[&addr];
+        let kind = self.segments[&node.segment].kind as usize;
+        let removed = self.free[kind].remove(&(node.size, addr));
+        debug_assert!(removed, "block {addr:#x} was not in the free set");
+        self.free_bytes -= node.size;
+        if node.prev.is_none() && node.next.is_none() {
+            self.idle[kind].remove(&(node.size, addr));
+        }
+    }
+
+    /// Forgets the entirely free segment at `addr`.
+    fn remove_segment(&mut self, addr: u64) {
+        self.remove_free(addr);
+        let node = self.nodes.remove(&addr).expect("segment without its block");
+        let seg = self.segments.remove(&addr).expect("no such segment");
+        debug_assert_eq!(node.size, seg.size, "removing a segment that is not entirely free");
+    }
+
+    fn node_mut(&mut self, addr: u64) -> &mut Node {
+        self.nodes.get_mut(&addr).expect("dangling block link")
+    }
+
+    /// Checks every structural invariant: links are consistent and tile each segment exactly, no
+    /// two neighbours are both free, and the sets and byte counts match. Returns (segments,
+    /// reserved bytes, allocated bytes, allocated blocks). O(blocks).
+    pub(crate) fn check(&self) -> (usize, usize, usize, usize) {
+        let mut allocated = (0, 0);
+        let mut free_bytes = 0;
+        let mut pending_bytes = 0;
+        let mut free_count = 0;
+        let mut idle_count = 0;
+        for (&start, seg) in &self.segments {
+            let mut at = start;
+            let mut prev = None;
+            let mut prev_free = false;
+            let mut cur = Some(start);
+            while let Some(addr) = cur {
+                assert_eq!(addr, at, "blocks do not tile segment {start:#x}");
+                let node = &self.nodes[&addr];
+                assert_eq!(node.segment, start);
+                assert_eq!(node.prev, prev);
+                assert!(node.size > 0 && node.size % super::MIN_BLOCK_SIZE == 0);
+                let free = matches!(node.state, State::Free);
+                assert!(!(free && prev_free), "two free neighbours at {addr:#x}");
+                let kind = seg.kind as usize;
+                assert_eq!(free, self.free[kind].contains(&(node.size, addr)));
+                if free {
+                    free_bytes += node.size;
+                    free_count += 1;
+                    let whole = node.prev.is_none() && node.next.is_none();
+                    assert_eq!(whole, self.idle[kind].contains(&(node.size, addr)));
+                    idle_count += usize::from(whole);
+                }
+                match node.state {
+                    State::Pending => pending_bytes += node.size,
+                    State::Allocated(_) => allocated = (allocated.0 + node.size, allocated.1 + 1),
+                    State::Free => {}
+                }
+                prev_free = free;
+                prev = Some(addr);
+                at += node.size as u64;
+                cur = node.next;
+            }
+            assert_eq!(at, start + seg.size as u64, "blocks do not fill segment");
+        }
+        assert_eq!(free_bytes, self.free_bytes);
+        assert_eq!(pending_bytes, self.pending_bytes);
+        assert_eq!(free_count, self.free[0].len() + self.free[1].len());
+        assert_eq!(idle_count, self.idle[0].len() + self.idle[1].len());
+        let tiled: usize = self.segments.values().map(|seg| seg.size).sum();
+        let in_nodes: usize = self.nodes.values().map(|n| n.size).sum();
+        assert_eq!(tiled, in_nodes, "blocks outside any segment walk");
+        assert!(self
+            .pending
+            .iter()
+            .all(|p| matches!(self.nodes[&p.addr].state, State::Pending)));
+        (self.segments.len(), tiled, allocated.0, allocated.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::pool::{LARGE_SEGMENT_SIZE, SMALL_SEGMENT_SIZE};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    struct Flag(Arc<AtomicBool>);
+    impl Fence for Flag {
+        fn is_complete(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    const SEG: u64 = 1 << 30;
+
+    fn shard_with_small_segment() -> ShardState<Flag> {
+        let mut s = ShardState::default();
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
+        s.check();
+        s
+    }
+
+    #[test]
+    fn split_and_coalesce_in_any_order() {
+        let mut s = shard_with_small_segment();
+        let blocks: Vec<_> = (0..4).map(|_| s.alloc_from_free(Kind::Small, 1024).unwrap()).collect();
+        s.check();
+        assert_eq!(blocks[1].0, SEG + 1024);
+        assert_eq!(s.largest_free(), SMALL_SEGMENT_SIZE - 4096);
+        for &i in &[1, 3, 0, 2] {
+            let out = s.free(blocks[i].0).unwrap();
+            s.check();
+            let last = i == 2;
+            assert!(matches!(out, FreeOutcome::Freed { became_idle, .. } if became_idle == last));
+        }
+        assert_eq!(s.largest_free(), SMALL_SEGMENT_SIZE);
+        assert_eq!(s.idle[0].len(), 1);
+        assert_eq!(s.nodes.len(), 1);
+    }
+
+    #[test]
+    fn best_fit_prefers_smallest_hole() {
+        let mut s = shard_with_small_segment();
+        let a = s.alloc_from_free(Kind::Small, 4096).unwrap();
+        let _b = s.alloc_from_free(Kind::Small, 512).unwrap();
+        let c = s.alloc_from_free(Kind::Small, 2048).unwrap();
+        let _d = s.alloc_from_free(Kind::Small, 512).unwrap();
+        s.free(a.0).unwrap();
+        s.free(c.0).unwrap();
+        s.check();
+        // The 2048 B hole fits best.
+        assert_eq!(s.alloc_from_free(Kind::Small, 1536).unwrap(), (c.0, 1536));
+        s.check();
+    }
+
+    #[test]
+    fn large_remainders_of_one_mib_or_less_stay_attached() {
+        let mut s: ShardState<Flag> = ShardState::default();
+        s.add_segment(SEG, LARGE_SEGMENT_SIZE, Kind::Large);
+        let (addr, size) = s.alloc_from_free(Kind::Large, LARGE_SEGMENT_SIZE - (1 << 20)).unwrap();
+        assert_eq!((addr, size), (SEG, LARGE_SEGMENT_SIZE));
+        s.check();
+        s.free(addr).unwrap();
+        let (_, size) = s
+            .alloc_from_free(Kind::Large, LARGE_SEGMENT_SIZE - (1 << 20) - 512)
+            .unwrap();
+        assert_eq!(size, LARGE_SEGMENT_SIZE - (1 << 20) - 512);
+        s.check();
+    }
+
+    #[test]
+    fn pending_blocks_wait_for_fences() {
+        let mut s = shard_with_small_segment();
+        let (addr, _) = s.alloc_from_free(Kind::Small, 512).unwrap();
+        assert!(s.record_stream(addr, StreamId(7)));
+        assert!(s.record_stream(addr, StreamId(7)));
+        let out = s.free(addr).unwrap();
+        let FreeOutcome::Deferred { seq, streams, .. } = out else {
+            panic!("expected a deferred free, got {out:?}")
+        };
+        assert_eq!(streams, vec![StreamId(7)]);
+        let done = Arc::new(AtomicBool::new(false));
+        s.push_pending(addr, seq, vec![Flag(done.clone())]);
+        s.check();
+        assert!(!s.poll_pending());
+        assert_eq!(s.pending_bytes(), 512);
+        // The remainder is still usable, the pending block is not.
+        assert_eq!(s.alloc_from_free(Kind::Small, 512).unwrap().0, SEG + 512);
+        done.store(true, Ordering::SeqCst);
+        assert!(!s.poll_pending());
+        s.check();
+        assert_eq!(s.pending_bytes(), 0);
+        assert_eq!(s.alloc_from_free(Kind::Small, 512).unwrap().0, SEG);
+    }
+
+    #[test]
+    fn migration_needs_a_fence_after_the_last_free() {
+        let mut s = shard_with_small_segment();
+        // A fresh segment has never been used: anyone may take it.
+        assert_eq!(s.take_idle(Kind::Small, 512), Some((SEG, SMALL_SEGMENT_SIZE)));
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
+        let (addr, _) = s.alloc_from_free(Kind::Small, 512).unwrap();
+        let out = s.free(addr).unwrap();
+        assert_eq!(
+            out,
+            FreeOutcome::Freed {
+                size: 512,
+                became_idle: true,
+                record_migration: Some(1)
+            }
+        );
+        assert_eq!(s.take_idle(Kind::Small, 512), None);
+        let done = Arc::new(AtomicBool::new(false));
+        s.set_migration(1, Flag(done.clone()));
+        assert_eq!(s.migration_fence_wanted(), None);
+        assert_eq!(s.take_idle(Kind::Small, 512), None);
+        done.store(true, Ordering::SeqCst);
+        assert_eq!(s.take_idle(Kind::Small, 512), Some((SEG, SMALL_SEGMENT_SIZE)));
+        s.check();
+        assert!(s.segments.is_empty());
+    }
+
+    #[test]
+    fn drain_picks_the_smallest_covering_segment() {
+        let mut s: ShardState<Flag> = ShardState::default();
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
+        s.add_segment(2 * SEG, LARGE_SEGMENT_SIZE, Kind::Large);
+        s.add_segment(3 * SEG, 40 << 20, Kind::Large);
+        assert_eq!(s.drain_idle(3 << 20), vec![(2 * SEG, LARGE_SEGMENT_SIZE)]);
+        assert_eq!(
+            s.drain_idle(50 << 20),
+            vec![(3 * SEG, 40 << 20), (SEG, SMALL_SEGMENT_SIZE)]
+        );
+        s.check();
+        assert!(s.nodes.is_empty());
+    }
+}

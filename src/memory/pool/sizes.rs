@@ -1,0 +1,111 @@
+//! The size policy: how requests are rounded and how large a new segment is.
+
+/// Every block size is a multiple of this (and at least this), in bytes: 512 B.
+pub const MIN_BLOCK_SIZE: usize = 512;
+
+/// Requests of at most this many bytes (after rounding) are *small*: carved from small
+/// segments and never mixed with large ones. 1 MiB.
+pub const SMALL_REQUEST_MAX: usize = 1 << 20;
+
+/// The size of every small segment: 2 MiB.
+pub const SMALL_SEGMENT_SIZE: usize = 2 << 20;
+
+/// The size of a shared large segment, used for large requests of at most
+/// [`LARGE_SEGMENT_THRESHOLD`]: 20 MiB.
+pub const LARGE_SEGMENT_SIZE: usize = 20 << 20;
+
+/// Large requests above this get a segment of their own, of the request's size rounded up to
+/// [`LARGE_SEGMENT_ROUNDING`]: 10 MiB.
+pub const LARGE_SEGMENT_THRESHOLD: usize = 10 << 20;
+
+/// The granularity of segments made for requests above [`LARGE_SEGMENT_THRESHOLD`]: 2 MiB.
+pub const LARGE_SEGMENT_ROUNDING: usize = 2 << 20;
+
+/// The two pools a segment (and each block carved from it) can belong to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
+    Small = 0,
+    Large = 1,
+}
+
+impl Kind {
+    /// The pool a request of `rounded` bytes (already rounded) is served from.
+    pub(crate) fn of(rounded: usize) -> Kind {
+        if rounded <= SMALL_REQUEST_MAX {
+            Kind::Small
+        } else {
+            Kind::Large
+        }
+    }
+
+    /// Whether a free remainder of `bytes` is worth keeping as a block of its own when a block of
+    /// this kind is split. Small: any remainder (>= 512 B); large: more than 1 MiB.
+    pub(crate) fn worth_splitting(self, bytes: usize) -> bool {
+        match self {
+            Kind::Small => bytes >= MIN_BLOCK_SIZE,
+            Kind::Large => bytes > SMALL_REQUEST_MAX,
+        }
+    }
+}
+
+/// The size of the block a request of `bytes` asks for: `bytes` rounded up to a multiple of
+/// [`MIN_BLOCK_SIZE`], and at least [`MIN_BLOCK_SIZE`] (so a 0-byte request gets a 512 B block
+/// with an address of its own). `None` when rounding overflows.
+///
+/// ```
+/// use cudrv::memory::pool::round_size;
+/// assert_eq!(round_size(0), Some(512));
+/// assert_eq!(round_size(513), Some(1024));
+/// assert_eq!(round_size(usize::MAX), None);
+/// ```
+pub fn round_size(bytes: usize) -> Option<usize> {
+    let rounded = bytes.checked_next_multiple_of(MIN_BLOCK_SIZE)?;
+    Some(rounded.max(MIN_BLOCK_SIZE))
+}
+
+/// The size of the segment the pool reserves when a request of `rounded` bytes (a result of
+/// [`round_size`]) finds nothing cached: [`SMALL_SEGMENT_SIZE`] for small requests,
+/// [`LARGE_SEGMENT_SIZE`] up to [`LARGE_SEGMENT_THRESHOLD`], else `rounded` rounded up to
+/// [`LARGE_SEGMENT_ROUNDING`]. `None` when that overflows.
+///
+/// ```
+/// use cudrv::memory::pool::segment_size;
+/// assert_eq!(segment_size(512), Some(2 << 20));
+/// assert_eq!(segment_size(3 << 20), Some(20 << 20));
+/// assert_eq!(segment_size((10 << 20) + 512), Some(12 << 20));
+/// ```
+pub fn segment_size(rounded: usize) -> Option<usize> {
+    if rounded <= SMALL_REQUEST_MAX {
+        Some(SMALL_SEGMENT_SIZE)
+    } else if rounded <= LARGE_SEGMENT_THRESHOLD {
+        Some(LARGE_SEGMENT_SIZE)
+    } else {
+        rounded.checked_next_multiple_of(LARGE_SEGMENT_ROUNDING)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding() {
+        assert_eq!(round_size(1), Some(512));
+        assert_eq!(round_size(512), Some(512));
+        assert_eq!(round_size(SMALL_REQUEST_MAX), Some(SMALL_REQUEST_MAX));
+        assert_eq!(Kind::of(SMALL_REQUEST_MAX), Kind::Small);
+        assert_eq!(Kind::of(SMALL_REQUEST_MAX + 512), Kind::Large);
+        assert_eq!(segment_size(SMALL_REQUEST_MAX), Some(SMALL_SEGMENT_SIZE));
+        assert_eq!(segment_size(SMALL_REQUEST_MAX + 512), Some(LARGE_SEGMENT_SIZE));
+        assert_eq!(segment_size(LARGE_SEGMENT_THRESHOLD), Some(LARGE_SEGMENT_SIZE));
+        assert_eq!(segment_size(usize::MAX - 511), None);
+    }
+
+    #[test]
+    fn splitting() {
+        assert!(Kind::Small.worth_splitting(512));
+        assert!(!Kind::Small.worth_splitting(0));
+        assert!(!Kind::Large.worth_splitting(SMALL_REQUEST_MAX));
+        assert!(Kind::Large.worth_splitting(SMALL_REQUEST_MAX + 512));
+    }
+}

@@ -1,0 +1,359 @@
+//! Modules (PTX, cubin, fatbin) and the kernels in them.
+
+use std::ffi::{c_void, CString};
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::driver::{cu, describe};
+use crate::error::{Error, Result};
+use crate::ptx_info;
+use crate::sys::{self, CUfunction_attribute as FnAttr, CUjit_option, CUresult};
+
+/// A module loaded into a context.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let ptx = std::fs::read_to_string("my_kernels.ptx").unwrap();
+/// let module = cudrv::Module::from_ptx(&ctx, &ptx, "my_kernels")?;
+/// let kernel = module.function("my_kernel")?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Module {
+    raw: sys::CUmodule,
+    ctx: Arc<Context>,
+    name: String,
+}
+
+// SAFETY: a CUmodule handle may be used from any thread.
+unsafe impl Send for Module {}
+// SAFETY: as above; `&Module` only looks things up.
+unsafe impl Sync for Module {}
+
+/// The size of the buffer the JIT compiler writes its error log into.
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+/// ELF magic (cubin) and fatbin magic: images that are not PTX text.
+fn is_binary_image(image: &[u8]) -> bool {
+    image.starts_with(b"\x7fELF") || image.starts_with(&0xBA55_ED50u32.to_le_bytes())
+}
+
+impl Module {
+    /// Loads PTX text; `name` appears in errors and in the kernel registry.
+    pub fn from_ptx(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
+        let text = if ptx.ends_with('\0') {
+            std::borrow::Cow::Borrowed(ptx.as_bytes())
+        } else {
+            let c = CString::new(ptx).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "PTX module `{name}` contains a NUL byte at offset {}",
+                    e.nul_position()
+                ))
+            })?;
+            std::borrow::Cow::Owned(c.into_bytes_with_nul())
+        };
+        Self::load(ctx, &text, name, Some(ptx))
+    }
+
+    /// Loads a cubin or fatbin image, or PTX text given as bytes.
+    pub fn from_image(ctx: &Arc<Context>, image: &[u8], name: &str) -> Result<Arc<Module>> {
+        if is_binary_image(image) {
+            return Self::load(ctx, image, name, None);
+        }
+        let text = std::str::from_utf8(image).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "module `{name}` is neither a cubin (ELF), a fatbin, nor UTF-8 PTX text"
+            ))
+        })?;
+        Self::from_ptx(ctx, text, name)
+    }
+
+    /// Loads a `.ptx`, `.cubin` or `.fatbin` file.
+    pub fn from_file(ctx: &Arc<Context>, path: impl AsRef<Path>) -> Result<Arc<Module>> {
+        let path = path.as_ref();
+        let image = std::fs::read(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_image(ctx, &image, &path.display().to_string())
+    }
+
+    fn load(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>) -> Result<Arc<Module>> {
+        ctx.bind_to_thread()?;
+        let mut log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The driver reads option values as pointer-sized words: a pointer, then a size.
+        let mut values = [log.as_mut_ptr().cast::<c_void>(), JIT_LOG_BYTES as *mut c_void];
+        let mut raw = ptr::null_mut();
+        let load = sys::resolve::cuModuleLoadDataEx()?;
+        // SAFETY: `image` is a NUL-terminated PTX text or a complete binary image; the option
+        // arrays have equal length and the log buffer outlives the call.
+        let code = unsafe {
+            load(
+                &mut raw,
+                image.as_ptr().cast(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if code != CUresult::CUDA_SUCCESS {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(module_error(
+                code,
+                name,
+                ptx,
+                String::from_utf8_lossy(&log[..end]).into_owned(),
+            ));
+        }
+        Ok(Arc::new(Module {
+            raw,
+            ctx: ctx.clone(),
+            name: name.to_string(),
+        }))
+    }
+
+    /// The module's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The context the module is loaded in.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// The kernel `name`, with its attributes read once.
+    pub fn function(self: &Arc<Self>, name: &str) -> Result<Function> {
+        let cname = CString::new(name)
+            .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
+        let mut raw = ptr::null_mut();
+        let get = sys::resolve::cuModuleGetFunction()?;
+        // SAFETY: writes one CUfunction through a valid pointer; the name is NUL-terminated.
+        let code = unsafe { get(&mut raw, self.raw, cname.as_ptr()) };
+        if code == CUresult::CUDA_ERROR_NOT_FOUND {
+            let known = ptx_known_kernels(self);
+            return Err(Error::UnknownKernel {
+                name: name.to_string(),
+                known,
+            });
+        }
+        crate::driver::check(code, "cuModuleGetFunction")?;
+        Function::new(raw, self.clone(), name)
+    }
+
+    /// The device address and size in bytes of the `__device__` global `name`.
+    pub fn global(&self, name: &str) -> Result<(sys::CUdeviceptr, usize)> {
+        let cname = CString::new(name)
+            .map_err(|_| Error::InvalidArgument(format!("global name {name:?} contains a NUL byte")))?;
+        let (mut ptr, mut bytes) = (0, 0);
+        // SAFETY: writes a pointer and a size through valid pointers; the name is NUL-terminated.
+        unsafe { cu!(cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.raw, cname.as_ptr()))? };
+        Ok((ptr, bytes))
+    }
+}
+
+/// Kernel names of a module, for the error that a name is missing (none for binary images).
+fn ptx_known_kernels(module: &Module) -> Vec<String> {
+    let mut count = 0u32;
+    // SAFETY: writes one count through a valid pointer (driver 12.4+; absent means unknown).
+    let counted = unsafe { cu!(cuModuleGetFunctionCount(&mut count, module.raw)) };
+    if counted.is_err() || count == 0 {
+        return Vec::new();
+    }
+    let mut functions = vec![ptr::null_mut(); count as usize];
+    // SAFETY: the array has room for `count` handles.
+    if unsafe { cu!(cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, module.raw)) }.is_err() {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = functions
+        .into_iter()
+        .filter_map(|f| {
+            let mut name = ptr::null();
+            // SAFETY: `f` came from the module; the driver returns a static NUL-terminated name.
+            unsafe { cu!(cuFuncGetName(&mut name, f)) }.ok()?;
+            // SAFETY: checked success; the string is NUL-terminated and lives with the module.
+            Some(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn module_error(code: CUresult, module: &str, ptx: Option<&str>, log: String) -> Error {
+    let (name, mut message) = describe(code);
+    if code == CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
+        let isa = ptx
+            .and_then(ptx_info::isa_version)
+            .map(|(a, b)| format!("PTX ISA {a}.{b}"))
+            .unwrap_or_else(|| "its PTX ISA".into());
+        let driver = crate::driver::driver_version()
+            .map(|v| format!("CUDA {v}"))
+            .unwrap_or_else(|_| "an unknown version".into());
+        message = format!(
+            "{message}: the module declares {isa}, newer than this driver ({driver}) accepts; \
+             rebuild it for an older PTX ISA (cudrv's own kernels use 8.0) or update the driver"
+        );
+    }
+    Error::ModuleLoad {
+        module: module.to_string(),
+        code: code.0,
+        name,
+        message,
+        log,
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: loaded by this value and unloaded once; every Function holds an Arc to it.
+        let _ = unsafe { sys::cuModuleUnload(self.raw) };
+    }
+}
+
+/// A kernel's attributes, read when the function is looked up.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FunctionAttributes {
+    /// Most threads per block this kernel can launch with (register use can lower it below
+    /// the device's limit).
+    pub max_threads_per_block: u32,
+    /// Statically allocated shared memory per block, bytes.
+    pub shared_size_bytes: u32,
+    /// Registers per thread.
+    pub num_regs: u32,
+    /// Local memory per thread, bytes (spills and local arrays).
+    pub local_size_bytes: u32,
+    /// PTX ISA version the kernel was compiled from (e.g. 80).
+    pub ptx_version: u32,
+    /// Binary architecture it was compiled for (e.g. 90).
+    pub binary_version: u32,
+}
+
+/// A kernel in a loaded module. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Function {
+    raw: sys::CUfunction,
+    module: Arc<Module>,
+    name: Arc<str>,
+    attributes: FunctionAttributes,
+    max_dynamic_shared: Arc<AtomicU32>,
+}
+
+// SAFETY: a CUfunction handle may be used from any thread; the module it belongs to is kept
+// alive by the Arc.
+unsafe impl Send for Function {}
+// SAFETY: as above.
+unsafe impl Sync for Function {}
+
+impl Function {
+    fn new(raw: sys::CUfunction, module: Arc<Module>, name: &str) -> Result<Function> {
+        let get = |attr| -> Result<u32> {
+            let mut v = 0;
+            // SAFETY: writes one int through a valid pointer; `raw` is a live function.
+            unsafe { cu!(cuFuncGetAttribute(&mut v, attr, raw))? };
+            Ok(v.max(0) as u32)
+        };
+        let attributes = FunctionAttributes {
+            max_threads_per_block: get(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            shared_size_bytes: get(FnAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            num_regs: get(FnAttr::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_size_bytes: get(FnAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            ptx_version: get(FnAttr::CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
+            binary_version: get(FnAttr::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
+        };
+        let max_dynamic = get(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        Ok(Function {
+            raw,
+            module,
+            name: name.into(),
+            attributes,
+            max_dynamic_shared: Arc::new(AtomicU32::new(max_dynamic)),
+        })
+    }
+
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUfunction {
+        self.raw
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The module the kernel lives in.
+    pub fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// The attributes read when the function was looked up.
+    pub fn attributes(&self) -> &FunctionAttributes {
+        &self.attributes
+    }
+
+    /// Dynamic shared memory a launch may request, bytes.
+    pub fn max_dynamic_shared_memory(&self) -> u32 {
+        self.max_dynamic_shared.load(Ordering::Relaxed)
+    }
+
+    /// Raises (or lowers) the dynamic shared memory a launch may request, up to the device's
+    /// opt-in limit minus the kernel's static shared memory.
+    pub fn set_max_dynamic_shared_memory(&self, bytes: u32) -> Result<()> {
+        let limits = self.module.context().limits();
+        let room = limits
+            .max_shared_per_block_optin
+            .saturating_sub(self.attributes.shared_size_bytes);
+        if bytes > room {
+            return Err(Error::InvalidArgument(format!(
+                "kernel `{}` asks for {bytes} bytes of dynamic shared memory; the device allows {} per block \
+                 and the kernel uses {} statically, leaving {room}",
+                self.name, limits.max_shared_per_block_optin, self.attributes.shared_size_bytes
+            )));
+        }
+        let attr = FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: sets one attribute of a live function to a value within the device's limit.
+        unsafe { cu!(cuFuncSetAttribute(self.raw, attr, bytes as i32))? };
+        self.max_dynamic_shared.store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Blocks of `block_size` threads that fit on one multiprocessor at once.
+    pub fn max_active_blocks_per_multiprocessor(&self, block_size: u32, dynamic_shared: usize) -> Result<u32> {
+        let mut blocks = 0;
+        // SAFETY: writes one int through a valid pointer; `raw` is a live function.
+        unsafe {
+            cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                self.raw,
+                block_size as i32,
+                dynamic_shared
+            ))?
+        };
+        Ok(blocks.max(0) as u32)
+    }
+
+    /// The block size that maximises occupancy, and the smallest grid that fills the device
+    /// with it: (min_grid_size, block_size).
+    pub fn max_potential_block_size(&self, dynamic_shared: usize) -> Result<(u32, u32)> {
+        let (mut grid, mut block) = (0, 0);
+        // SAFETY: writes two ints through valid pointers; no callback; limit 0 means none.
+        unsafe {
+            cu!(cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                self.raw,
+                None,
+                dynamic_shared,
+                0
+            ))?
+        };
+        Ok((grid.max(0) as u32, block.max(0) as u32))
+    }
+}

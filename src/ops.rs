@@ -1,0 +1,405 @@
+//! The bundled elementwise, reduction, softmax and transpose kernels, with checked entry points.
+//!
+//! Every function queues work on the stream of its output (after waiting for the inputs'
+//! streams when they differ) and checks lengths and shapes first, so a mismatch is an
+//! [`Error::InvalidArgument`] and nothing is launched.
+//!
+//! ```no_run
+//! use cudrv::{ops, DeviceBuffer, DeviceSlice};
+//! let ctx = cudrv::Context::new(0)?;
+//! let stream = ctx.new_stream()?;
+//! let x = DeviceBuffer::from_slice(&stream, &[1.0f32, -2.0, 3.0])?;
+//! let mut y = DeviceBuffer::from_slice(&stream, &[1.0f32, 1.0, 1.0])?;
+//! ops::axpy(&mut y, 2.0, &x)?;                 // y = 2x + y
+//! assert_eq!(y.to_vec()?, vec![3.0, -3.0, 7.0]);
+//! assert_eq!(ops::sum(&y)?, 7.0);
+//! # Ok::<(), cudrv::Error>(())
+//! ```
+
+use crate::error::{bail_invalid, Error, Result};
+use crate::launch::LaunchConfig;
+use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ValidAsZeroBits};
+use crate::module::Function;
+use crate::stream::Stream;
+
+/// Element types the bundled kernels are built for.
+pub trait Float: DeviceRepr + ValidAsZeroBits + PartialOrd + Send + Sync + sealed::Sealed {
+    /// The kernel-name suffix, `f32` or `f64`.
+    const SUFFIX: &'static str;
+}
+impl Float for f32 {
+    const SUFFIX: &'static str = "f32";
+}
+impl Float for f64 {
+    const SUFFIX: &'static str = "f64";
+}
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// Threads per block of the elementwise and reduction kernels (their `__launch_bounds__`).
+const BLOCK: u32 = 256;
+/// Most blocks an elementwise launch uses; the kernels loop over the rest.
+const MAX_GRID: u32 = 4096;
+/// Most blocks of a reduction's first pass (the second pass reduces their partials).
+const MAX_REDUCE_BLOCKS: u32 = 1024;
+
+fn kernel<T: Float>(stream: &Stream, op: &str) -> Result<Function> {
+    stream.context().kernel(&format!("{op}_{}", T::SUFFIX))
+}
+
+fn elementwise_config(n: usize, max_grid: u32) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as usize).clamp(1, max_grid as usize) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
+    if a != b {
+        bail_invalid!("{what}: lengths differ ({a} vs {b})");
+    }
+    Ok(())
+}
+
+/// Sets every element to `value`.
+pub fn fill<T: Float>(out: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> {
+    let n = out.len();
+    let f = kernel::<T>(out.stream(), "fill")?;
+    let stream = out.stream().clone();
+    let ptr = out.device_ptr();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&ptr).arg(&value).arg(&n);
+    // SAFETY: fill_<t>(T* out, T value, size_t n) writes n elements of `out`.
+    unsafe { l.launch(elementwise_config(n, MAX_GRID)) }
+}
+
+/// `y = alpha * x`.
+pub fn scale<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
+    same_len("scale", y.len(), x.len())?;
+    y.stream().join(x.stream())?;
+    launch_yx(y, x.device_ptr(), "scale", &[&alpha])
+}
+
+/// `x = alpha * x`, in place.
+pub fn scale_in_place<T: Float>(x: &mut impl DeviceSliceMut<T>, alpha: T) -> Result<()> {
+    let ptr = x.device_ptr();
+    launch_yx(x, ptr, "scale", &[&alpha])
+}
+
+/// `y = alpha * x + y`.
+pub fn axpy<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
+    same_len("axpy", y.len(), x.len())?;
+    y.stream().join(x.stream())?;
+    launch_yx(y, x.device_ptr(), "axpy", &[&alpha])
+}
+
+/// `y = alpha * x + beta * y`.
+pub fn axpby<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>, beta: T) -> Result<()> {
+    same_len("axpby", y.len(), x.len())?;
+    y.stream().join(x.stream())?;
+    launch_yx(y, x.device_ptr(), "axpby", &[&alpha, &beta])
+}
+
+/// Launches `<op>_<t>(T* y, const T* x, scalars..., size_t n)`.
+fn launch_yx<T: Float>(y: &mut impl DeviceSliceMut<T>, x_ptr: u64, op: &str, scalars: &[&T]) -> Result<()> {
+    let n = y.len();
+    let f = kernel::<T>(y.stream(), op)?;
+    let y_ptr = y.device_ptr();
+    let stream = y.stream().clone();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&y_ptr).arg(&x_ptr);
+    for s in scalars {
+        l.arg(*s);
+    }
+    l.arg(&n);
+    // SAFETY: every `<op>_<t>` of this shape reads n elements at x and writes n at y; both
+    // slices have n elements (checked by the callers).
+    unsafe { l.launch(elementwise_config(n, MAX_GRID)) }
+}
+
+/// An elementwise binary operation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Binary {
+    /// `out = a + b`
+    Add,
+    /// `out = a * b`
+    Mul,
+}
+
+/// `out = a (op) b`, elementwise.
+pub fn binary<T: Float>(
+    op: Binary,
+    out: &mut impl DeviceSliceMut<T>,
+    a: &impl DeviceSlice<T>,
+    b: &impl DeviceSlice<T>,
+) -> Result<()> {
+    let name = match op {
+        Binary::Add => "add",
+        Binary::Mul => "mul",
+    };
+    same_len(name, out.len(), a.len())?;
+    same_len(name, out.len(), b.len())?;
+    out.stream().join(a.stream())?;
+    out.stream().join(b.stream())?;
+    let n = out.len();
+    let f = kernel::<T>(out.stream(), name)?;
+    let (o, pa, pb) = (out.device_ptr(), a.device_ptr(), b.device_ptr());
+    let stream = out.stream().clone();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&pa).arg(&pb).arg(&n);
+    // SAFETY: add/mul_<t>(T* out, const T* a, const T* b, size_t n); all three have n elements.
+    unsafe { l.launch(elementwise_config(n, MAX_GRID)) }
+}
+
+/// `out = a + b`.
+pub fn add<T: Float>(out: &mut impl DeviceSliceMut<T>, a: &impl DeviceSlice<T>, b: &impl DeviceSlice<T>) -> Result<()> {
+    binary(Binary::Add, out, a, b)
+}
+
+/// `out = a * b`, elementwise.
+pub fn mul<T: Float>(out: &mut impl DeviceSliceMut<T>, a: &impl DeviceSlice<T>, b: &impl DeviceSlice<T>) -> Result<()> {
+    binary(Binary::Mul, out, a, b)
+}
+
+/// An elementwise activation function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `max(x, 0)`
+    Relu,
+    /// `1 / (1 + exp(-x))`
+    Sigmoid,
+    /// `tanh(x)`
+    Tanh,
+    /// `0.5 x (1 + erf(x / sqrt 2))` (the exact form, not the tanh approximation)
+    Gelu,
+}
+
+impl Activation {
+    /// Every activation, for tests and tools.
+    pub const ALL: [Activation; 4] = [
+        Activation::Relu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+        Activation::Gelu,
+    ];
+
+    /// The kernel-name stem.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Sigmoid => "sigmoid",
+            Activation::Tanh => "tanh",
+            Activation::Gelu => "gelu",
+        }
+    }
+
+    /// The function on the host, in f64 (the reference the kernels are checked against).
+    pub fn reference(self, x: f64) -> f64 {
+        match self {
+            Activation::Relu => x.max(0.0),
+            Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Activation::Tanh => x.tanh(),
+            Activation::Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+        }
+    }
+}
+
+/// `out = act(x)`, elementwise.
+pub fn activation<T: Float>(act: Activation, out: &mut impl DeviceSliceMut<T>, x: &impl DeviceSlice<T>) -> Result<()> {
+    same_len(act.name(), out.len(), x.len())?;
+    out.stream().join(x.stream())?;
+    let n = out.len();
+    let f = kernel::<T>(out.stream(), act.name())?;
+    let (o, px) = (out.device_ptr(), x.device_ptr());
+    let stream = out.stream().clone();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&px).arg(&n);
+    // SAFETY: <act>_<t>(T* out, const T* x, size_t n); both have n elements.
+    unsafe { l.launch(elementwise_config(n, MAX_GRID)) }
+}
+
+/// A reduction over all elements.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// The sum (0 for no elements).
+    Sum,
+    /// The maximum (-infinity for no elements; NaN if any element is NaN).
+    Max,
+}
+
+/// Reduces `x` to one value, returned to the host.
+pub fn reduce<T: Float>(op: Reduction, x: &impl DeviceSlice<T>) -> Result<T> {
+    let name = match op {
+        Reduction::Sum => "reduce_sum",
+        Reduction::Max => "reduce_max",
+    };
+    let f = kernel::<T>(x.stream(), name)?;
+    let stream = x.stream();
+    let first = elementwise_config(x.len(), MAX_REDUCE_BLOCKS);
+    let blocks = first.grid_dim.0 as usize;
+    // SAFETY: the first pass writes one partial per block, all `blocks` of them.
+    let partials = unsafe { DeviceBuffer::<T>::uninit(stream, blocks)? };
+    // SAFETY: the second pass writes its single element.
+    let result = unsafe { DeviceBuffer::<T>::uninit(stream, 1)? };
+    let (n, px) = (x.len(), x.device_ptr());
+    let mut l = stream.launch_builder(&f);
+    l.arg(&partials).arg(&px).arg(&n);
+    // SAFETY: reduce_<op>_<t>(T* partials, const T* x, size_t n) with block 256 writes
+    // partials[blockIdx.x] for each block; `partials` has one slot per block.
+    unsafe { l.launch(first)? };
+    let mut l = stream.launch_builder(&f);
+    l.arg(&result).arg(&partials).arg(&blocks);
+    // SAFETY: as above with one block over the `blocks` partials.
+    unsafe { l.launch(elementwise_config(1, 1))? };
+    Ok(result.to_vec()?[0])
+}
+
+/// The sum of all elements.
+pub fn sum<T: Float>(x: &impl DeviceSlice<T>) -> Result<T> {
+    reduce(Reduction::Sum, x)
+}
+
+/// The largest element (-infinity for none; NaN if any is NaN).
+pub fn max<T: Float>(x: &impl DeviceSlice<T>) -> Result<T> {
+    reduce(Reduction::Max, x)
+}
+
+fn shape(what: &str, len: usize, rows: usize, cols: usize) -> Result<(u32, u32)> {
+    match rows.checked_mul(cols) {
+        Some(n) if n == len => {}
+        _ => bail_invalid!("{what}: {rows} x {cols} does not match a buffer of {len} elements"),
+    }
+    let r = u32::try_from(rows).map_err(|_| Error::InvalidArgument(format!("{what}: {rows} rows exceed u32")))?;
+    let c = u32::try_from(cols).map_err(|_| Error::InvalidArgument(format!("{what}: {cols} columns exceed u32")))?;
+    Ok((r, c))
+}
+
+/// Row-wise softmax of a row-major `rows x cols` matrix: `out[i, j] = exp(x[i, j] - m_i) / s_i`.
+pub fn softmax_rows<T: Float>(
+    out: &mut impl DeviceSliceMut<T>,
+    x: &impl DeviceSlice<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    let (r, c) = shape("softmax_rows input", x.len(), rows, cols)?;
+    shape("softmax_rows output", out.len(), rows, cols)?;
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    out.stream().join(x.stream())?;
+    let f = kernel::<T>(out.stream(), "softmax_rows")?;
+    let (o, px) = (out.device_ptr(), x.device_ptr());
+    let stream = out.stream().clone();
+    let grid = r.min(stream.context().limits().max_grid_dim[0]);
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&px).arg(&r).arg(&c);
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: softmax_rows_<t>(T* out, const T* x, unsigned rows, unsigned cols) with block 256
+    // touches rows*cols elements of each; both have exactly that many.
+    unsafe { l.launch(cfg) }
+}
+
+/// Transposes a row-major `rows x cols` matrix into `out` (`cols x rows`).
+pub fn transpose<T: Float>(
+    out: &mut impl DeviceSliceMut<T>,
+    x: &impl DeviceSlice<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    let (r, c) = shape("transpose input", x.len(), rows, cols)?;
+    shape("transpose output", out.len(), cols, rows)?;
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    out.stream().join(x.stream())?;
+    let f = kernel::<T>(out.stream(), "transpose")?;
+    let (o, px) = (out.device_ptr(), x.device_ptr());
+    let stream = out.stream().clone();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&px).arg(&r).arg(&c);
+    let cfg = LaunchConfig {
+        grid_dim: (c.div_ceil(32), r.div_ceil(32), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: transpose_<t>(T* out, const T* in, unsigned rows, unsigned cols) with 32x8 blocks
+    // over 32x32 tiles reads rows*cols and writes cols*rows elements, both checked above.
+    unsafe { l.launch(cfg) }
+}
+
+/// The error function, to double precision (W. J. Cody's rational approximations are more
+/// than needed here; this uses the complementary-error continued fraction via `erfc`).
+pub(crate) fn erf(x: f64) -> f64 {
+    // Abramowitz-Stegun 7.1.26 is too coarse (1.5e-7); use a series / asymptotic split instead.
+    let ax = x.abs();
+    let r = if ax < 2.5 {
+        // Maclaurin series: erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1))
+        let mut term = ax;
+        let mut sum = ax;
+        let x2 = ax * ax;
+        let mut n = 0.0;
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -x2 / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * std::f64::consts::FRAC_2_SQRT_PI
+    } else {
+        // Continued fraction for erfc, evaluated bottom-up (converges fast for x >= 2.5).
+        let mut f = 0.0;
+        for k in (1..60).rev() {
+            f = (k as f64 / 2.0) / (ax + f);
+        }
+        1.0 - (-ax * ax).exp() / (ax + f) / std::f64::consts::PI.sqrt()
+    };
+    if x < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_matches_known_values() {
+        // Reference values of erf from tables (to 15+ digits).
+        let cases = [
+            (0.0, 0.0),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (3.0, 0.999_977_909_503_001_4),
+            (-1.0, -0.842_700_792_949_714_9),
+        ];
+        for (x, want) in cases {
+            assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {} want {want}", erf(x));
+        }
+    }
+
+    #[test]
+    fn launch_shapes_cover_the_input() {
+        assert_eq!(elementwise_config(0, MAX_GRID).grid_dim.0, 1);
+        assert_eq!(elementwise_config(257, MAX_GRID).grid_dim.0, 2);
+        assert_eq!(elementwise_config(1 << 30, MAX_GRID).grid_dim.0, MAX_GRID);
+    }
+
+    #[test]
+    fn shapes_must_match_buffers() {
+        assert!(shape("t", 6, 2, 3).is_ok());
+        let e = shape("t", 7, 2, 3).unwrap_err().to_string();
+        assert!(e.contains("2 x 3") && e.contains("7 elements"), "{e}");
+        assert!(shape("t", 0, usize::MAX, 2).is_err());
+    }
+}

@@ -1,0 +1,249 @@
+//! The kernel registry: kernel name to [`Function`], loaded lazily per context.
+//!
+//! Every context starts with cudrv's embedded PTX modules (built from `ptx/*.cu`, embedded by
+//! build.rs). Users add their own PTX from a string, a file or a directory. A module is loaded
+//! (JIT-compiled by the driver) the first time one of its kernels is asked for, and the function
+//! is cached, so later look-ups cost a hash-map read.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::module::{Function, Module};
+use crate::ptx_info;
+
+/// A PTX module compiled into the crate.
+#[derive(Debug)]
+pub struct EmbeddedModule {
+    /// The module's name (its `ptx/<name>.cu` source).
+    pub name: &'static str,
+    /// The virtual architecture it was compiled for, e.g. `compute_80` or `compute_90a`.
+    pub arch: &'static str,
+    /// The PTX text, NUL-terminated.
+    pub ptx: &'static str,
+    /// The kernels it defines.
+    pub kernels: &'static [&'static str],
+}
+
+include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+
+impl EmbeddedModule {
+    /// The (major, minor) compute capability the module needs and whether it needs exactly that
+    /// major/minor (the `a` suffix: architecture-specific features such as wgmma).
+    pub fn required_capability(&self) -> ((u32, u32), bool) {
+        let digits = self.arch.trim_start_matches("compute_");
+        let exact = digits.ends_with('a');
+        let digits = digits.trim_end_matches('a');
+        let n: u32 = digits.parse().unwrap_or(0);
+        ((n / 10, n % 10), exact)
+    }
+
+    /// Whether a device of compute capability `cc` can load this module.
+    pub fn runs_on(&self, cc: (u32, u32)) -> bool {
+        let (need, exact) = self.required_capability();
+        if exact {
+            cc == need
+        } else {
+            cc >= need
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Source {
+    name: String,
+    ptx: Arc<str>,
+}
+
+/// Kernel name to function, for one context.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// ctx.registry().register_ptx("mine", std::fs::read_to_string("mine.ptx").unwrap())?;
+/// let f = ctx.kernel("my_kernel")?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct KernelRegistry {
+    /// Modules that can be loaded, by name.
+    sources: RwLock<Vec<Source>>,
+    /// Kernel name to index into `sources` (later registrations shadow earlier ones).
+    kernels: RwLock<HashMap<String, usize>>,
+    /// Modules loaded so far, by index into `sources`.
+    loaded: Mutex<HashMap<usize, Arc<Module>>>,
+    /// Functions looked up so far.
+    functions: RwLock<HashMap<String, Function>>,
+}
+
+impl KernelRegistry {
+    /// A registry holding the embedded modules whose architecture is at most `cc`.
+    pub(crate) fn with_embedded(cc: (u32, u32)) -> Self {
+        let registry = KernelRegistry::default();
+        for module in EMBEDDED_MODULES.iter().filter(|m| m.runs_on(cc)) {
+            registry.add(
+                module.name.to_string(),
+                Arc::from(module.ptx),
+                module.kernels.iter().map(|k| k.to_string()),
+            );
+        }
+        registry
+    }
+
+    fn add(&self, name: String, ptx: Arc<str>, kernels: impl IntoIterator<Item = String>) -> usize {
+        let mut sources = self.sources.write();
+        let mut map = self.kernels.write();
+        sources.push(Source { name, ptx });
+        let index = sources.len() - 1;
+        let mut functions = self.functions.write();
+        for kernel in kernels {
+            functions.remove(&kernel);
+            map.insert(kernel, index);
+        }
+        index
+    }
+
+    /// Registers a PTX module from text; its kernels shadow any earlier ones of the same name.
+    /// Returns the kernel names it defines. The module is loaded on first use.
+    pub fn register_ptx(&self, name: &str, ptx: impl Into<String>) -> Result<Vec<String>> {
+        let ptx: String = ptx.into();
+        let kernels = ptx_info::entries(&ptx);
+        if kernels.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "PTX module `{name}` defines no kernels (no `.entry` directive)"
+            )));
+        }
+        self.add(name.to_string(), Arc::from(ptx), kernels.clone());
+        Ok(kernels)
+    }
+
+    /// Registers a `.ptx` file (module name: the file stem).
+    pub fn register_ptx_file(&self, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        let path = path.as_ref();
+        let ptx = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.register_ptx(&name, ptx)
+    }
+
+    /// Registers every `.ptx` file in a directory (not recursive), in name order.
+    pub fn register_ptx_dir(&self, dir: impl AsRef<Path>) -> Result<Vec<String>> {
+        let dir = dir.as_ref();
+        let io = |e: std::io::Error| Error::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+            .collect();
+        files.sort();
+        let mut all = Vec::new();
+        for file in files {
+            all.extend(self.register_ptx_file(file)?);
+        }
+        Ok(all)
+    }
+
+    /// Every kernel name the registry can provide, sorted.
+    pub fn kernel_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.kernels.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Whether `name` is a registered kernel.
+    pub fn contains(&self, name: &str) -> bool {
+        self.kernels.read().contains_key(name)
+    }
+
+    /// The kernel `name`, loading its module into `ctx` on first use.
+    pub(crate) fn function(&self, ctx: &Arc<Context>, name: &str) -> Result<Function> {
+        if let Some(f) = self.functions.read().get(name) {
+            return Ok(f.clone());
+        }
+        let Some(index) = self.kernels.read().get(name).copied() else {
+            return Err(Error::UnknownKernel {
+                name: name.to_string(),
+                known: self.kernel_names(),
+            });
+        };
+        let module = self.module(ctx, index)?;
+        let function = module.function(name)?;
+        self.functions.write().insert(name.to_string(), function.clone());
+        Ok(function)
+    }
+
+    fn module(&self, ctx: &Arc<Context>, index: usize) -> Result<Arc<Module>> {
+        let mut loaded = self.loaded.lock();
+        if let Some(m) = loaded.get(&index) {
+            return Ok(m.clone());
+        }
+        let source = self.sources.read()[index].clone();
+        let module = Module::from_ptx(ctx, &source.ptx, &source.name)?;
+        loaded.insert(index, module.clone());
+        Ok(module)
+    }
+}
+
+impl Context {
+    /// The kernel `name` from this context's registry (loaded on first use, then cached).
+    ///
+    /// An unknown name is [`Error::UnknownKernel`], listing the names the registry has.
+    pub fn kernel(self: &Arc<Self>, name: &str) -> Result<Function> {
+        self.registry().function(self, name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_modules_are_listed_with_their_kernels() {
+        assert!(!EMBEDDED_MODULES.is_empty());
+        for m in EMBEDDED_MODULES {
+            assert!(m.ptx.ends_with('\0'), "{} is not NUL-terminated", m.name);
+            assert!(!m.kernels.is_empty(), "{} has no kernels", m.name);
+            assert_eq!(ptx_info::isa_version(m.ptx), Some((8, 0)), "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn architecture_filter() {
+        let m = |arch| EmbeddedModule {
+            name: "m",
+            arch,
+            ptx: "",
+            kernels: &[],
+        };
+        assert!(m("compute_80").runs_on((9, 0)));
+        assert!(m("compute_80").runs_on((8, 0)));
+        assert!(!m("compute_80").runs_on((7, 5)));
+        assert!(m("compute_90a").runs_on((9, 0)));
+        assert!(!m("compute_90a").runs_on((10, 0)));
+    }
+
+    #[test]
+    fn unknown_kernels_and_empty_modules_are_errors() {
+        let r = KernelRegistry::with_embedded((9, 0));
+        assert!(r.contains("fill_f32"));
+        assert!(!r.contains("no_such_kernel"));
+        let e = r.register_ptx("empty", ".version 8.0\n.target sm_80\n").unwrap_err();
+        assert!(e.to_string().contains("defines no kernels"), "{e}");
+        let added = r
+            .register_ptx("mine", ".version 8.0\n.visible .entry mine_k()\n{ret;}\n")
+            .unwrap();
+        assert_eq!(added, vec!["mine_k".to_string()]);
+        assert!(r.kernel_names().contains(&"mine_k".to_string()));
+    }
+}

@@ -1,0 +1,161 @@
+//! Streams: ordered queues of device work.
+
+use std::ptr;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::driver::{check, cu};
+use crate::error::Result;
+use crate::event::Event;
+use crate::graph::Graph;
+use crate::sys::{self, CUresult};
+
+/// How a new stream relates to the legacy default (NULL) stream.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum StreamFlags {
+    /// Work in the stream waits for, and is waited on by, the NULL stream.
+    Default,
+    /// The stream runs independently of the NULL stream.
+    #[default]
+    NonBlocking,
+}
+
+/// An ordered queue of device work in one context.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let buf = cudrv::DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0])?;
+/// stream.synchronize()?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Stream {
+    raw: sys::CUstream,
+    ctx: Arc<Context>,
+    owned: bool,
+}
+
+// SAFETY: a CUstream handle may be used from any thread; the driver orders work on it.
+unsafe impl Send for Stream {}
+// SAFETY: as above; `&Stream` only passes the handle to the driver.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    pub(crate) fn null(ctx: Arc<Context>) -> Self {
+        Stream {
+            raw: ptr::null_mut(),
+            ctx,
+            owned: false,
+        }
+    }
+
+    pub(crate) fn create(ctx: Arc<Context>, flags: StreamFlags, priority: i32) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        let flags = match flags {
+            StreamFlags::Default => sys::CUstream_flags::CU_STREAM_DEFAULT.0,
+            StreamFlags::NonBlocking => sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0,
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: writes one CUstream through a valid pointer; the context is current. Destroyed
+        // in Drop.
+        unsafe { cu!(cuStreamCreateWithPriority(&mut raw, flags, priority))? };
+        Ok(Stream { raw, ctx, owned: true })
+    }
+
+    /// The driver's handle (NULL for the default stream).
+    pub fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// Waits until all work queued so far has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the stream handle is live for as long as self.
+        unsafe { cu!(cuStreamSynchronize(self.raw)) }
+    }
+
+    /// Whether all work queued so far has finished, without waiting.
+    pub fn query(&self) -> Result<bool> {
+        self.ctx.bind_to_thread()?;
+        let f = sys::resolve::cuStreamQuery()?;
+        // SAFETY: the stream handle is live for as long as self.
+        match unsafe { f(self.raw) } {
+            CUresult::CUDA_SUCCESS => Ok(true),
+            CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check(code, "cuStreamQuery").map(|_| false),
+        }
+    }
+
+    /// Makes later work on this stream wait until `event` has completed.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: both handles are live; flags must be 0.
+        unsafe { cu!(cuStreamWaitEvent(self.raw, event.raw(), 0)) }
+    }
+
+    /// Records a new timing-disabled event at the current end of this stream.
+    pub fn record_event(&self) -> Result<Event> {
+        let event = Event::new(&self.ctx, false)?;
+        event.record(self)?;
+        Ok(event)
+    }
+
+    /// Makes later work on this stream wait for everything queued so far on `other`.
+    pub fn join(&self, other: &Stream) -> Result<()> {
+        if other.raw == self.raw {
+            return Ok(());
+        }
+        self.wait(&other.record_event()?)
+    }
+
+    /// The stream's priority.
+    pub fn priority(&self) -> Result<i32> {
+        let mut p = 0;
+        // SAFETY: writes one int through a valid pointer; the handle is live.
+        unsafe { cu!(cuStreamGetPriority(self.raw, &mut p))? };
+        Ok(p)
+    }
+
+    /// Starts capturing the work queued on this stream into a graph (thread-local mode).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// stream.begin_capture()?;
+    /// // ... queue kernels and copies on `stream` ...
+    /// let graph = stream.end_capture()?;
+    /// graph.launch(&stream)?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn begin_capture(&self) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        // SAFETY: the handle is live; the mode is a valid enumerator.
+        unsafe { cu!(cuStreamBeginCapture_v2(self.raw, mode)) }
+    }
+
+    /// Ends the capture begun by [`Stream::begin_capture`] and instantiates the graph.
+    pub fn end_capture(&self) -> Result<Graph> {
+        self.ctx.bind_to_thread()?;
+        let mut graph = ptr::null_mut();
+        // SAFETY: writes one CUgraph through a valid pointer; the handle is live.
+        unsafe { cu!(cuStreamEndCapture(self.raw, &mut graph))? };
+        Graph::instantiate(self.ctx.clone(), graph)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: the stream was created by this value; the driver lets queued work finish
+            // before it releases the stream. A failure here leaves only a handle behind.
+            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+        }
+    }
+}

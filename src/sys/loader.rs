@@ -1,0 +1,175 @@
+//! Finding and opening the driver library, and resolving entry points lazily.
+//!
+//! The library is opened once per process, on the first call that needs it, from
+//! [`candidates`]; it then stays loaded until the process exits. Each entry point is looked up
+//! the first time it is called and cached in its own [`SymbolSlot`], so a symbol the installed
+//! driver lacks fails only the calls that need it.
+
+use std::ffi::{c_void, CStr};
+
+use once_cell::sync::OnceCell;
+
+use crate::error::{Error, Result};
+
+/// Environment variable naming the driver library to load instead of the system's.
+///
+/// When it is set, only that path is tried.
+pub const LIBCUDA_ENV: &str = "CUDRV_LIBCUDA";
+
+/// The driver library names tried in order: the `CUDRV_LIBCUDA` override alone if it is set,
+/// otherwise the platform's names.
+///
+/// ```
+/// let names = cudrv::sys::loader::candidates();
+/// assert!(!names.is_empty());
+/// ```
+pub fn candidates() -> Vec<String> {
+    if let Some(path) = std::env::var_os(LIBCUDA_ENV).filter(|p| !p.is_empty()) {
+        return vec![path.to_string_lossy().into_owned()];
+    }
+    if cfg!(windows) {
+        vec!["nvcuda.dll".into()]
+    } else {
+        vec!["libcuda.so.1".into(), "libcuda.so".into()]
+    }
+}
+
+/// An opened driver library.
+///
+/// Most code never sees this type: the function table in [`crate::sys`] uses the process-wide
+/// instance from [`DriverLibrary::global`]. Opening another one is useful for tests and tools
+/// that inspect a particular library.
+#[derive(Debug)]
+pub struct DriverLibrary {
+    library: libloading::Library,
+    path: String,
+}
+
+impl DriverLibrary {
+    /// Opens the first library of `names` that loads.
+    ///
+    /// # Safety
+    /// Loading a library runs its initialisers. The caller must trust that the named libraries
+    /// are CUDA driver libraries (or compatible fakes) whose initialisers are sound to run.
+    ///
+    /// ```no_run
+    /// // SAFETY: the system's CUDA driver library.
+    /// let lib = unsafe { cudrv::sys::loader::DriverLibrary::open(&["libcuda.so.1".to_string()]) };
+    /// ```
+    pub unsafe fn open(names: &[String]) -> Result<Self> {
+        let mut reason = String::from("no candidates");
+        for name in names {
+            // SAFETY: the caller vouches for the library's initialisers (this fn's contract).
+            match unsafe { libloading::Library::new(name) } {
+                Ok(library) => {
+                    return Ok(Self {
+                        library,
+                        path: name.clone(),
+                    })
+                }
+                Err(e) => reason = e.to_string(),
+            }
+        }
+        Err(Error::NoDriver {
+            tried: names.join(", "),
+            reason,
+        })
+    }
+
+    /// The process-wide driver library, opened on first use from [`candidates`].
+    ///
+    /// A failure is remembered: every later call returns the same [`Error::NoDriver`].
+    pub fn global() -> Result<&'static DriverLibrary> {
+        static GLOBAL: OnceCell<Result<DriverLibrary>> = OnceCell::new();
+        GLOBAL
+            // SAFETY: the candidates are the CUDA driver's own names or the user's explicit
+            // override (`CUDRV_LIBCUDA`); loading the driver is what this crate is for.
+            .get_or_init(|| unsafe { DriverLibrary::open(&candidates()) })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The name or path the library was opened from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Looks up `name` (which must end in a NUL byte), returning its address.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudrv::Result<()> {
+    /// let lib = cudrv::sys::loader::DriverLibrary::global()?;
+    /// let addr = lib.symbol("cuInit\0")?;
+    /// assert!(!addr.is_null());
+    /// # Ok(()) }
+    /// ```
+    pub fn symbol(&self, name: &'static str) -> Result<*const c_void> {
+        let missing = || Error::MissingSymbol {
+            name: name.trim_end_matches('\0'),
+            library: self.path.clone(),
+        };
+        let cname = CStr::from_bytes_with_nul(name.as_bytes()).map_err(|_| missing())?;
+        // SAFETY: we read the symbol's address only; it is never dereferenced as a `*const c_void`.
+        // Callers that turn it into a function pointer state the signature they rely on.
+        let sym = unsafe { self.library.get::<*const c_void>(cname.to_bytes_with_nul()) };
+        match sym {
+            Ok(sym) if !sym.is_null() => Ok(*sym),
+            _ => Err(missing()),
+        }
+    }
+}
+
+/// A lazily resolved entry point of the process-wide driver library.
+///
+/// The first successful or failed lookup is cached; later calls cost one atomic load.
+#[derive(Debug)]
+pub struct SymbolSlot {
+    name: &'static str,
+    address: OnceCell<usize>,
+}
+
+impl SymbolSlot {
+    /// A slot for `name`, which must end in a NUL byte.
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            address: OnceCell::new(),
+        }
+    }
+
+    /// The symbol's address, resolving it on first use.
+    ///
+    /// A missing library is not cached here (the library's own failure is), so the error names
+    /// the right cause on every call.
+    #[inline]
+    pub fn get(&self) -> Result<*const c_void> {
+        if let Some(&addr) = self.address.get() {
+            return if addr == 0 {
+                Err(self.missing())
+            } else {
+                Ok(addr as *const c_void)
+            };
+        }
+        self.resolve()
+    }
+
+    #[cold]
+    fn resolve(&self) -> Result<*const c_void> {
+        let library = DriverLibrary::global()?;
+        let addr = match library.symbol(self.name) {
+            Ok(p) => p as usize,
+            Err(_) => 0,
+        };
+        let _ = self.address.set(addr);
+        self.get()
+    }
+
+    fn missing(&self) -> Error {
+        Error::MissingSymbol {
+            name: self.name.trim_end_matches('\0'),
+            library: DriverLibrary::global()
+                .map(|l| l.path().to_string())
+                .unwrap_or_default(),
+        }
+    }
+}

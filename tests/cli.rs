@@ -1,0 +1,313 @@
+//! The `cudrv` binary end to end, in child processes whose driver is a fake chosen with
+//! `CUDRV_LIBCUDA` (the only candidate when set): no driver, a driver that lacks entry points, a
+//! driver whose `cuInit` fails, and a one-device driver that cannot create a context.
+//!
+//! Failures must be one line on stderr, `cudrv: ...`, with exit status 1 and no panic; bad usage
+//! exits 2. The fakes are compiled from `tests/fixtures/*.c` at test time; without a C compiler
+//! those tests print `SKIPPED (no C compiler): <name>` (and fail under `REQUIRE_CC=1`). No test
+//! here uses the machine's real driver, so they behave the same with and without a GPU.
+
+#[path = "common/fake_driver.rs"]
+mod fake_driver;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use fake_driver::Fixture;
+
+/// The `cudrv` binary: Cargo's path for it, else beside this test binary (or one level up,
+/// from `target/<profile>/deps/`) when the binaries were copied to another machine.
+fn cudrv_bin() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_cudrv"));
+    if built.is_file() {
+        return built;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let name = built.file_name().expect("a file name").to_owned();
+    let mut looked = vec![built.clone()];
+    for dir in exe.ancestors().skip(1).take(2) {
+        let candidate = dir.join(&name);
+        if candidate.is_file() {
+            return candidate;
+        }
+        looked.push(candidate);
+    }
+    panic!("the cudrv binary is not at any of {looked:?}");
+}
+
+/// What one `cudrv` run produced.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `cudrv args...` with `CUDRV_LIBCUDA=driver` (unset when `None`).
+fn cudrv(driver: Option<&str>, args: &[&str]) -> Run {
+    let mut cmd = Command::new(cudrv_bin());
+    cmd.args(args)
+        .env_remove(cudrv::sys::loader::LIBCUDA_ENV)
+        // A panic would then print a backtrace, which the checks below reject.
+        .env("RUST_BACKTRACE", "1");
+    if let Some(driver) = driver {
+        cmd.env(cudrv::sys::loader::LIBCUDA_ENV, driver);
+    }
+    let Output { status, stdout, stderr } = cmd.output().expect("run the cudrv binary");
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Checks that `run` failed cleanly: exit 1, exactly one stderr line `cudrv: ...`, no panic and
+/// no backtrace. Returns that line.
+fn assert_one_line_failure(run: &Run) -> String {
+    assert_eq!(run.code, Some(1), "{run}");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr must be one line\n{run}");
+    assert!(run.stderr.ends_with('\n'), "{run}");
+    let line = lines[0];
+    assert!(line.starts_with("cudrv: "), "{run}");
+    for bad in ["panicked", "RUST_BACKTRACE", "backtrace", "Error {", "MissingSymbol {"] {
+        assert!(!run.stderr.contains(bad), "stderr contains {bad:?}\n{run}");
+        assert!(!run.stdout.contains(bad), "stdout contains {bad:?}\n{run}");
+    }
+    line.to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// No driver
+
+#[test]
+fn info_without_a_driver_fails_with_one_line_naming_the_path() {
+    let missing = fake_driver::nonexistent_library();
+    let run = cudrv(Some(&missing), &["info"]);
+    let line = assert_one_line_failure(&run);
+    assert!(line.starts_with("cudrv: no CUDA driver found"), "{run}");
+    assert!(line.contains(&missing), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+#[test]
+fn selftest_and_bench_without_a_driver_fail_with_one_line() {
+    let missing = fake_driver::nonexistent_library();
+    for args in [
+        &["selftest"][..],
+        &["selftest", "--seed", "7"],
+        &["bench"],
+        &["bench", "launch"],
+    ] {
+        let run = cudrv(Some(&missing), args);
+        let line = assert_one_line_failure(&run);
+        assert!(line.starts_with("cudrv: no CUDA driver found"), "{args:?}: {run}");
+        assert!(line.contains(&missing), "{args:?}: {run}");
+        assert_eq!(run.stdout, "", "{args:?}: {run}");
+    }
+}
+
+#[test]
+fn a_library_that_is_no_cuda_driver_is_a_missing_entry_point() {
+    let test = "a_library_that_is_no_cuda_driver_is_a_missing_entry_point";
+    let Some(fake) = fake_driver::build(test, Fixture::NotCuda) else {
+        return;
+    };
+    let run = cudrv(Some(&fake.path_string()), &["info"]);
+    let line = assert_one_line_failure(&run);
+    assert_eq!(
+        line,
+        format!(
+            "cudrv: the CUDA driver {} has no entry point `cuDriverGetVersion` (this call needs a newer driver)",
+            fake.path_string()
+        ),
+        "{run}"
+    );
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A driver with no devices and few entry points
+
+#[test]
+fn info_with_a_minimal_driver_reports_no_devices() {
+    let test = "info_with_a_minimal_driver_reports_no_devices";
+    let Some(fake) = fake_driver::build(test, Fixture::MissingSymbols) else {
+        return;
+    };
+    let run = cudrv(Some(&fake.path_string()), &["info"]);
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.stderr, "", "{run}");
+    assert_eq!(
+        run.stdout,
+        format!("driver: CUDA 12.0 ({})\ndevices: 0\n", fake.path_string()),
+        "{run}"
+    );
+}
+
+#[test]
+fn selftest_and_bench_with_no_devices_fail_with_one_line() {
+    let test = "selftest_and_bench_with_no_devices_fail_with_one_line";
+    let Some(fake) = fake_driver::build(test, Fixture::MissingSymbols) else {
+        return;
+    };
+    for args in [
+        &["selftest"][..],
+        &["selftest", "--seed", "1"],
+        &["bench"],
+        &["bench", "copy"],
+    ] {
+        let run = cudrv(Some(&fake.path_string()), args);
+        let line = assert_one_line_failure(&run);
+        assert_eq!(
+            line, "cudrv: invalid argument: device 0 requested but the driver sees 0 device(s)",
+            "{args:?}: {run}"
+        );
+        assert_eq!(run.stdout, "", "{args:?}: {run}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuInit fails
+
+#[test]
+fn info_when_cuinit_fails_reports_the_driver_error() {
+    let test = "info_when_cuinit_fails_reports_the_driver_error";
+    let Some(fake) = fake_driver::build(test, Fixture::InitFails) else {
+        return;
+    };
+    for args in [&["info"][..], &["selftest"], &["bench"]] {
+        let run = cudrv(Some(&fake.path_string()), args);
+        let line = assert_one_line_failure(&run);
+        assert_eq!(
+            line, "cudrv: cuInit failed: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected",
+            "{args:?}: {run}"
+        );
+        assert_eq!(run.stdout, "", "{args:?}: {run}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One device, no cuDevicePrimaryCtxRetain
+
+fn assert_one_device_info(run: &Run, library: &str) {
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.stderr, "", "{run}");
+    let expected = [
+        format!("driver: CUDA 12.4 ({library})"),
+        "devices: 1".into(),
+        "".into(),
+        "device 0: Fake CUDA Device".into(),
+        "  uuid                 GPU-deadbeef-0102-0304-0506-0708090a0bff".into(),
+        "  compute capability   8.6".into(),
+        "  memory               4096 MiB".into(),
+        // No context (cuDevicePrimaryCtxRetain is missing): the line says why.
+        format!(
+            "  context              unavailable: the CUDA driver {library} has no entry point \
+             `cuDevicePrimaryCtxRetain` (this call needs a newer driver)"
+        ),
+        "  multiprocessors      4".into(),
+        "  warp size            32".into(),
+        "  threads per block    1024".into(),
+        "  block dims           [1024, 1024, 64]".into(),
+        "  grid dims            [2147483647, 65535, 65535]".into(),
+        "  shared per block     49152 B (101376 B opt-in)".into(),
+    ];
+    assert_eq!(run.stdout.lines().collect::<Vec<_>>(), expected, "{run}");
+}
+
+#[test]
+fn info_with_one_device_and_no_context_support_shows_the_device() {
+    let test = "info_with_one_device_and_no_context_support_shows_the_device";
+    let Some(fake) = fake_driver::build(test, Fixture::OneDevice) else {
+        return;
+    };
+    let run = cudrv(Some(&fake.path_string()), &["info"]);
+    assert_one_device_info(&run, &fake.path_string());
+}
+
+#[test]
+fn info_falls_back_to_cudevicegetuuid_without_v2() {
+    let test = "info_falls_back_to_cudevicegetuuid_without_v2";
+    let Some(fake) = fake_driver::build(test, Fixture::OneDeviceUuidV1) else {
+        return;
+    };
+    let run = cudrv(Some(&fake.path_string()), &["info"]);
+    assert_one_device_info(&run, &fake.path_string());
+}
+
+#[test]
+fn selftest_without_cudeviceprimaryctxretain_names_the_missing_entry_point() {
+    let test = "selftest_without_cudeviceprimaryctxretain_names_the_missing_entry_point";
+    let Some(fake) = fake_driver::build(test, Fixture::OneDevice) else {
+        return;
+    };
+    let expected = format!(
+        "cudrv: the CUDA driver {} has no entry point `cuDevicePrimaryCtxRetain` (this call needs a newer driver)",
+        fake.path_string()
+    );
+    for args in [&["selftest"][..], &["bench"]] {
+        let run = cudrv(Some(&fake.path_string()), args);
+        let line = assert_one_line_failure(&run);
+        assert!(
+            line.contains("has no entry point `cuDevicePrimaryCtxRetain`"),
+            "{args:?}: {run}"
+        );
+        assert_eq!(line, expected, "{args:?}: {run}");
+        assert_eq!(run.stdout, "", "{args:?}: {run}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage
+
+#[test]
+fn unknown_command_is_a_usage_error() {
+    // No driver is needed, or loaded, to reject bad usage.
+    let missing = fake_driver::nonexistent_library();
+    for args in [&["frobnicate"][..], &[]] {
+        let run = cudrv(Some(&missing), args);
+        assert_eq!(run.code, Some(2), "{args:?}: {run}");
+        assert_eq!(
+            run.stderr, "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all]>\n",
+            "{args:?}: {run}"
+        );
+        assert_eq!(run.stdout, "", "{args:?}: {run}");
+    }
+}
+
+#[test]
+fn help_prints_usage_on_stdout() {
+    for flag in ["help", "-h", "--help"] {
+        let run = cudrv(Some(&fake_driver::nonexistent_library()), &[flag]);
+        assert_eq!(run.code, Some(0), "{flag}: {run}");
+        assert!(run.stdout.starts_with("usage: cudrv <info"), "{flag}: {run}");
+        assert_eq!(run.stderr, "", "{flag}: {run}");
+    }
+}
+
+#[test]
+fn selftest_with_bad_arguments_fails_with_one_line() {
+    let missing = fake_driver::nonexistent_library();
+    let run = cudrv(Some(&missing), &["selftest", "--seed", "many"]);
+    let line = assert_one_line_failure(&run);
+    assert_eq!(
+        line, "cudrv: invalid argument: --seed takes a number, not \"many\"",
+        "{run}"
+    );
+    let run = cudrv(Some(&missing), &["selftest", "--fast"]);
+    let line = assert_one_line_failure(&run);
+    assert!(
+        line.starts_with("cudrv: invalid argument: unexpected arguments"),
+        "{run}"
+    );
+}

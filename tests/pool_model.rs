@@ -1,0 +1,803 @@
+//! Model tests of the caching device allocator (`cudrv::memory::pool`) over a fake address space
+//! and fake fences: focused scenarios, a property test against a simple model, and a
+//! multi-threaded stress test. No GPU needed.
+
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+
+use cudrv::memory::pool::{
+    round_size, segment_size, Backing, BackingError, Block, CachingPool, Fence, FenceSource, PoolError, PoolStats,
+    StreamId, LARGE_SEGMENT_SIZE, SMALL_SEGMENT_SIZE,
+};
+use proptest::prelude::*;
+
+const MIB: usize = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Fakes
+// ---------------------------------------------------------------------------------------------
+
+/// A fake address space: a bump pointer (addresses are never reused, with a guard gap between
+/// segments) plus a map of live segments, and a capacity on live bytes.
+struct FakeBacking {
+    state: Mutex<FakeSpace>,
+    capacity: AtomicUsize,
+    /// When set, `reserve` fails with `BackingError::Other`.
+    broken: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct FakeSpace {
+    next: u64,
+    live: BTreeMap<u64, usize>,
+    used: usize,
+    reserves: u64,
+    failed_reserves: u64,
+    releases: u64,
+}
+
+impl FakeBacking {
+    fn new(capacity: usize) -> Self {
+        FakeBacking {
+            state: Mutex::new(FakeSpace {
+                next: 1 << 32,
+                ..FakeSpace::default()
+            }),
+            capacity: AtomicUsize::new(capacity),
+            broken: Default::default(),
+        }
+    }
+
+    fn used(&self) -> usize {
+        self.state.lock().unwrap().used
+    }
+
+    fn live_segments(&self) -> Vec<(u64, usize)> {
+        let st = self.state.lock().unwrap();
+        st.live.iter().map(|(&a, &s)| (a, s)).collect()
+    }
+
+    fn reserves(&self) -> u64 {
+        self.state.lock().unwrap().reserves
+    }
+
+    fn failed_reserves(&self) -> u64 {
+        self.state.lock().unwrap().failed_reserves
+    }
+
+    fn releases(&self) -> u64 {
+        self.state.lock().unwrap().releases
+    }
+
+    /// Whether `[addr, addr + size)` lies inside one live segment.
+    fn contains(&self, addr: u64, size: usize) -> bool {
+        let st = self.state.lock().unwrap();
+        match st.live.range(..=addr).next_back() {
+            Some((&start, &len)) => addr + size as u64 <= start + len as u64,
+            None => false,
+        }
+    }
+}
+
+impl Backing for FakeBacking {
+    fn reserve(&self, bytes: usize) -> Result<u64, BackingError> {
+        assert!(bytes > 0 && bytes % 512 == 0, "odd segment size {bytes}");
+        if self.broken.load(SeqCst) {
+            return Err(BackingError::Other("device lost".into()));
+        }
+        let mut st = self.state.lock().unwrap();
+        if st.used + bytes > self.capacity.load(SeqCst) {
+            st.failed_reserves += 1;
+            return Err(BackingError::OutOfBackingMemory);
+        }
+        let addr = st.next;
+        st.next += bytes as u64 + 4096;
+        let end = addr + bytes as u64;
+        if let Some((&a, &s)) = st.live.range(..end).next_back() {
+            assert!(a + s as u64 <= addr, "segments overlap");
+        }
+        st.live.insert(addr, bytes);
+        st.used += bytes;
+        st.reserves += 1;
+        Ok(addr)
+    }
+
+    fn release(&self, addr: u64, bytes: usize) {
+        let mut st = self.state.lock().unwrap();
+        let live = st.live.remove(&addr);
+        assert_eq!(
+            live,
+            Some(bytes),
+            "release({addr:#x}, {bytes}) does not match a reservation"
+        );
+        st.used -= bytes;
+        st.releases += 1;
+    }
+}
+
+/// Fences that complete when the test says so: per stream, a count of fences recorded and the
+/// count completed. `complete(s)` completes every fence recorded on `s` so far (as if the stream
+/// had drained), not later ones.
+#[derive(Default)]
+struct FakeFences {
+    streams: Arc<Mutex<HashMap<StreamId, (u64, u64)>>>,
+    records: AtomicU64,
+}
+
+struct FakeFence {
+    streams: Arc<Mutex<HashMap<StreamId, (u64, u64)>>>,
+    stream: StreamId,
+    ticket: u64,
+}
+
+impl Fence for FakeFence {
+    fn is_complete(&self) -> bool {
+        self.streams.lock().unwrap()[&self.stream].1 >= self.ticket
+    }
+}
+
+impl FenceSource for FakeFences {
+    type F = FakeFence;
+
+    fn record(&self, stream: StreamId) -> FakeFence {
+        self.records.fetch_add(1, SeqCst);
+        let mut map = self.streams.lock().unwrap();
+        let entry = map.entry(stream).or_default();
+        entry.0 += 1;
+        FakeFence {
+            streams: self.streams.clone(),
+            stream,
+            ticket: entry.0,
+        }
+    }
+}
+
+impl FakeFences {
+    fn complete(&self, stream: StreamId) {
+        let mut map = self.streams.lock().unwrap();
+        let entry = map.entry(stream).or_default();
+        entry.1 = entry.0;
+    }
+
+    fn records(&self) -> u64 {
+        self.records.load(SeqCst)
+    }
+}
+
+type Pool = CachingPool<FakeBacking, FakeFences>;
+
+fn pool(capacity: usize) -> Pool {
+    CachingPool::new(FakeBacking::new(capacity), FakeFences::default())
+}
+
+const S1: StreamId = StreamId(1);
+const S2: StreamId = StreamId(2);
+const S3: StreamId = StreamId(3);
+
+/// The invariants that hold whenever no other thread uses the pool.
+fn check_quiescent<T: Borrow<Block>>(pool: &Pool, live: &[T]) -> PoolStats {
+    pool.check_invariants();
+    let live: Vec<&Block> = live.iter().map(Borrow::borrow).collect();
+    let st = pool.stats();
+    let backing = pool.backing();
+    let mut sorted: Vec<(u64, usize)> = live.iter().map(|b| (b.addr(), b.size())).collect();
+    sorted.sort_unstable();
+    for w in sorted.windows(2) {
+        assert!(w[0].0 + w[0].1 as u64 <= w[1].0, "live blocks overlap: {w:?}");
+    }
+    for b in &live {
+        assert!(backing.contains(b.addr(), b.size()), "{b:?} outside any segment");
+        assert!(b.size() >= round_size(b.requested()).unwrap());
+        assert_eq!(b.size() % 512, 0);
+    }
+    let allocated: usize = live.iter().map(|b| b.size()).sum();
+    assert_eq!(st.allocated_bytes, allocated as u64);
+    assert_eq!(st.active_blocks, live.len() as u64);
+    assert_eq!(st.reserved_bytes, backing.used() as u64);
+    assert_eq!(st.segments, backing.live_segments().len() as u64);
+    assert!(st.reserved_bytes >= st.allocated_bytes);
+    assert_eq!(st.cached_bytes, st.reserved_bytes - st.allocated_bytes);
+    assert!(st.pending_bytes <= st.cached_bytes);
+    assert!(st.largest_free_block <= st.cached_bytes);
+    assert_eq!(st.cache_hits + st.cache_misses, st.allocations);
+    assert!(st.cross_stream_reuses <= st.cache_hits);
+    assert!(st.peak_allocated_bytes >= st.allocated_bytes);
+    assert!(st.peak_reserved_bytes >= st.reserved_bytes);
+    assert!((0.0..=1.0).contains(&st.fragmentation));
+    assert!((0.0..=1.0).contains(&st.hit_rate));
+    st
+}
+
+/// Frees everything, drains every stream and empties the cache; asserts nothing leaked.
+fn drain_and_check_empty(pool: &Pool, live: Vec<Block>, streams: &[StreamId]) {
+    for b in live {
+        pool.free(b);
+    }
+    for &s in streams {
+        pool.fence_source().complete(s);
+    }
+    pool.empty_cache();
+    let st = check_quiescent::<Block>(pool, &[]);
+    assert_eq!(st.reserved_bytes, 0);
+    assert_eq!(st.segments, 0);
+    assert_eq!(st.allocated_bytes, 0);
+    assert_eq!(st.pending_bytes, 0);
+    assert!(pool.backing().live_segments().is_empty(), "segments leaked");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Focused tests
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn split_then_coalesce_returns_the_segment_to_one_free_block() {
+    let pool = pool(usize::MAX);
+    let blocks: Vec<Block> = [1000, 512, 70_000, 3000]
+        .iter()
+        .map(|&n| pool.allocate(n, S1).unwrap())
+        .collect();
+    assert_eq!(pool.backing().reserves(), 1);
+    let seg = blocks[0].addr();
+    assert_eq!(blocks[1].addr(), seg + 1024);
+    let used: usize = blocks.iter().map(Block::size).sum();
+    let st = check_quiescent(&pool, &blocks);
+    assert_eq!(st.largest_free_block, (SMALL_SEGMENT_SIZE - used) as u64);
+    let mut blocks: Vec<Option<Block>> = blocks.into_iter().map(Some).collect();
+    for i in [1, 3, 0, 2] {
+        pool.free(blocks[i].take().unwrap());
+    }
+    let st = check_quiescent::<Block>(&pool, &[]);
+    assert_eq!(st.largest_free_block, SMALL_SEGMENT_SIZE as u64);
+    assert_eq!(st.cached_bytes, SMALL_SEGMENT_SIZE as u64);
+    assert_eq!(st.fragmentation, 0.0);
+    // One free block again: the whole segment can be handed out in one piece.
+    let whole = pool.allocate(SMALL_SEGMENT_SIZE / 2, S1).unwrap();
+    let other = pool.allocate(SMALL_SEGMENT_SIZE / 2, S1).unwrap();
+    assert_eq!((whole.addr(), other.addr()), (seg, seg + MIB as u64));
+    assert_eq!(pool.backing().reserves(), 1);
+    drain_and_check_empty(&pool, vec![whole, other], &[S1]);
+    assert_eq!(pool.backing().releases(), 1);
+}
+
+#[test]
+fn fragmentation_reflects_scattered_free_space() {
+    let pool = pool(usize::MAX);
+    let a = pool.allocate(MIB, S1).unwrap();
+    let b = pool.allocate(MIB / 2, S1).unwrap();
+    pool.free(a);
+    // Free: a 1 MiB hole and a 0.5 MiB tail, not adjacent.
+    let st = check_quiescent(&pool, std::slice::from_ref(&b));
+    assert_eq!(st.largest_free_block, MIB as u64);
+    assert!((st.fragmentation - (1.0 - 1.0 / 1.5)).abs() < 1e-12);
+    drain_and_check_empty(&pool, vec![b], &[S1]);
+}
+
+#[test]
+fn same_stream_reuse_is_a_hit_without_backing_call() {
+    let pool = pool(usize::MAX);
+    let a = pool.allocate(4000, S1).unwrap();
+    let addr = a.addr();
+    pool.free(a);
+    let b = pool.allocate(3900, S1).unwrap();
+    assert_eq!(b.addr(), addr);
+    assert_eq!(b.size(), 4096);
+    assert_eq!(b.requested(), 3900);
+    assert_eq!(b.stream(), S1);
+    assert_eq!(pool.backing().reserves(), 1);
+    let st = pool.stats();
+    assert_eq!((st.allocations, st.cache_hits, st.cache_misses), (2, 1, 1));
+    assert_eq!(st.hit_rate, 0.5);
+    // Large blocks too.
+    let big = pool.allocate(30 * MIB, S1).unwrap();
+    let big_addr = big.addr();
+    pool.free(big);
+    let again = pool.allocate(29 * MIB, S1).unwrap();
+    assert_eq!(again.addr(), big_addr);
+    assert_eq!(pool.backing().reserves(), 2);
+    drain_and_check_empty(&pool, vec![b, again], &[S1]);
+}
+
+#[test]
+fn cross_stream_reuse_waits_for_the_fence() {
+    let pool = pool(usize::MAX);
+    let fences = pool.fence_source();
+    // Completing S1 *before* the free says nothing about work after it.
+    fences.complete(S1);
+    let a = pool.allocate(1000, S1).unwrap();
+    let seg = a.addr();
+    pool.free(a);
+    // The free left a whole segment free: a fence is recorded on S1 right away.
+    assert_eq!(fences.records(), 1);
+    let b = pool.allocate(1000, S2).unwrap();
+    assert_ne!(b.addr(), seg, "S2 reused S1's memory before S1's fence completed");
+    assert_eq!(pool.backing().reserves(), 2);
+    fences.complete(S1);
+    let c = pool.allocate(1000, S3).unwrap();
+    assert_eq!(c.addr(), seg, "S3 should take over S1's free segment");
+    assert_eq!(pool.backing().reserves(), 2);
+    let st = pool.stats();
+    assert_eq!((st.cache_hits, st.cross_stream_reuses), (1, 1));
+    drain_and_check_empty(&pool, vec![b, c], &[S1, S2, S3]);
+}
+
+#[test]
+fn cross_stream_fence_is_recorded_after_the_latest_free() {
+    let pool = pool(usize::MAX);
+    let fences = pool.fence_source();
+    let a = pool.allocate(1000, S1).unwrap();
+    let seg = a.addr();
+    pool.free(a); // records fence #1 on S1
+    let a = pool.allocate(1000, S1).unwrap(); // same-stream hit
+    assert_eq!(a.addr(), seg);
+    pool.free(a); // fence #1 still in flight: no new one
+    assert_eq!(fences.records(), 1);
+    fences.complete(S1); // completes fence #1 only, which predates the second free
+    let b = pool.allocate(1000, S2).unwrap();
+    assert_ne!(b.addr(), seg);
+    // S2's miss recorded a fresh fence on S1 after the second free.
+    assert_eq!(fences.records(), 2);
+    fences.complete(S1);
+    let c = pool.allocate(1000, S3).unwrap();
+    assert_eq!(c.addr(), seg);
+    drain_and_check_empty(&pool, vec![b, c], &[S1, S2, S3]);
+}
+
+#[test]
+fn record_stream_holds_the_block_until_every_fence_completes() {
+    let pool = pool(usize::MAX);
+    let fences = pool.fence_source();
+    let a = pool.allocate(1000, S1).unwrap();
+    let addr = a.addr();
+    pool.record_stream(&a, S2);
+    pool.record_stream(&a, S3);
+    pool.record_stream(&a, S1); // own stream: no-op
+    pool.free(a);
+    assert_eq!(fences.records(), 2);
+    assert_eq!(pool.stats().pending_bytes, 1024);
+    let b = pool.allocate(1000, S1).unwrap();
+    assert_ne!(b.addr(), addr, "reused before S2/S3 finished with it");
+    fences.complete(S2);
+    let c = pool.allocate(1000, S1).unwrap();
+    assert_ne!(c.addr(), addr, "reused before S3 finished with it");
+    // Empty cache cannot release a segment with a pending block.
+    pool.free(b);
+    pool.free(c);
+    assert_eq!(pool.empty_cache(), 0);
+    fences.complete(S3);
+    let d = pool.allocate(1000, S1).unwrap();
+    assert_eq!(d.addr(), addr);
+    assert_eq!(pool.stats().pending_bytes, 0);
+    drain_and_check_empty(&pool, vec![d], &[S1, S2, S3]);
+}
+
+#[test]
+fn zero_byte_requests_get_distinct_minimal_blocks() {
+    let pool = pool(usize::MAX);
+    let a = pool.allocate(0, S1).unwrap();
+    let b = pool.allocate(0, S1).unwrap();
+    assert_eq!((a.size(), a.requested()), (512, 0));
+    assert_ne!(a.addr(), b.addr());
+    drain_and_check_empty(&pool, vec![a, b], &[S1]);
+}
+
+#[test]
+fn segment_sizes_follow_the_policy() {
+    let pool = pool(usize::MAX);
+    let small = pool.allocate(MIB, S1).unwrap();
+    let huge = pool.allocate(11 * MIB, S1).unwrap();
+    let mid = pool.allocate(MIB + 1, S1).unwrap();
+    let mut segs: Vec<usize> = pool.backing().live_segments().iter().map(|s| s.1).collect();
+    segs.sort_unstable();
+    assert_eq!(segs, vec![SMALL_SEGMENT_SIZE, 12 * MIB, LARGE_SEGMENT_SIZE]);
+    assert_eq!(huge.size(), 12 * MIB, "a remainder of <= 1 MiB stays with the block");
+    assert_eq!(mid.size(), MIB + 512);
+    // Small requests never use large segments.
+    let small2 = pool.allocate(512, S1).unwrap();
+    assert!(pool.backing().contains(small2.addr(), 512));
+    assert_eq!(small2.addr(), small.addr() + MIB as u64);
+    drain_and_check_empty(&pool, vec![small, mid, huge, small2], &[S1]);
+}
+
+#[test]
+fn oom_releases_the_cache_and_retries_once() {
+    let pool = pool(21 * MIB);
+    let small = pool.allocate(1000, S1).unwrap();
+    pool.free(small); // 2 MiB cached
+    let big = pool.allocate(3 * MIB, S1).unwrap(); // needs 20 MiB: 22 > 21
+    let st = pool.stats();
+    assert_eq!(st.oom_retries, 1);
+    assert_eq!(st.oom_failures, 0);
+    assert_eq!(pool.backing().failed_reserves(), 1);
+    assert_eq!(pool.backing().releases(), 1);
+    assert_eq!(st.reserved_bytes, LARGE_SEGMENT_SIZE as u64);
+    // 17 MiB free in the large segment, but 18 MiB asks for an 18 MiB segment of its own.
+    let err = pool.allocate(18 * MIB, S1).unwrap_err();
+    assert_eq!(
+        err,
+        PoolError::OutOfMemory {
+            requested: 18 * MIB,
+            reserved: LARGE_SEGMENT_SIZE,
+            allocated: 3 * MIB,
+            cached: 17 * MIB,
+            limit: None,
+        }
+    );
+    assert!(err.to_string().contains("18874368 B"), "{err}");
+    assert_eq!(pool.backing().failed_reserves(), 3, "one retry, not more");
+    let st = pool.stats();
+    assert_eq!((st.oom_retries, st.oom_failures), (2, 1));
+    assert_eq!(st.allocations, 2);
+    // Overflowing sizes fail cleanly.
+    assert!(matches!(
+        pool.allocate(usize::MAX, S1),
+        Err(PoolError::OutOfMemory { .. })
+    ));
+    drain_and_check_empty(&pool, vec![big], &[S1]);
+}
+
+#[test]
+fn other_backing_errors_are_not_retried() {
+    let pool = pool(usize::MAX);
+    pool.backing().broken.store(true, SeqCst);
+    let err = pool.allocate(100, S1).unwrap_err();
+    assert_eq!(err, PoolError::Backing("device lost".into()));
+    let st = pool.stats();
+    assert_eq!((st.reserved_bytes, st.oom_retries, st.allocations), (0, 0, 0));
+}
+
+#[test]
+fn limit_is_enforced() {
+    let pool = pool(usize::MAX);
+    pool.set_limit(Some(4 * MIB));
+    assert_eq!(pool.limit(), Some(4 * MIB));
+    let a = pool.allocate(1000, S1).unwrap();
+    let b = pool.allocate(1000, S2).unwrap();
+    assert_eq!(pool.stats().reserved_bytes, 4 * MIB as u64);
+    let err = pool.allocate(1000, S3).unwrap_err();
+    assert!(matches!(
+        err,
+        PoolError::OutOfMemory { limit: Some(l), reserved, .. } if l == 4 * MIB && reserved == 4 * MIB
+    ));
+    assert_eq!(pool.backing().reserves(), 2);
+    assert_eq!(pool.backing().failed_reserves(), 0, "the limit is checked first");
+    // A large request beyond the limit fails without asking the backing.
+    assert!(pool.allocate(3 * MIB, S1).is_err());
+    assert_eq!(pool.backing().reserves(), 2);
+    // Freeing S2's block leaves its segment entirely free: the limit path releases it.
+    pool.free(b);
+    let c = pool.allocate(1000, S3).unwrap();
+    let st = check_quiescent(&pool, &[&a, &c]);
+    assert_eq!(st.reserved_bytes, 4 * MIB as u64);
+    assert_eq!(pool.backing().releases(), 1);
+    pool.set_limit(None);
+    let d = pool.allocate(3 * MIB, S1).unwrap();
+    drain_and_check_empty(&pool, vec![a, c, d], &[S1, S2, S3]);
+}
+
+#[test]
+fn release_threshold_is_honoured() {
+    let pool = pool(usize::MAX);
+    pool.set_release_threshold(Some(2 * MIB));
+    assert_eq!(pool.release_threshold(), Some(2 * MIB));
+    // Three small segments, two 1 MiB blocks each.
+    let blocks: Vec<Block> = (0..6).map(|_| pool.allocate(MIB, S1).unwrap()).collect();
+    assert_eq!(pool.backing().reserves(), 3);
+    let mut it = blocks.into_iter();
+    for _ in 0..2 {
+        pool.free(it.next().unwrap());
+    }
+    assert_eq!(pool.stats().reserved_bytes, 6 * MIB as u64, "2 MiB cached: kept");
+    for _ in 0..2 {
+        pool.free(it.next().unwrap());
+    }
+    let st = pool.stats();
+    assert_eq!(st.cached_bytes, 2 * MIB as u64);
+    assert_eq!(st.reserved_bytes, 4 * MIB as u64);
+    pool.free(it.next().unwrap());
+    // 3 MiB cached, but the only releasable segment is busy: nothing to do.
+    assert_eq!(pool.stats().reserved_bytes, 4 * MIB as u64);
+    pool.free(it.next().unwrap());
+    let st = pool.stats();
+    assert_eq!(st.reserved_bytes, 2 * MIB as u64);
+    assert_eq!(st.cached_bytes, 2 * MIB as u64);
+    assert_eq!(pool.backing().releases(), 2);
+    // trim() applies any bound right away.
+    assert_eq!(pool.trim(MIB), 2 * MIB);
+    pool.set_release_threshold(None);
+    let a = pool.allocate(MIB, S1).unwrap();
+    pool.free(a);
+    assert_eq!(pool.stats().reserved_bytes, 2 * MIB as u64);
+    drain_and_check_empty(&pool, vec![], &[S1]);
+}
+
+#[test]
+fn leaked_blocks_stay_allocated_and_corrupt_nothing() {
+    let pool = pool(usize::MAX);
+    let leaked = pool.allocate(1000, S1).unwrap();
+    let addr = leaked.addr();
+    drop(leaked);
+    let b = pool.allocate(1000, S1).unwrap();
+    assert_ne!(b.addr(), addr);
+    pool.free(b);
+    assert_eq!(pool.empty_cache(), 0, "the leaked block pins its segment");
+    let st = pool.stats();
+    assert_eq!((st.allocated_bytes, st.active_blocks), (1024, 1));
+}
+
+#[test]
+#[should_panic(expected = "did not allocate it")]
+fn freeing_into_another_pool_panics() {
+    let p1 = pool(usize::MAX);
+    let p2 = pool(usize::MAX);
+    let b = p1.allocate(10, S1).unwrap();
+    p2.free(b);
+}
+
+#[test]
+fn stats_json_is_flat_and_complete() {
+    let pool = pool(usize::MAX);
+    let a = pool.allocate(100, S1).unwrap();
+    let json = pool.stats().to_json();
+    assert!(json.starts_with('{') && json.ends_with('}'));
+    for key in [
+        "\"allocations\":1",
+        "\"cache_misses\":1",
+        "\"hit_rate\":0,",
+        "\"segments\":1",
+    ] {
+        assert!(json.contains(key), "{key} missing from {json}");
+    }
+    assert!(format!("{pool:?}").contains("CachingPool"));
+    drain_and_check_empty(&pool, vec![a], &[S1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property test against a model
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Op {
+    Alloc(usize, u64),
+    Free(usize),
+    RecordStream(usize, u64),
+    Complete(u64),
+    EmptyCache,
+    Trim(usize),
+    Limit(Option<usize>),
+}
+
+fn size_strategy() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        6 => 0usize..=8192,
+        3 => 0usize..=(MIB + 4096),
+        2 => MIB..=(10 * MIB + 4096),
+        1 => (10 * MIB)..=(24 * MIB),
+    ]
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (size_strategy(), 0u64..4).prop_map(|(n, s)| Op::Alloc(n, s)),
+        5 => any::<usize>().prop_map(Op::Free),
+        2 => (any::<usize>(), 0u64..4).prop_map(|(i, s)| Op::RecordStream(i, s)),
+        3 => (0u64..4).prop_map(Op::Complete),
+        1 => Just(Op::EmptyCache),
+        1 => (0usize..(8 * MIB)).prop_map(Op::Trim),
+        1 => prop::option::of(0usize..(64 * MIB)).prop_map(Op::Limit),
+    ]
+}
+
+/// A range freed on some streams: it may be reused on stream X only when every stream of
+/// `users` other than X has completed (drained) since the free.
+struct Dirty {
+    start: u64,
+    end: u64,
+    users: Vec<(StreamId, u64)>,
+}
+
+/// The model: live blocks with the streams they are used on, per-stream drain epochs, and the
+/// ranges still in use on some stream.
+#[derive(Default)]
+struct Model {
+    live: Vec<(Block, Vec<StreamId>)>,
+    epoch: HashMap<StreamId, u64>,
+    dirty: Vec<Dirty>,
+}
+
+impl Model {
+    fn epoch(&self, s: StreamId) -> u64 {
+        self.epoch.get(&s).copied().unwrap_or(0)
+    }
+
+    fn check_reuse(&mut self, b: &Block) {
+        let (start, end) = (b.addr(), b.addr() + b.size() as u64);
+        let epoch = &self.epoch;
+        self.dirty
+            .retain(|d| d.users.iter().any(|(u, e)| epoch.get(u).copied().unwrap_or(0) == *e));
+        for d in &self.dirty {
+            if d.start < end && start < d.end {
+                for &(u, e) in &d.users {
+                    assert!(
+                        u == b.stream() || self.epoch(u) != e,
+                        "{b:?} reuses [{:#x}, {:#x}) while stream {u:?} may still use it",
+                        d.start,
+                        d.end
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn run_model(capacity: usize, ops: Vec<Op>) {
+    let pool = pool(capacity);
+    let mut m = Model::default();
+    for op in ops {
+        match op {
+            Op::Alloc(n, s) => {
+                let s = StreamId(s);
+                match pool.allocate(n, s) {
+                    Ok(b) => {
+                        assert_eq!((b.requested(), b.stream()), (n, s));
+                        m.check_reuse(&b);
+                        m.live.push((b, vec![s]));
+                    }
+                    Err(PoolError::OutOfMemory { .. }) => {
+                        // Legitimate only if the cache was emptied first (nothing is left to
+                        // release) and the segment it needed still does not fit.
+                        assert_eq!(pool.empty_cache(), 0, "OOM without emptying the cache");
+                        let need = segment_size(round_size(n).unwrap()).unwrap();
+                        let cap = capacity.min(pool.limit().unwrap_or(usize::MAX));
+                        assert!(
+                            pool.backing().used() + need > cap,
+                            "spurious OOM for {n} B with {} B reserved",
+                            pool.backing().used()
+                        );
+                    }
+                    Err(e) => panic!("unexpected error {e}"),
+                }
+            }
+            Op::Free(i) if !m.live.is_empty() => {
+                let (b, users) = m.live.swap_remove(i % m.live.len());
+                m.dirty.push(Dirty {
+                    start: b.addr(),
+                    end: b.addr() + b.size() as u64,
+                    users: users.iter().map(|&u| (u, m.epoch(u))).collect(),
+                });
+                pool.free(b);
+            }
+            Op::RecordStream(i, s) if !m.live.is_empty() => {
+                let n = m.live.len();
+                let (b, users) = &mut m.live[i % n];
+                pool.record_stream(b, StreamId(s));
+                if !users.contains(&StreamId(s)) {
+                    users.push(StreamId(s));
+                }
+            }
+            Op::Complete(s) => {
+                pool.fence_source().complete(StreamId(s));
+                *m.epoch.entry(StreamId(s)).or_default() += 1;
+            }
+            Op::EmptyCache => {
+                pool.empty_cache();
+            }
+            Op::Trim(keep) => {
+                pool.trim(keep);
+                // Either it got down to `keep`, or nothing entirely free was left to release.
+                let st = pool.stats();
+                if st.cached_bytes > keep as u64 {
+                    assert_eq!(pool.trim(keep), 0);
+                }
+            }
+            Op::Limit(limit) => pool.set_limit(limit),
+            Op::Free(_) | Op::RecordStream(..) => {}
+        }
+        let blocks: Vec<&Block> = m.live.iter().map(|(b, _)| b).collect();
+        check_quiescent(&pool, &blocks);
+    }
+    let live = m.live.into_iter().map(|(b, _)| b).collect();
+    drain_and_check_empty(&pool, live, &[StreamId(0), StreamId(1), StreamId(2), StreamId(3)]);
+}
+
+// 256 cases by default; set PROPTEST_CASES for a longer run.
+proptest! {
+    #[test]
+    fn random_sequences_keep_the_invariants(
+        ops in prop::collection::vec(op_strategy(), 1..120),
+        tight in any::<bool>(),
+    ) {
+        // A tight capacity provokes the OOM path; a roomy one exercises caching.
+        let capacity = if tight { 48 * MIB } else { 1 << 40 };
+        run_model(capacity, ops);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------------------------
+
+/// A small deterministic generator (xorshift64*), so the test needs no extra dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn eight_threads_on_four_streams_never_overlap_or_leak() {
+    let pool = Arc::new(pool(512 * MIB));
+    let live_ranges = Arc::new(Mutex::new(BTreeMap::<u64, u64>::new()));
+    let streams: Vec<StreamId> = (0..4).map(StreamId).collect();
+    let handles: Vec<_> = (0..8u64)
+        .map(|t| {
+            let pool = pool.clone();
+            let ranges = live_ranges.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t + 1) * 0x1234_5678_9ABC));
+                let mut mine: Vec<Block> = Vec::new();
+                for _ in 0..10_000 {
+                    match rng.below(100) {
+                        0..=49 if mine.len() < 24 => {
+                            let size = match rng.below(10) {
+                                0 => rng.below(6 * MIB as u64) as usize,
+                                1..=3 => rng.below(MIB as u64) as usize,
+                                _ => rng.below(8192) as usize,
+                            };
+                            let stream = StreamId(if rng.below(4) == 0 { rng.below(4) } else { t % 4 });
+                            let Ok(b) = pool.allocate(size, stream) else {
+                                continue;
+                            };
+                            let (start, end) = (b.addr(), b.addr() + b.size() as u64);
+                            let mut r = ranges.lock().unwrap();
+                            if let Some((&s, &e)) = r.range(..end).next_back() {
+                                assert!(e <= start, "[{start:#x},{end:#x}) overlaps [{s:#x},{e:#x})");
+                            }
+                            r.insert(start, end);
+                            drop(r);
+                            if rng.below(8) == 0 {
+                                pool.record_stream(&b, StreamId(rng.below(4)));
+                            }
+                            mine.push(b);
+                        }
+                        0..=89 if !mine.is_empty() => {
+                            let i = rng.below(mine.len() as u64) as usize;
+                            let b = mine.swap_remove(i);
+                            ranges.lock().unwrap().remove(&b.addr());
+                            pool.free(b);
+                        }
+                        90..=97 => pool.fence_source().complete(StreamId(rng.below(4))),
+                        98 => {
+                            pool.empty_cache();
+                        }
+                        _ => {
+                            let _ = pool.stats();
+                        }
+                    }
+                }
+                for b in mine {
+                    ranges.lock().unwrap().remove(&b.addr());
+                    pool.free(b);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert!(live_ranges.lock().unwrap().is_empty());
+    let st = pool.stats();
+    assert_eq!(st.allocations, st.frees);
+    assert!(st.cache_hits > 0);
+    drain_and_check_empty(&pool, vec![], &streams);
+}

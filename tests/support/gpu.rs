@@ -1,0 +1,40 @@
+//! Shared by the GPU test files: get a context or report the test as skipped.
+//!
+//! Without a GPU a test prints `SKIPPED (no GPU): <name>` and returns; with `REQUIRE_GPU=1` a
+//! missing GPU fails the test instead.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use cudrv::Context;
+
+/// Device 0's context, or `None` (after printing why) when there is no usable GPU.
+pub fn context(test: &str) -> Option<Arc<Context>> {
+    match Context::new(0) {
+        Ok(ctx) => Some(ctx),
+        Err(e) => {
+            if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("REQUIRE_GPU=1 but no GPU is usable for {test}: {e}");
+            }
+            // Written to the process's stdout directly: libtest captures println!, and a skip
+            // must be visible in the test log.
+            let line = format!(
+                "SKIPPED (no GPU): {test}: {}\n",
+                e.to_string().lines().next().unwrap_or("")
+            );
+            let _ = std::io::stdout().lock().write_all(line.as_bytes());
+            None
+        }
+    }
+}
+
+/// `let Some(ctx) = gpu!("name") else { return };`
+#[macro_export]
+macro_rules! gpu {
+    ($name:expr) => {
+        $crate::gpu::context($name)
+    };
+}
+
+/// The hand-written PTX test module (see tests/data/test_kernels.ptx).
+pub const TEST_PTX: &str = include_str!("../data/test_kernels.ptx");
