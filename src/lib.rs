@@ -43,6 +43,7 @@
 //! ## Environment
 //! - `CUDRV_LIBCUDA`: load this driver library instead of `libcuda.so.1` / `libcuda.so`.
 
+pub mod blas;
 pub mod context;
 pub mod device;
 pub mod driver;

@@ -3,24 +3,28 @@
 //! ```text
 //! cudrv info                  driver, devices and their limits
 //! cudrv selftest [--seed N]   every bundled kernel against its CPU reference; exit 1 on a failure
-//! cudrv bench [WHAT]          launch, alloc, copy (default: all), each beside its reference
+//! cudrv bench [WHAT]          launch, alloc, copy (default: all), gemm, gemv; each beside its reference
 //! ```
 //! Errors (no driver, no device) print one line and exit with status 1.
 
 mod bench;
+mod bench_blas;
 
 use std::process::ExitCode;
 
 use cudrv::{Context, Device, Result};
 
-const USAGE: &str = "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all]>";
+const USAGE: &str = "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("info") => info(),
         Some("selftest") => selftest(&args[1..]),
-        Some("bench") => bench::run(args.get(1).map(String::as_str).unwrap_or("all")),
+        Some("bench") => match args.get(1).map(String::as_str) {
+            Some(what @ ("gemm" | "gemv")) => bench_blas::run(what, &args[2..]),
+            what => bench::run(what.unwrap_or("all")),
+        },
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(true)

@@ -1,0 +1,1 @@
+//! BLAS on cudrv's own kernels: GEMM and GEMV (being built).
