@@ -1,11 +1,15 @@
 //! Contexts: a device's primary context, shared through `Arc`.
 
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::device::{Device, DeviceLimits};
 use crate::driver::cu;
 use crate::error::Result;
+use crate::memory::device_pool::{new_device_pool, DevicePool};
+use crate::memory::pool::PoolStats;
+use crate::memory::staging::Staging;
 use crate::registry::KernelRegistry;
 use crate::stream::{Stream, StreamFlags};
 use crate::sys;
@@ -29,6 +33,9 @@ pub struct Context {
     limits: DeviceLimits,
     compute_capability: (u32, u32),
     registry: KernelRegistry,
+    pool: DevicePool,
+    caching: AtomicBool,
+    staging: Staging,
 }
 
 // SAFETY: a CUcontext handle may be used from any thread; the driver serialises what it must.
@@ -52,6 +59,9 @@ impl Context {
             limits,
             compute_capability,
             registry: KernelRegistry::with_embedded(compute_capability),
+            pool: new_device_pool(raw),
+            caching: AtomicBool::new(true),
+            staging: Staging::default(),
         });
         ctx.bind_to_thread()?;
         Ok(ctx)
@@ -82,19 +92,51 @@ impl Context {
         &self.registry
     }
 
+    /// The context's caching allocator, which device buffers use by default.
+    pub fn memory_pool(&self) -> &DevicePool {
+        &self.pool
+    }
+
+    /// The pinned chunks large pageable copies are staged through.
+    pub(crate) fn staging(&self) -> &Staging {
+        &self.staging
+    }
+
+    /// Whether new device buffers come from the caching pool (the default) or straight from the
+    /// driver (`cuMemAllocAsync`).
+    pub fn caching(&self) -> bool {
+        self.caching.load(Ordering::Relaxed)
+    }
+
+    /// Switches the caching pool on or off for buffers allocated from now on (buffers already
+    /// allocated go back where they came from).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.set_caching(false); // every allocation is a cuMemAllocAsync
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn set_caching(&self, enabled: bool) {
+        self.caching.store(enabled, Ordering::Relaxed);
+    }
+
+    /// The caching pool's statistics: allocations, hit rate, reserved and allocated bytes,
+    /// peaks, fragmentation (`to_json()` renders them as JSON).
+    pub fn memory_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Returns every fully free cached segment to the driver; the number of bytes released.
+    pub fn empty_cache(&self) -> usize {
+        self.pool.empty_cache()
+    }
+
     /// Makes this context current on the calling thread if it is not already.
     ///
     /// One `cuCtxGetCurrent` when it is already current; `cuCtxSetCurrent` only when it differs.
     #[inline]
     pub fn bind_to_thread(&self) -> Result<()> {
-        let mut current = ptr::null_mut();
-        // SAFETY: writes one CUcontext through a valid pointer.
-        unsafe { cu!(cuCtxGetCurrent(&mut current))? };
-        if current != self.raw {
-            // SAFETY: `raw` is a primary context this value retains.
-            unsafe { cu!(cuCtxSetCurrent(self.raw))? };
-        }
-        Ok(())
+        bind_raw(self.raw)
     }
 
     /// Waits for all work in this context to finish.
@@ -149,8 +191,25 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        // Every buffer held an Arc to the context, so all pool memory is free: give it back.
+        self.pool.empty_cache();
         // SAFETY: balances the retain in `new`; every object that used the context held an Arc
         // to it, so none is left. A failure here cannot be reported and leaves only a reference.
         let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) };
     }
+}
+
+/// Makes `raw` current on the calling thread if it is not already (one `cuCtxGetCurrent`).
+///
+/// For parts of the context (its memory pool) that cannot hold an `Arc` to it.
+#[inline]
+pub(crate) fn bind_raw(raw: sys::CUcontext) -> Result<()> {
+    let mut current = ptr::null_mut();
+    // SAFETY: writes one CUcontext through a valid pointer.
+    unsafe { cu!(cuCtxGetCurrent(&mut current))? };
+    if current != raw {
+        // SAFETY: callers pass a context they keep retained for the duration of the call.
+        unsafe { cu!(cuCtxSetCurrent(raw))? };
+    }
+    Ok(())
 }

@@ -90,6 +90,14 @@ pub enum Error {
         /// Free device memory reported by the driver after the failure.
         device_free: usize,
     },
+    /// The allocator failed for a reason other than running out of memory.
+    #[error("allocating {requested} bytes failed: {message}")]
+    AllocationFailed {
+        /// Bytes asked for.
+        requested: usize,
+        /// What failed.
+        message: String,
+    },
     /// Reading a file (a PTX or cubin module, a kernel directory) failed.
     #[error("cannot read {path}: {message}")]
     Io {

@@ -1,7 +1,7 @@
 //! The bundled elementwise, reduction, softmax and transpose kernels, with checked entry points.
 //!
 //! Every function queues work on the stream of its output (after waiting for the inputs'
-//! streams when they differ) and checks lengths and shapes first, so a mismatch is an
+//! streams when they differ, and marking the inputs as used on the output's stream) and checks lengths and shapes first, so a mismatch is an
 //! [`Error::InvalidArgument`] and nothing is launched.
 //!
 //! ```no_run
@@ -18,7 +18,7 @@
 
 use crate::error::{bail_invalid, Error, Result};
 use crate::launch::LaunchConfig;
-use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ValidAsZeroBits};
+use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ValidAsZeroBits};
 use crate::module::Function;
 use crate::stream::Stream;
 
@@ -81,7 +81,7 @@ pub fn fill<T: Float>(out: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> 
 /// `y = alpha * x`.
 pub fn scale<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len("scale", y.len(), x.len())?;
-    y.stream().join(x.stream())?;
+    use_on(x, y.stream())?;
     launch_yx(y, x.device_ptr(), "scale", &[&alpha])
 }
 
@@ -94,14 +94,14 @@ pub fn scale_in_place<T: Float>(x: &mut impl DeviceSliceMut<T>, alpha: T) -> Res
 /// `y = alpha * x + y`.
 pub fn axpy<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len("axpy", y.len(), x.len())?;
-    y.stream().join(x.stream())?;
+    use_on(x, y.stream())?;
     launch_yx(y, x.device_ptr(), "axpy", &[&alpha])
 }
 
 /// `y = alpha * x + beta * y`.
 pub fn axpby<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>, beta: T) -> Result<()> {
     same_len("axpby", y.len(), x.len())?;
-    y.stream().join(x.stream())?;
+    use_on(x, y.stream())?;
     launch_yx(y, x.device_ptr(), "axpby", &[&alpha, &beta])
 }
 
@@ -144,8 +144,8 @@ pub fn binary<T: Float>(
     };
     same_len(name, out.len(), a.len())?;
     same_len(name, out.len(), b.len())?;
-    out.stream().join(a.stream())?;
-    out.stream().join(b.stream())?;
+    use_on(a, out.stream())?;
+    use_on(b, out.stream())?;
     let n = out.len();
     let f = kernel::<T>(out.stream(), name)?;
     let (o, pa, pb) = (out.device_ptr(), a.device_ptr(), b.device_ptr());
@@ -212,7 +212,7 @@ impl Activation {
 /// `out = act(x)`, elementwise.
 pub fn activation<T: Float>(act: Activation, out: &mut impl DeviceSliceMut<T>, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len(act.name(), out.len(), x.len())?;
-    out.stream().join(x.stream())?;
+    use_on(x, out.stream())?;
     let n = out.len();
     let f = kernel::<T>(out.stream(), act.name())?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
@@ -291,7 +291,7 @@ pub fn softmax_rows<T: Float>(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    out.stream().join(x.stream())?;
+    use_on(x, out.stream())?;
     let f = kernel::<T>(out.stream(), "softmax_rows")?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
     let stream = out.stream().clone();
@@ -320,7 +320,7 @@ pub fn transpose<T: Float>(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    out.stream().join(x.stream())?;
+    use_on(x, out.stream())?;
     let f = kernel::<T>(out.stream(), "transpose")?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
     let stream = out.stream().clone();

@@ -8,6 +8,7 @@ use crate::driver::{check, cu};
 use crate::error::Result;
 use crate::event::Event;
 use crate::graph::Graph;
+use crate::memory::buffer::stream_id;
 use crate::sys::{self, CUresult};
 
 /// How a new stream relates to the legacy default (NULL) stream.
@@ -60,7 +61,14 @@ impl Stream {
         // SAFETY: writes one CUstream through a valid pointer; the context is current. Destroyed
         // in Drop.
         unsafe { cu!(cuStreamCreateWithPriority(&mut raw, flags, priority))? };
-        Ok(Stream { raw, ctx, owned: true })
+        let stream = Stream { raw, ctx, owned: true };
+        // The driver may hand out the handle of a destroyed stream again.
+        stream
+            .ctx
+            .memory_pool()
+            .fence_source()
+            .revive_stream(stream_id(&stream));
+        Ok(stream)
     }
 
     /// The driver's handle (NULL for the default stream).
@@ -153,8 +161,12 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: the stream was created by this value; the driver lets queued work finish
-            // before it releases the stream. A failure here leaves only a handle behind.
+            // The caching pool may later want a fence on this stream (for memory freed on it);
+            // once its work is done and it is marked retired, such fences complete at once.
+            let _ = self.synchronize();
+            self.ctx.memory_pool().fence_source().retire_stream(stream_id(self));
+            // SAFETY: the stream was created by this value and its work has finished. A failure
+            // here leaves only a handle behind.
             let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
         }
     }

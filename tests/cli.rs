@@ -278,7 +278,8 @@ fn unknown_command_is_a_usage_error() {
         let run = cudrv(Some(&missing), args);
         assert_eq!(run.code, Some(2), "{args:?}: {run}");
         assert_eq!(
-            run.stderr, "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>\n",
+            run.stderr,
+            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>\n",
             "{args:?}: {run}"
         );
         assert_eq!(run.stdout, "", "{args:?}: {run}");

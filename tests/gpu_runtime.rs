@@ -172,10 +172,20 @@ fn out_of_memory_is_an_error() {
     };
     let s = ctx.new_stream().unwrap();
     let (_, total) = ctx.memory_info().unwrap();
-    // SAFETY: never read; the allocation must fail.
-    let e = unsafe { DeviceBuffer::<u8>::uninit(&s, total * 2) }.unwrap_err();
-    assert_eq!(e.driver_code(), Some(2), "{e}"); // CUDA_ERROR_OUT_OF_MEMORY
-                                                 // The context still works afterwards.
+    for caching in [true, false] {
+        ctx.set_caching(caching);
+        // SAFETY: never read; the allocation must fail.
+        let e = unsafe { DeviceBuffer::<u8>::uninit(&s, total * 2) }.unwrap_err();
+        match &e {
+            Error::OutOfMemory {
+                requested, device_free, ..
+            } => assert!(*requested == total * 2 && *device_free > 0, "{e}"),
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
+        assert!(e.to_string().contains(&format!("requested {} bytes", total * 2)), "{e}");
+    }
+    ctx.set_caching(true);
+    // The context still works afterwards.
     let b = DeviceBuffer::from_slice(&s, &[1.0f32]).unwrap();
     assert_eq!(b.to_vec().unwrap(), vec![1.0]);
 }

@@ -234,6 +234,8 @@ fn drain_and_check_empty(pool: &Pool, live: Vec<Block>, streams: &[StreamId]) {
 #[test]
 fn split_then_coalesce_returns_the_segment_to_one_free_block() {
     let pool = pool(usize::MAX);
+    // These check when frees coalesce and record fences; the quick cache defers both.
+    pool.set_quick_cache(false);
     let blocks: Vec<Block> = [1000, 512, 70_000, 3000]
         .iter()
         .map(|&n| pool.allocate(n, S1).unwrap())
@@ -264,6 +266,8 @@ fn split_then_coalesce_returns_the_segment_to_one_free_block() {
 #[test]
 fn fragmentation_reflects_scattered_free_space() {
     let pool = pool(usize::MAX);
+    // These check when frees coalesce and record fences; the quick cache defers both.
+    pool.set_quick_cache(false);
     let a = pool.allocate(MIB, S1).unwrap();
     let b = pool.allocate(MIB / 2, S1).unwrap();
     pool.free(a);
@@ -302,6 +306,8 @@ fn same_stream_reuse_is_a_hit_without_backing_call() {
 #[test]
 fn cross_stream_reuse_waits_for_the_fence() {
     let pool = pool(usize::MAX);
+    // These check when frees coalesce and record fences; the quick cache defers both.
+    pool.set_quick_cache(false);
     let fences = pool.fence_source();
     // Completing S1 *before* the free says nothing about work after it.
     fences.complete(S1);
@@ -325,6 +331,8 @@ fn cross_stream_reuse_waits_for_the_fence() {
 #[test]
 fn cross_stream_fence_is_recorded_after_the_latest_free() {
     let pool = pool(usize::MAX);
+    // These check when frees coalesce and record fences; the quick cache defers both.
+    pool.set_quick_cache(false);
     let fences = pool.fence_source();
     let a = pool.allocate(1000, S1).unwrap();
     let seg = a.addr();
@@ -800,4 +808,25 @@ fn eight_threads_on_four_streams_never_overlap_or_leak() {
     assert_eq!(st.allocations, st.frees);
     assert!(st.cache_hits > 0);
     drain_and_check_empty(&pool, vec![], &streams);
+}
+
+#[test]
+fn quick_cache_reuses_exact_sizes_and_coalesces_when_room_is_needed() {
+    let pool = pool(usize::MAX);
+    let blocks: Vec<Block> = (0..4).map(|_| pool.allocate(MIB / 2, S1).unwrap()).collect();
+    let addrs: Vec<u64> = blocks.iter().map(Block::addr).collect();
+    for b in blocks {
+        pool.free(b);
+    }
+    // Exact size: the newest quick block comes back, no backing call.
+    let again = pool.allocate(MIB / 2, S1).unwrap();
+    assert_eq!(again.addr(), addrs[3]);
+    pool.free(again);
+    // A larger request coalesces the quick blocks into one free run of the segment.
+    let big = pool.allocate(MIB, S1).unwrap();
+    assert_eq!(big.addr(), addrs[0]);
+    assert_eq!(pool.backing().reserves(), 1);
+    let st = check_quiescent(&pool, std::slice::from_ref(&big));
+    assert_eq!(st.allocations, 6);
+    drain_and_check_empty(&pool, vec![big], &[S1]);
 }

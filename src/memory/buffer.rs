@@ -5,14 +5,22 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::driver::cu;
-use crate::error::{bail_invalid, Result};
+use crate::driver::check;
+use crate::error::{bail_invalid, Error, Result};
+use crate::memory::pool::{Block, PoolError, StreamId};
 use crate::memory::repr::{DeviceRepr, ValidAsZeroBits};
 use crate::memory::slice::{DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 use crate::sys::{self, CUdeviceptr};
 
 /// An owned array of `T` in device memory, allocated and freed in order on its stream.
+///
+/// Memory comes from the context's caching pool (see [`Context::set_caching`]): freeing returns
+/// it to the cache of the buffer's stream, where the next allocation on that stream finds it
+/// without a driver call. Memory used on another stream must be marked with
+/// [`DeviceSlice::record_stream`] (cudrv's own operations do this).
+///
+/// [`Context::set_caching`]: crate::Context::set_caching
 ///
 /// ```no_run
 /// use cudrv::{DeviceSlice, DeviceSliceMut};
@@ -29,7 +37,76 @@ pub struct DeviceBuffer<T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: Arc<Stream>,
+    alloc: Allocation,
     _marker: PhantomData<T>,
+}
+
+/// Where a buffer's memory came from, and so how it goes back.
+#[derive(Debug)]
+pub(crate) enum Allocation {
+    /// No memory (an empty buffer, or one whose ownership was given up).
+    None,
+    /// A block of the context's caching pool.
+    Pooled(Block),
+    /// `cuMemAllocAsync` on the buffer's stream (caching switched off).
+    Driver,
+}
+
+impl Allocation {
+    fn new(stream: &Stream, bytes: usize) -> Result<(CUdeviceptr, Allocation)> {
+        if bytes == 0 {
+            return Ok((0, Allocation::None));
+        }
+        let ctx = stream.context();
+        if ctx.caching() {
+            return match ctx.memory_pool().allocate(bytes, stream_id(stream)) {
+                Ok(block) => Ok((block.addr(), Allocation::Pooled(block))),
+                Err(PoolError::OutOfMemory {
+                    requested,
+                    reserved,
+                    allocated,
+                    cached,
+                    ..
+                }) => Err(Error::OutOfMemory {
+                    requested,
+                    reserved,
+                    allocated,
+                    cached,
+                    device_free: ctx.memory_info().map(|m| m.0).unwrap_or(0),
+                }),
+                Err(PoolError::Backing(message)) => Err(Error::AllocationFailed {
+                    requested: bytes,
+                    message,
+                }),
+            };
+        }
+        ctx.bind_to_thread()?;
+        let alloc = sys::resolve::cuMemAllocAsync()?;
+        let mut ptr = 0;
+        // SAFETY: writes one device pointer through a valid pointer; the context is current.
+        match unsafe { alloc(&mut ptr, bytes, stream.raw()) } {
+            sys::CUresult::CUDA_SUCCESS => Ok((ptr, Allocation::Driver)),
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(Error::OutOfMemory {
+                requested: bytes,
+                reserved: 0,
+                allocated: 0,
+                cached: 0,
+                device_free: ctx.memory_info().map(|m| m.0).unwrap_or(0),
+            }),
+            code => Err(check(code, "cuMemAllocAsync").unwrap_err()),
+        }
+    }
+
+    fn record_stream(&self, owner: &Stream, stream: &Stream) {
+        if let Allocation::Pooled(block) = self {
+            owner.context().memory_pool().record_stream(block, stream_id(stream));
+        }
+    }
+}
+
+/// The pool's name for a stream: its handle.
+pub(crate) fn stream_id(stream: &Stream) -> StreamId {
+    StreamId(stream.raw() as u64)
 }
 
 // SAFETY: the buffer owns its device memory exclusively; moving it between threads moves that
@@ -47,16 +124,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let Some(bytes) = len.checked_mul(size_of::<T>()) else {
             bail_invalid!("a buffer of {len} elements of {} bytes overflows usize", size_of::<T>());
         };
-        let mut ptr = 0;
-        if bytes > 0 {
-            stream.context().bind_to_thread()?;
-            // SAFETY: writes one device pointer through a valid pointer; the context is current.
-            unsafe { cu!(cuMemAllocAsync(&mut ptr, bytes, stream.raw()))? };
-        }
+        let (ptr, alloc) = Allocation::new(stream, bytes)?;
         Ok(DeviceBuffer {
             ptr,
             len,
             stream: stream.clone(),
+            alloc,
             _marker: PhantomData,
         })
     }
@@ -97,6 +170,7 @@ impl<T> DeviceBuffer<T> {
             ptr: self.ptr + (start * size_of::<T>()) as u64,
             len,
             stream: &self.stream,
+            alloc: &self.alloc,
             _marker: PhantomData,
         })
     }
@@ -108,15 +182,16 @@ impl<T> DeviceBuffer<T> {
             ptr: self.ptr + (start * size_of::<T>()) as u64,
             len,
             stream: &self.stream,
+            alloc: &self.alloc,
             _marker: PhantomData,
         })
     }
 
     /// Gives up ownership and returns the device pointer; the memory is never freed.
-    pub fn leak(self) -> CUdeviceptr {
-        let ptr = self.ptr;
-        std::mem::forget(self);
-        ptr
+    pub fn leak(mut self) -> CUdeviceptr {
+        // A pooled block that is never freed stays allocated in the pool's books for good.
+        self.alloc = Allocation::None;
+        self.ptr
     }
 
     pub(crate) fn ptr_field(&self) -> *const CUdeviceptr {
@@ -126,13 +201,18 @@ impl<T> DeviceBuffer<T> {
 
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if self.ptr == 0 {
-            return;
+        match std::mem::replace(&mut self.alloc, Allocation::None) {
+            Allocation::None => {}
+            // Back to the cache of this buffer's stream: later work on the stream is ordered after
+            // the work already queued, and other streams wait for a fence (the pool's rules).
+            Allocation::Pooled(block) => self.stream.context().memory_pool().free(block),
+            Allocation::Driver => {
+                let _ = self.stream.context().bind_to_thread();
+                // SAFETY: the allocation is owned by this buffer and freed once, in order after
+                // all work queued on its stream; views borrow the buffer, so none outlives it.
+                let _ = unsafe { sys::cuMemFreeAsync(self.ptr, self.stream.raw()) };
+            }
         }
-        let _ = self.stream.context().bind_to_thread();
-        // SAFETY: the allocation is owned by this buffer and freed once, in order after all
-        // work queued on its stream; views borrow the buffer, so none outlives it.
-        let _ = unsafe { sys::cuMemFreeAsync(self.ptr, self.stream.raw()) };
     }
 }
 
@@ -146,6 +226,9 @@ impl<T> DeviceSlice<T> for DeviceBuffer<T> {
     fn stream(&self) -> &Arc<Stream> {
         &self.stream
     }
+    fn record_stream(&self, stream: &Stream) {
+        self.alloc.record_stream(&self.stream, stream);
+    }
 }
 impl<T> DeviceSliceMut<T> for DeviceBuffer<T> {}
 
@@ -155,6 +238,7 @@ pub struct DeviceView<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Arc<Stream>,
+    alloc: &'a Allocation,
     _marker: PhantomData<&'a T>,
 }
 
@@ -164,6 +248,7 @@ pub struct DeviceViewMut<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Arc<Stream>,
+    alloc: &'a Allocation,
     _marker: PhantomData<&'a mut T>,
 }
 
@@ -175,6 +260,7 @@ impl<'a, T> DeviceView<'a, T> {
             ptr: self.ptr + (start * size_of::<T>()) as u64,
             len,
             stream: self.stream,
+            alloc: self.alloc,
             _marker: PhantomData,
         })
     }
@@ -191,6 +277,7 @@ impl<T> DeviceViewMut<'_, T> {
             ptr: self.ptr + (start * size_of::<T>()) as u64,
             len,
             stream: self.stream,
+            alloc: self.alloc,
             _marker: PhantomData,
         })
     }
@@ -203,6 +290,7 @@ impl<T> DeviceViewMut<'_, T> {
             ptr: self.ptr + (mid * size_of::<T>()) as u64,
             len: self.len - mid,
             stream: self.stream,
+            alloc: self.alloc,
             _marker: PhantomData,
         };
         let left = DeviceViewMut { len: mid, ..self };
@@ -224,6 +312,9 @@ macro_rules! view_slice_impls {
             }
             fn stream(&self) -> &Arc<Stream> {
                 self.stream
+            }
+            fn record_stream(&self, stream: &Stream) {
+                self.alloc.record_stream(self.stream, stream);
             }
         }
     )*};

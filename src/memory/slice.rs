@@ -7,6 +7,7 @@ use crate::driver::cu;
 use crate::error::{bail_invalid, Result};
 use crate::memory::pinned::PinnedHostBuffer;
 use crate::memory::repr::DeviceRepr;
+use crate::memory::staging::STAGING_THRESHOLD;
 use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
 
@@ -28,6 +29,15 @@ pub trait DeviceSlice<T> {
     /// The stream copies and frees are queued on.
     fn stream(&self) -> &Arc<Stream>;
 
+    /// Marks the memory as in use by work queued on `stream` (besides its own stream), so the
+    /// caching allocator does not hand it out again until that work has finished.
+    ///
+    /// cudrv's own operations do this when they read a buffer on another stream; call it when
+    /// you launch your own kernels with a buffer on a stream other than its own.
+    fn record_stream(&self, stream: &Stream) {
+        let _ = stream;
+    }
+
     /// Whether there are no elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -46,6 +56,18 @@ pub trait DeviceSlice<T> {
         check_len("copy to host", self.len(), dst.len())?;
         if dst.is_empty() {
             return Ok(());
+        }
+        if self.num_bytes() >= STAGING_THRESHOLD {
+            let stream = self.stream();
+            // SAFETY: `dst` is valid for num_bytes and the device range is live while self is.
+            return unsafe {
+                stream.context().staging().device_to_host(
+                    stream,
+                    dst.as_mut_ptr().cast(),
+                    self.device_ptr(),
+                    self.num_bytes(),
+                )
+            };
         }
         // Wait for the work queued on the stream, then copy synchronously: for pageable host
         // memory the synchronous copy is faster than an async copy followed by a stream sync
@@ -115,17 +137,35 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
         if src.is_empty() {
             return Ok(());
         }
-        // As in copy_to_slice: order after the stream's work, then copy synchronously.
-        self.stream().synchronize()?;
+        if self.num_bytes() >= STAGING_THRESHOLD {
+            let stream = self.stream();
+            // SAFETY: `src` is valid for num_bytes; the device range is live and writable.
+            return unsafe {
+                stream.context().staging().host_to_device(
+                    stream,
+                    self.device_ptr(),
+                    src.as_ptr().cast(),
+                    self.num_bytes(),
+                )
+            };
+        }
+        // Not the synchronous cuMemcpyHtoD: from pageable memory it may return before the data
+        // reaches the device, and it is not ordered with this (non-blocking) stream, so a kernel
+        // queued next could read stale memory (seen on the H100). An async copy on the stream
+        // followed by a stream sync is ordered and complete.
+        let stream = self.stream();
+        stream.context().bind_to_thread()?;
         // SAFETY: `src` holds num_bytes; the device range is live and writable through &mut
-        // self; the synchronous copy no longer reads `src` when it returns.
+        // self. The stream is synchronised before return, so `src` is no longer read after.
         unsafe {
-            cu!(cuMemcpyHtoD_v2(
+            cu!(cuMemcpyHtoDAsync_v2(
                 self.device_ptr(),
                 src.as_ptr().cast(),
-                self.num_bytes()
-            ))
-        }
+                self.num_bytes(),
+                stream.raw()
+            ))?
+        };
+        stream.synchronize()
     }
 
     /// Queues a copy from pinned host memory; `src` waits for it before it may be written or freed.
@@ -160,7 +200,7 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
             return Ok(());
         }
         let stream = self.stream();
-        stream.join(src.stream())?;
+        use_on(src, stream)?;
         stream.context().bind_to_thread()?;
         // SAFETY: both ranges are live and num_bytes long; the write is through &mut self.
         unsafe {
@@ -200,6 +240,16 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
 pub(crate) fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
     if expected != got {
         bail_invalid!("{what}: the device side has {expected} elements but the other side has {got}");
+    }
+    Ok(())
+}
+
+/// Orders work about to be queued on `stream` after the work queued so far on `slice`'s stream,
+/// and records the use with the allocator, when the two streams differ.
+pub fn use_on<T>(slice: &(impl DeviceSlice<T> + ?Sized), stream: &Stream) -> Result<()> {
+    if slice.stream().raw() != stream.raw() {
+        stream.join(slice.stream())?;
+        slice.record_stream(stream);
     }
     Ok(())
 }

@@ -37,4 +37,5 @@ macro_rules! gpu {
 }
 
 /// The hand-written PTX test module (see tests/data/test_kernels.ptx).
+#[allow(dead_code)] // not every test file launches the hand-written kernels
 pub const TEST_PTX: &str = include_str!("../data/test_kernels.ptx");

@@ -219,8 +219,9 @@ fn alloc(stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
         }
         stream.synchronize()?;
         let ours = median(ours);
+        let name = format!("pooled alloc + free {label}");
         rows.push(Row {
-            name: format!("alloc + free {label}"),
+            name: name.clone(),
             cudrv: ours,
             reference: median(r_async),
             reference_name: "raw cuMemAllocAsync+Free",
@@ -228,7 +229,7 @@ fn alloc(stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
             lower_is_better: true,
         });
         rows.push(Row {
-            name: format!("alloc + free {label}"),
+            name,
             cudrv: ours,
             reference: median(r_sync),
             reference_name: "raw cuMemAlloc+cuMemFree",
@@ -236,6 +237,12 @@ fn alloc(stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
             lower_is_better: true,
         });
     }
+    let stats = stream.context().memory_stats();
+    println!(
+        "caching pool after the alloc bench: hit rate {:.4}, {}",
+        stats.hit_rate,
+        stats.to_json()
+    );
     Ok(())
 }
 
@@ -270,8 +277,9 @@ fn copy(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result
         Ok(median(v))
     };
 
-    // Pageable host memory.
-    let ours = time(&mut || dev.copy_from_slice(&host))?;
+    // Pageable host memory (cudrv stages large copies through pinned chunks).
+    let pageable_h2d = time(&mut || dev.copy_from_slice(&host))?;
+    let ours = pageable_h2d;
     let reference = time(&mut || {
         raw!(htod, "cuMemcpyHtoD", d, host.as_ptr().cast(), BYTES);
         Ok(())
@@ -283,7 +291,8 @@ fn copy(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result
         "raw cuMemcpyHtoD",
         BYTES,
     ));
-    let ours = time(&mut || dev.copy_to_slice(&mut back))?;
+    let pageable_d2h = time(&mut || dev.copy_to_slice(&mut back))?;
+    let ours = pageable_d2h;
     let bp = back.as_mut_ptr();
     let reference = time(&mut || {
         raw!(dtoh, "cuMemcpyDtoH", bp.cast(), d, BYTES);
@@ -317,6 +326,13 @@ fn copy(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result
         "raw cuMemcpyHtoDAsync",
         BYTES,
     ));
+    rows.push(bw_row(
+        "H2D 256 MiB pageable (cudrv) vs pinned",
+        pageable_h2d,
+        reference,
+        "raw pinned cuMemcpyHtoDAsync",
+        BYTES,
+    ));
     let ours = time(&mut || {
         dev.copy_to_pinned_async(&mut pinned)?;
         pinned.synchronize()
@@ -332,6 +348,13 @@ fn copy(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result
         ours,
         reference,
         "raw cuMemcpyDtoHAsync",
+        BYTES,
+    ));
+    rows.push(bw_row(
+        "D2H 256 MiB pageable (cudrv) vs pinned",
+        pageable_d2h,
+        reference,
+        "raw pinned cuMemcpyDtoHAsync",
         BYTES,
     ));
 

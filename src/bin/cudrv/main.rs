@@ -1,7 +1,7 @@
 //! `cudrv`: show the device, check every bundled kernel, and measure the runtime's costs.
 //!
 //! ```text
-//! cudrv info                  driver, devices and their limits
+//! cudrv info [--memory]       driver, devices and their limits (and the caching pool's state)
 //! cudrv selftest [--seed N]   every bundled kernel against its CPU reference; exit 1 on a failure
 //! cudrv bench [WHAT]          launch, alloc, copy (default: all), gemm, gemv; each beside its reference
 //! ```
@@ -14,12 +14,19 @@ use std::process::ExitCode;
 
 use cudrv::{Context, Device, Result};
 
-const USAGE: &str = "usage: cudrv <info | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>";
+const USAGE: &str = "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("info") => info(),
+        Some("info") => match &args[1..] {
+            [] => info(false),
+            [flag] if flag == "--memory" => info(true),
+            _ => {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+        },
         Some("selftest") => selftest(&args[1..]),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some(what @ ("gemm" | "gemv")) => bench_blas::run(what, &args[2..]),
@@ -53,7 +60,7 @@ fn mib(bytes: usize) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
-fn info() -> Result<bool> {
+fn info(memory: bool) -> Result<bool> {
     let version = cudrv::driver_version()?;
     let library = cudrv::sys::loader::DriverLibrary::global()?;
     let count = Device::count()?;
@@ -73,6 +80,9 @@ fn info() -> Result<bool> {
                 println!("  memory free          {}", mib(free));
                 let kernels = ctx.registry().kernel_names();
                 println!("  bundled kernels      {} usable on this device", kernels.len());
+                if memory {
+                    memory_report(&ctx)?;
+                }
             }
             Err(e) => println!("  context              unavailable: {}", one_line(&e)),
         }
@@ -87,6 +97,28 @@ fn info() -> Result<bool> {
         );
     }
     Ok(true)
+}
+
+/// The caching pool's settings and statistics, after a short warm-up that allocates and frees
+/// a few buffers, so the figures show the pool at work.
+fn memory_report(ctx: &std::sync::Arc<Context>) -> Result<()> {
+    use cudrv::DeviceBuffer;
+    let stream = ctx.new_stream()?;
+    for bytes in [4usize << 10, 1 << 20, 64 << 20] {
+        for _ in 0..2 {
+            // SAFETY: never read; allocated and freed to exercise the pool.
+            drop(unsafe { DeviceBuffer::<u8>::uninit(&stream, bytes)? });
+        }
+    }
+    stream.synchronize()?;
+    let pool = ctx.memory_pool();
+    let show = |v: Option<usize>| v.map(|b| format!("{b} B")).unwrap_or_else(|| "none".into());
+    println!("  caching allocator    {}", if ctx.caching() { "on" } else { "off" });
+    println!("  pool limit           {}", show(pool.limit()));
+    println!("  release threshold    {}", show(pool.release_threshold()));
+    println!("  pool stats (after allocating and freeing 4 KiB, 1 MiB, 64 MiB twice each):");
+    println!("  {}", ctx.memory_stats().to_json());
+    Ok(())
 }
 
 fn selftest(args: &[String]) -> Result<bool> {

@@ -40,7 +40,13 @@ enum State {
     Allocated(Vec<StreamId>),
     /// Freed, but used on other streams whose fences have not all completed.
     Pending,
+    /// Freed into the stream's quick cache: kept whole (not coalesced) for the next request of
+    /// exactly its size on this stream.
+    Quick,
 }
+
+/// Most blocks a stream's quick cache holds.
+pub(crate) const QUICK_MAX: usize = 32;
 
 /// A block: a run of bytes inside one segment, linked to its neighbours in address order.
 #[derive(Debug)]
@@ -144,6 +150,8 @@ pub(crate) struct ShardState<F> {
     migration: Migration<F>,
     free_bytes: usize,
     pending_bytes: usize,
+    /// The quick cache: (size, addr) of freed blocks, newest last.
+    quick: Vec<(usize, u64)>,
 }
 
 impl<F: Fence> Default for ShardState<F> {
@@ -158,6 +166,7 @@ impl<F: Fence> Default for ShardState<F> {
             seq: 0,
             safe_seq: 0,
             migration: Migration::None,
+            quick: Vec::new(),
             free_bytes: 0,
             pending_bytes: 0,
         }
@@ -292,6 +301,48 @@ impl<F: Fence> ShardState<F> {
             became_idle,
             record_migration,
         })
+    }
+
+    /// Frees the allocated block at `addr` into the quick cache if it was used on no other stream
+    /// and the cache has room. Returns its size, or `None` (then use [`free`](Self::free)).
+    pub(crate) fn free_quick(&mut self, addr: u64) -> Option<usize> {
+        if self.quick.len() >= QUICK_MAX {
+            return None;
+        }
+        let node = self.nodes.get_mut(&addr)?;
+        match &node.state {
+            State::Allocated(streams) if streams.is_empty() => {}
+            _ => return None,
+        }
+        node.state = State::Quick;
+        let size = node.size;
+        self.quick.push((size, addr));
+        self.counts.frees += 1;
+        self.counts.active_blocks -= 1;
+        Some(size)
+    }
+
+    /// Takes the newest quick-cached block of exactly `rounded` bytes, counted as a hit.
+    pub(crate) fn alloc_quick(&mut self, rounded: usize) -> Option<(u64, usize)> {
+        let at = self.quick.iter().rposition(|&(size, _)| size == rounded)?;
+        let (size, addr) = self.quick.remove(at);
+        self.node_mut(addr).state = State::Allocated(Vec::new());
+        self.count_allocation(Served::Hit);
+        Some((addr, size))
+    }
+
+    /// Whether the quick cache holds blocks.
+    pub(crate) fn has_quick(&self) -> bool {
+        !self.quick.is_empty()
+    }
+
+    /// Returns every quick-cached block to the free sets (coalescing), as ordinary frees made now.
+    pub(crate) fn flush_quick(&mut self) {
+        for (_, addr) in std::mem::take(&mut self.quick) {
+            self.seq += 1;
+            let seq = self.seq;
+            self.mark_free(addr, seq);
+        }
     }
 
     /// Files the fences of a deferred free (see [`FreeOutcome::Deferred`]).
@@ -486,6 +537,7 @@ impl<F: Fence> ShardState<F> {
         let mut pending_bytes = 0;
         let mut free_count = 0;
         let mut idle_count = 0;
+        let mut quick_count = 0;
         for (&start, seg) in &self.segments {
             let mut at = start;
             let mut prev = None;
@@ -511,6 +563,13 @@ impl<F: Fence> ShardState<F> {
                 match node.state {
                     State::Pending => pending_bytes += node.size,
                     State::Allocated(_) => allocated = (allocated.0 + node.size, allocated.1 + 1),
+                    State::Quick => {
+                        assert!(
+                            self.quick.contains(&(node.size, addr)),
+                            "quick block {addr:#x} not listed"
+                        );
+                        quick_count += 1;
+                    }
                     State::Free => {}
                 }
                 prev_free = free;
@@ -522,6 +581,7 @@ impl<F: Fence> ShardState<F> {
         }
         assert_eq!(free_bytes, self.free_bytes);
         assert_eq!(pending_bytes, self.pending_bytes);
+        assert_eq!(quick_count, self.quick.len(), "quick list and quick blocks differ");
         assert_eq!(free_count, self.free[0].len() + self.free[1].len());
         assert_eq!(idle_count, self.idle[0].len() + self.idle[1].len());
         let tiled: usize = self.segments.values().map(|seg| seg.size).sum();

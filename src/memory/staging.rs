@@ -1,0 +1,306 @@
+//! Copies between ordinary (pageable) host memory and the device at pinned-memory speed.
+//!
+//! The driver copies pageable memory through its own small staging buffer with one CPU thread,
+//! which caps such copies far below the bus (8.7 GB/s host to device on the H100 machine, against
+//! 53 GB/s from pinned memory). For large copies cudrv stages through its own pinned chunks
+//! instead: several CPU threads copy chunk `k + 1` between the user's memory and a pinned chunk
+//! while the copy engine moves chunk `k`, so the bus stays busy.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+use parking_lot::Mutex;
+
+use crate::context::Context;
+use crate::driver::cu;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use crate::sys::{self, CUdeviceptr};
+
+/// Copies at least this large go through the staging pipeline; smaller ones use the driver's
+/// synchronous copy, which costs less for them.
+pub const STAGING_THRESHOLD: usize = 4 << 20;
+/// The default size of one pinned staging chunk (`CUDRV_STAGING_CHUNK_MIB` overrides it).
+pub const DEFAULT_CHUNK_BYTES: usize = 16 << 20;
+/// Pinned chunks in flight: one being filled or drained by the CPU while the others move.
+const CHUNKS: usize = 3;
+/// The default most CPU threads that copy into or out of a chunk (`CUDRV_STAGING_THREADS`
+/// overrides it).
+const DEFAULT_MAX_THREADS: usize = 12;
+
+/// (most copy threads, chunk bytes), read once from the environment.
+fn tuning() -> (usize, usize) {
+    static TUNING: once_cell::sync::OnceCell<(usize, usize)> = once_cell::sync::OnceCell::new();
+    *TUNING.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<usize>().ok());
+        let threads = var("CUDRV_STAGING_THREADS").unwrap_or(DEFAULT_MAX_THREADS).clamp(1, 64);
+        let chunk = var("CUDRV_STAGING_CHUNK_MIB").map_or(DEFAULT_CHUNK_BYTES, |m| m.clamp(1, 256) << 20);
+        (threads, chunk)
+    })
+}
+
+/// A pinned host chunk and the event of the last copy that used it.
+///
+/// Raw handles, not [`Event`](crate::Event): the staging area belongs to its context, and an
+/// `Event` would hold an `Arc` back to it.
+struct Chunk {
+    ptr: *mut u8,
+    event: sys::CUevent,
+}
+
+// SAFETY: the chunk's host memory and event are used by the copy threads of one copy at a time,
+// each on a disjoint stripe, and the driver handles may be used from any thread.
+unsafe impl Send for Chunk {}
+// SAFETY: as above.
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    fn wait(&self) -> Result<()> {
+        // SAFETY: the event is live for as long as the chunk.
+        unsafe { cu!(cuEventSynchronize(self.event)) }
+    }
+
+    fn record(&self, stream: &Stream) -> Result<()> {
+        // SAFETY: both handles are live.
+        unsafe { cu!(cuEventRecord(self.event, stream.raw())) }
+    }
+}
+
+/// The pinned chunks of one context, taken whole by one copy at a time.
+#[derive(Default)]
+pub(crate) struct Staging {
+    chunks: Mutex<Vec<Chunk>>,
+}
+
+impl std::fmt::Debug for Staging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staging").finish_non_exhaustive()
+    }
+}
+
+/// A raw pointer that may cross into the copy threads (each thread touches a disjoint stripe).
+#[derive(Copy, Clone)]
+struct SendPtr(*mut u8);
+impl SendPtr {
+    /// The pointer (a method, so closures capture the whole `SendPtr`, not its field).
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+// SAFETY: the threads write disjoint stripes and are joined before the pointer's owner is used.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+
+fn threads_for(bytes: usize) -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    cores.clamp(1, tuning().0).min(bytes.div_ceil(1 << 20)).max(1)
+}
+
+/// Copies `src` into a thread's share of `dst`: the `t`-th of `threads` stripes.
+///
+/// # Safety
+/// `dst` and `src` must each be valid for `len` bytes and must not overlap.
+unsafe fn copy_stripe(dst: SendPtr, src: SendPtr, len: usize, t: usize, threads: usize) {
+    let stripe = len.div_ceil(threads);
+    let start = (t * stripe).min(len);
+    let end = ((t + 1) * stripe).min(len);
+    // SAFETY: [start, end) lies within both ranges (caller's contract), and stripes of different
+    // threads are disjoint.
+    unsafe { std::ptr::copy_nonoverlapping(src.0.add(start), dst.0.add(start), end - start) };
+}
+
+impl Staging {
+    fn take(&self, ctx: &Arc<Context>) -> Result<parking_lot::MutexGuard<'_, Vec<Chunk>>> {
+        let mut chunks = self.chunks.lock();
+        while chunks.len() < CHUNKS {
+            ctx.bind_to_thread()?;
+            let mut ptr = std::ptr::null_mut();
+            // SAFETY: writes one host pointer through a valid pointer; the context is current.
+            // Freed in Drop.
+            unsafe { cu!(cuMemHostAlloc(&mut ptr, tuning().1, 0))? };
+            let mut event = std::ptr::null_mut();
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0;
+            // SAFETY: writes one CUevent through a valid pointer; the context is current.
+            if let Err(e) = unsafe { cu!(cuEventCreate(&mut event, flags)) } {
+                // SAFETY: allocated just above and not yet used.
+                let _ = unsafe { sys::cuMemFreeHost(ptr) };
+                return Err(e);
+            }
+            chunks.push(Chunk { ptr: ptr.cast(), event });
+        }
+        Ok(chunks)
+    }
+
+    /// Copies `bytes` from host `src` to device `dst` on `stream`; returns when the copy is done.
+    ///
+    /// # Safety
+    /// `src` must be valid for reading `bytes`, and `dst` a device range of `bytes` that the
+    /// caller may write.
+    pub(crate) unsafe fn host_to_device(
+        &self,
+        stream: &Stream,
+        dst: CUdeviceptr,
+        src: *const u8,
+        bytes: usize,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        let chunks = self.take(ctx)?;
+        let chunk_bytes = tuning().1;
+        let threads = threads_for(bytes);
+        let barrier = Barrier::new(threads);
+        let failed = AtomicBool::new(false);
+        let error: Mutex<Option<Error>> = Mutex::new(None);
+        let src = SendPtr(src as *mut u8);
+        let pieces = bytes.div_ceil(chunk_bytes);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (chunks, barrier, failed, error) = (&chunks, &barrier, &failed, &error);
+                scope.spawn(move || {
+                    for k in 0..pieces {
+                        let chunk = &chunks[k % CHUNKS];
+                        let offset = k * chunk_bytes;
+                        let len = chunk_bytes.min(bytes - offset);
+                        if t == 0 {
+                            // The chunk's previous copy must have read it before it is refilled.
+                            if let Err(e) = chunk.wait() {
+                                failed.store(true, Ordering::Relaxed);
+                                *error.lock() = Some(e);
+                            }
+                        }
+                        barrier.wait();
+                        if failed.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        // SAFETY: the source piece lies within the caller's range, the chunk holds
+                        // chunk_bytes >= len, and no copy engine reads the chunk (waited above).
+                        unsafe { copy_stripe(SendPtr(chunk.ptr), SendPtr(src.get().add(offset)), len, t, threads) };
+                        barrier.wait();
+                        if t == 0 {
+                            let queued = ctx.bind_to_thread().and_then(|()| {
+                                // SAFETY: the chunk is pinned and holds `len` filled bytes; the
+                                // destination lies within the caller's device range. The event
+                                // recorded next keeps the chunk from being refilled too early.
+                                unsafe {
+                                    cu!(cuMemcpyHtoDAsync_v2(
+                                        dst + offset as u64,
+                                        chunk.ptr.cast(),
+                                        len,
+                                        stream.raw()
+                                    ))
+                                }
+                                .and_then(|()| chunk.record(stream))
+                            });
+                            if let Err(e) = queued {
+                                failed.store(true, Ordering::Relaxed);
+                                *error.lock() = Some(e);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = error.lock().take() {
+            let _ = stream.synchronize();
+            return Err(e);
+        }
+        stream.synchronize()
+    }
+
+    /// Copies `bytes` from device `src` to host `dst` on `stream`; returns when the data is there.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writing `bytes`, and `src` a readable device range of `bytes`.
+    pub(crate) unsafe fn device_to_host(
+        &self,
+        stream: &Stream,
+        dst: *mut u8,
+        src: CUdeviceptr,
+        bytes: usize,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        let chunks = self.take(ctx)?;
+        let chunk_bytes = tuning().1;
+        let threads = threads_for(bytes);
+        let barrier = Barrier::new(threads);
+        let failed = AtomicBool::new(false);
+        let error: Mutex<Option<Error>> = Mutex::new(None);
+        let dst = SendPtr(dst);
+        let pieces = bytes.div_ceil(chunk_bytes);
+        let queue = |k: usize| -> Result<()> {
+            let offset = k * chunk_bytes;
+            let len = chunk_bytes.min(bytes - offset);
+            let chunk = &chunks[k % CHUNKS];
+            ctx.bind_to_thread()?;
+            // SAFETY: the chunk is pinned, holds chunk_bytes >= len and is not being read by the
+            // CPU (its previous piece was drained before this piece is queued); the source lies
+            // within the caller's device range.
+            unsafe {
+                cu!(cuMemcpyDtoHAsync_v2(
+                    chunk.ptr.cast(),
+                    src + offset as u64,
+                    len,
+                    stream.raw()
+                ))?
+            };
+            chunk.record(stream)
+        };
+        // Prime the pipeline: all chunks but the one being drained are in flight.
+        for k in 0..pieces.min(CHUNKS - 1) {
+            queue(k)?;
+        }
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (chunks, barrier, failed, error, queue) = (&chunks, &barrier, &failed, &error, &queue);
+                scope.spawn(move || {
+                    for k in 0..pieces {
+                        let chunk = &chunks[k % CHUNKS];
+                        let offset = k * chunk_bytes;
+                        let len = chunk_bytes.min(bytes - offset);
+                        if t == 0 {
+                            let ready = chunk.wait().and_then(|()| {
+                                // Keep the engine busy: queue the piece that reuses the chunk
+                                // drained last round.
+                                if k + CHUNKS - 1 < pieces {
+                                    queue(k + CHUNKS - 1)
+                                } else {
+                                    Ok(())
+                                }
+                            });
+                            if let Err(e) = ready {
+                                failed.store(true, Ordering::Relaxed);
+                                *error.lock() = Some(e);
+                            }
+                        }
+                        barrier.wait();
+                        if failed.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        // SAFETY: the chunk's copy has completed (event above); the destination
+                        // piece lies within the caller's range; stripes are disjoint.
+                        unsafe { copy_stripe(SendPtr(dst.get().add(offset)), SendPtr(chunk.ptr), len, t, threads) };
+                        barrier.wait();
+                    }
+                });
+            }
+        });
+        if let Some(e) = error.lock().take() {
+            let _ = stream.synchronize();
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        for chunk in self.chunks.get_mut().drain(..) {
+            let _ = chunk.wait();
+            // SAFETY: allocated in `take`, no copy pending (waited above), each freed once.
+            unsafe {
+                let _ = sys::cuEventDestroy_v2(chunk.event);
+                let _ = sys::cuMemFreeHost(chunk.ptr.cast());
+            }
+        }
+    }
+}
