@@ -261,6 +261,46 @@ fn modules_load_from_text_file_and_directory() {
     ));
 }
 
+/// The test module assembled by ptxas 12.0 for sm_90 (`ptxas -arch=sm_90 test_kernels.ptx`).
+const TEST_CUBIN_SM90: &[u8] = include_bytes!("data/test_kernels.sm_90.cubin");
+
+#[test]
+fn cubin_images_load_and_run() {
+    let Some(ctx) = gpu!("cubin_images_load_and_run") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stdout().lock(),
+            b"SKIPPED (needs sm_90): cubin_images_load_and_run\n",
+        );
+        return;
+    }
+    let s = ctx.new_stream().unwrap();
+    let m = Module::from_image(&ctx, TEST_CUBIN_SM90, "test_kernels.cubin").unwrap();
+    let f = m.function("test_add_one").unwrap();
+    assert_eq!(f.attributes().binary_version, 90);
+    let data = random(777, 6);
+    let x = DeviceBuffer::from_slice(&s, &data).unwrap();
+    let n = data.len();
+    let mut l = s.launch_builder(&f);
+    l.arg(&x).arg(&n);
+    // SAFETY: test_add_one(float*, u64) matches; n elements exist.
+    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
+    let want: Vec<f32> = data.iter().map(|v| v + 1.0).collect();
+    assert_eq!(x.to_vec().unwrap(), want);
+    // From a file too, and a truncated image is an error, not a crash.
+    let path = std::env::temp_dir().join(format!("cudrv-{}.cubin", std::process::id()));
+    std::fs::write(&path, TEST_CUBIN_SM90).unwrap();
+    Module::from_file(&ctx, &path)
+        .unwrap()
+        .function("test_struct_arg")
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let e = Module::from_image(&ctx, &TEST_CUBIN_SM90[..200], "truncated").unwrap_err();
+    assert!(matches!(e, Error::ModuleLoad { .. }), "{e:?}");
+}
+
 #[test]
 fn bad_modules_give_clear_errors() {
     let Some(ctx) = gpu!("bad_modules_give_clear_errors") else {

@@ -6,8 +6,8 @@
 //! instead: several CPU threads copy chunk `k + 1` between the user's memory and a pinned chunk
 //! while the copy engine moves chunk `k`, so the bus stays busy.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -134,6 +134,11 @@ impl Staging {
 
     /// Copies `bytes` from host `src` to device `dst` on `stream`; returns when the copy is done.
     ///
+    /// Every thread copies its stripe of each piece into the piece's chunk; the thread that
+    /// finishes a piece last queues its DMA and records the chunk's event. A thread starts on a
+    /// chunk only after the DMA of the piece that used it before was queued and has completed.
+    /// There is no barrier: threads run ahead as far as the chunks allow.
+    ///
     /// # Safety
     /// `src` must be valid for reading `bytes`, and `dst` a device range of `bytes` that the
     /// caller may write.
@@ -147,67 +152,59 @@ impl Staging {
         let ctx = stream.context();
         let chunks = self.take(ctx)?;
         let chunk_bytes = tuning().1;
-        let threads = threads_for(bytes);
-        let barrier = Barrier::new(threads);
-        let failed = AtomicBool::new(false);
-        let error: Mutex<Option<Error>> = Mutex::new(None);
-        let src = SendPtr(src as *mut u8);
         let pieces = bytes.div_ceil(chunk_bytes);
+        let threads = threads_for(bytes);
+        let pipeline = Pipeline::new(pieces, threads);
+        let src = SendPtr(src as *mut u8);
         std::thread::scope(|scope| {
             for t in 0..threads {
-                let (chunks, barrier, failed, error) = (&chunks, &barrier, &failed, &error);
+                let (chunks, pipeline) = (&chunks, &pipeline);
                 scope.spawn(move || {
-                    for k in 0..pieces {
-                        let chunk = &chunks[k % CHUNKS];
-                        let offset = k * chunk_bytes;
+                    for p in 0..pieces {
+                        let (b, offset) = (p % CHUNKS, p * chunk_bytes);
                         let len = chunk_bytes.min(bytes - offset);
-                        if t == 0 {
-                            // The chunk's previous copy must have read it before it is refilled.
-                            if let Err(e) = chunk.wait() {
-                                failed.store(true, Ordering::Relaxed);
-                                *error.lock() = Some(e);
-                            }
-                        }
-                        barrier.wait();
-                        if failed.load(Ordering::Relaxed) {
+                        // The piece that used this chunk before must have been queued...
+                        if p >= CHUNKS && !pipeline.wait_published(b, p - CHUNKS) {
                             return;
                         }
-                        // SAFETY: the source piece lies within the caller's range, the chunk holds
-                        // chunk_bytes >= len, and no copy engine reads the chunk (waited above).
-                        unsafe { copy_stripe(SendPtr(chunk.ptr), SendPtr(src.get().add(offset)), len, t, threads) };
-                        barrier.wait();
-                        if t == 0 {
+                        // ...and copied to the device.
+                        if let Err(e) = chunks[b].wait() {
+                            return pipeline.fail(e);
+                        }
+                        // SAFETY: the source piece lies within the caller's range; the chunk
+                        // holds chunk_bytes >= len and no DMA reads it (waited above).
+                        unsafe { copy_stripe(SendPtr(chunks[b].ptr), SendPtr(src.get().add(offset)), len, t, threads) };
+                        if pipeline.finish_stripe(p) {
                             let queued = ctx.bind_to_thread().and_then(|()| {
-                                // SAFETY: the chunk is pinned and holds `len` filled bytes; the
-                                // destination lies within the caller's device range. The event
-                                // recorded next keeps the chunk from being refilled too early.
+                                // SAFETY: the chunk is pinned and holds the piece's `len` bytes;
+                                // the destination lies within the caller's device range.
                                 unsafe {
                                     cu!(cuMemcpyHtoDAsync_v2(
                                         dst + offset as u64,
-                                        chunk.ptr.cast(),
+                                        chunks[b].ptr.cast(),
                                         len,
                                         stream.raw()
                                     ))
                                 }
-                                .and_then(|()| chunk.record(stream))
+                                .and_then(|()| chunks[b].record(stream))
                             });
-                            if let Err(e) = queued {
-                                failed.store(true, Ordering::Relaxed);
-                                *error.lock() = Some(e);
+                            match queued {
+                                Ok(()) => pipeline.publish(b, p),
+                                Err(e) => return pipeline.fail(e),
                             }
                         }
                     }
                 });
             }
         });
-        if let Some(e) = error.lock().take() {
-            let _ = stream.synchronize();
-            return Err(e);
-        }
-        stream.synchronize()
+        let sync = stream.synchronize();
+        pipeline.result().and(sync)
     }
 
     /// Copies `bytes` from device `src` to host `dst` on `stream`; returns when the data is there.
+    ///
+    /// The calling thread queues the first pieces; after that, the thread that finishes copying a
+    /// piece out of its chunk last queues the DMA of the piece that reuses the chunk.
     ///
     /// # Safety
     /// `dst` must be valid for writing `bytes`, and `src` a readable device range of `bytes`.
@@ -221,74 +218,120 @@ impl Staging {
         let ctx = stream.context();
         let chunks = self.take(ctx)?;
         let chunk_bytes = tuning().1;
-        let threads = threads_for(bytes);
-        let barrier = Barrier::new(threads);
-        let failed = AtomicBool::new(false);
-        let error: Mutex<Option<Error>> = Mutex::new(None);
-        let dst = SendPtr(dst);
         let pieces = bytes.div_ceil(chunk_bytes);
-        let queue = |k: usize| -> Result<()> {
-            let offset = k * chunk_bytes;
+        let threads = threads_for(bytes);
+        let pipeline = Pipeline::new(pieces, threads);
+        let dst = SendPtr(dst);
+        let queue = |p: usize| -> Result<()> {
+            let (b, offset) = (p % CHUNKS, p * chunk_bytes);
             let len = chunk_bytes.min(bytes - offset);
-            let chunk = &chunks[k % CHUNKS];
             ctx.bind_to_thread()?;
-            // SAFETY: the chunk is pinned, holds chunk_bytes >= len and is not being read by the
-            // CPU (its previous piece was drained before this piece is queued); the source lies
-            // within the caller's device range.
+            // SAFETY: the chunk is pinned, holds chunk_bytes >= len, and every thread has copied
+            // the previous piece out of it; the source lies within the caller's device range.
             unsafe {
                 cu!(cuMemcpyDtoHAsync_v2(
-                    chunk.ptr.cast(),
+                    chunks[b].ptr.cast(),
                     src + offset as u64,
                     len,
                     stream.raw()
                 ))?
             };
-            chunk.record(stream)
+            chunks[b].record(stream)?;
+            pipeline.publish(b, p);
+            Ok(())
         };
-        // Prime the pipeline: all chunks but the one being drained are in flight.
-        for k in 0..pieces.min(CHUNKS - 1) {
-            queue(k)?;
+        for p in 0..pieces.min(CHUNKS) {
+            queue(p)?;
         }
         std::thread::scope(|scope| {
             for t in 0..threads {
-                let (chunks, barrier, failed, error, queue) = (&chunks, &barrier, &failed, &error, &queue);
+                let (chunks, pipeline, queue) = (&chunks, &pipeline, &queue);
                 scope.spawn(move || {
-                    for k in 0..pieces {
-                        let chunk = &chunks[k % CHUNKS];
-                        let offset = k * chunk_bytes;
+                    for p in 0..pieces {
+                        let (b, offset) = (p % CHUNKS, p * chunk_bytes);
                         let len = chunk_bytes.min(bytes - offset);
-                        if t == 0 {
-                            let ready = chunk.wait().and_then(|()| {
-                                // Keep the engine busy: queue the piece that reuses the chunk
-                                // drained last round.
-                                if k + CHUNKS - 1 < pieces {
-                                    queue(k + CHUNKS - 1)
-                                } else {
-                                    Ok(())
-                                }
-                            });
-                            if let Err(e) = ready {
-                                failed.store(true, Ordering::Relaxed);
-                                *error.lock() = Some(e);
-                            }
-                        }
-                        barrier.wait();
-                        if failed.load(Ordering::Relaxed) {
+                        if !pipeline.wait_published(b, p) {
                             return;
                         }
-                        // SAFETY: the chunk's copy has completed (event above); the destination
+                        if let Err(e) = chunks[b].wait() {
+                            return pipeline.fail(e);
+                        }
+                        // SAFETY: the chunk's DMA has completed (waited above); the destination
                         // piece lies within the caller's range; stripes are disjoint.
-                        unsafe { copy_stripe(SendPtr(dst.get().add(offset)), SendPtr(chunk.ptr), len, t, threads) };
-                        barrier.wait();
+                        unsafe { copy_stripe(SendPtr(dst.get().add(offset)), SendPtr(chunks[b].ptr), len, t, threads) };
+                        if pipeline.finish_stripe(p) && p + CHUNKS < pieces {
+                            if let Err(e) = queue(p + CHUNKS) {
+                                return pipeline.fail(e);
+                            }
+                        }
                     }
                 });
             }
         });
-        if let Some(e) = error.lock().take() {
+        if pipeline.failed.load(Ordering::Acquire) {
             let _ = stream.synchronize();
-            return Err(e);
         }
-        Ok(())
+        pipeline.result()
+    }
+}
+
+/// The shared state of one staged copy.
+struct Pipeline {
+    /// Per piece: stripes still to copy.
+    remaining: Vec<AtomicUsize>,
+    /// Per chunk: 1 + the last piece whose DMA was queued through it (0: none yet).
+    published: [AtomicUsize; CHUNKS],
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+}
+
+impl Pipeline {
+    fn new(pieces: usize, threads: usize) -> Self {
+        Pipeline {
+            remaining: (0..pieces).map(|_| AtomicUsize::new(threads)).collect(),
+            published: std::array::from_fn(|_| AtomicUsize::new(0)),
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Counts one stripe of `piece` done; true for the thread that did the last one.
+    fn finish_stripe(&self, piece: usize) -> bool {
+        self.remaining[piece].fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Marks `piece`'s DMA (and the chunk's event after it) as queued.
+    fn publish(&self, chunk: usize, piece: usize) {
+        self.published[chunk].fetch_max(piece + 1, Ordering::Release);
+    }
+
+    /// Waits until `piece`'s DMA through `chunk` is queued; false if the copy failed meanwhile.
+    fn wait_published(&self, chunk: usize, piece: usize) -> bool {
+        let mut spins = 0u32;
+        while self.published[chunk].load(Ordering::Acquire) < piece + 1 {
+            if self.failed.load(Ordering::Acquire) {
+                return false;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        true
+    }
+
+    fn fail(&self, e: Error) {
+        self.error.lock().get_or_insert(e);
+        self.failed.store(true, Ordering::Release);
+    }
+
+    fn result(&self) -> Result<()> {
+        match self.error.lock().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
