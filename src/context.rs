@@ -26,7 +26,6 @@ use crate::sys;
 /// println!("{} with {} SMs", ctx.device().name()?, ctx.limits().multiprocessor_count);
 /// # Ok::<(), cudrv::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct Context {
     raw: sys::CUcontext,
     device: Device,
@@ -36,6 +35,17 @@ pub struct Context {
     pool: DevicePool,
     caching: AtomicBool,
     staging: Staging,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.raw)
+            .field("device", &self.device.ordinal())
+            .field("compute_capability", &self.compute_capability)
+            .field("caching", &self.caching())
+            .finish_non_exhaustive()
+    }
 }
 
 // SAFETY: a CUcontext handle may be used from any thread; the driver serialises what it must.

@@ -67,7 +67,7 @@ struct Source {
 /// let f = ctx.kernel("my_kernel")?;
 /// # Ok::<(), cudrv::Error>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct KernelRegistry {
     /// Modules that can be loaded, by name.
     sources: RwLock<Vec<Source>>,
@@ -77,6 +77,16 @@ pub struct KernelRegistry {
     loaded: Mutex<HashMap<usize, Arc<Module>>>,
     /// Functions looked up so far.
     functions: RwLock<HashMap<String, Function>>,
+}
+
+impl std::fmt::Debug for KernelRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let modules: Vec<String> = self.sources.read().iter().map(|s| s.name.clone()).collect();
+        f.debug_struct("KernelRegistry")
+            .field("modules", &modules)
+            .field("kernels", &self.kernels.read().len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl KernelRegistry {

@@ -25,12 +25,17 @@ fn cudrv_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let name = built.file_name().expect("a file name").to_owned();
     let mut looked = vec![built.clone()];
+    // Beside the test binary (or one folder up), under its own name or the `bin-` name that
+    // the GPU bundle gives it.
+    let bundled = format!("bin-{}", name.to_string_lossy());
     for dir in exe.ancestors().skip(1).take(2) {
-        let candidate = dir.join(&name);
-        if candidate.is_file() {
-            return candidate;
+        for file in [name.as_os_str(), bundled.as_ref()] {
+            let candidate = dir.join(file);
+            if candidate.is_file() {
+                return candidate;
+            }
+            looked.push(candidate);
         }
-        looked.push(candidate);
     }
     panic!("the cudrv binary is not at any of {looked:?}");
 }
