@@ -1,5 +1,6 @@
 //! Criterion benches of the runtime's per-call costs, each beside its raw driver reference in the
-//! same run: kernel launch enqueue and a launch + synchronize round trip.
+//! same run: kernel launch enqueue, a launch + synchronize round trip, and device allocation
+//! (pooled against cuMemAllocAsync and cuMemAlloc).
 //!
 //! Run on a GPU machine: `cargo bench --bench runtime` (or `bash .gpu/run.sh bench runtime`).
 //! Without a GPU the bench prints that it skipped and exits successfully.
@@ -111,9 +112,49 @@ fn launch(c: &mut Criterion) {
     group.finish();
 }
 
+fn alloc(c: &mut Criterion) {
+    let Some(ctx) = context() else { return };
+    let stream = ctx.new_stream().expect("stream");
+    let alloc_async = sys::resolve::cuMemAllocAsync().expect("cuMemAllocAsync");
+    let free_async = sys::resolve::cuMemFreeAsync().expect("cuMemFreeAsync");
+    let alloc_sync = sys::resolve::cuMemAlloc_v2().expect("cuMemAlloc");
+    let free_sync = sys::resolve::cuMemFree_v2().expect("cuMemFree");
+    for (label, bytes) in [("4KiB", 4usize << 10), ("1MiB", 1 << 20), ("64MiB", 64 << 20)] {
+        let mut group = c.benchmark_group(format!("alloc_free_{label}"));
+        group.bench_function("cudrv_pooled", |bench| {
+            bench.iter(|| {
+                // SAFETY: never read.
+                drop(unsafe { DeviceBuffer::<u8>::uninit(&stream, bytes) }.expect("alloc"));
+            })
+        });
+        group.bench_function("raw_cuMemAllocAsync", |bench| {
+            bench.iter(|| {
+                let mut p = 0;
+                // SAFETY: one allocation and its free, in order on the stream.
+                unsafe {
+                    assert_eq!(alloc_async(&mut p, bytes, stream.raw()), sys::CUresult::CUDA_SUCCESS);
+                    free_async(p, stream.raw());
+                }
+            })
+        });
+        group.bench_function("raw_cuMemAlloc", |bench| {
+            bench.iter(|| {
+                let mut p = 0;
+                // SAFETY: one allocation and its free.
+                unsafe {
+                    assert_eq!(alloc_sync(&mut p, bytes), sys::CUresult::CUDA_SUCCESS);
+                    free_sync(p);
+                }
+            })
+        });
+        group.finish();
+        stream.synchronize().expect("sync");
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default();
-    targets = launch
+    targets = launch, alloc
 }
 criterion_main!(benches);

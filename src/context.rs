@@ -8,6 +8,7 @@ use crate::device::{Device, DeviceLimits};
 use crate::driver::cu;
 use crate::error::Result;
 use crate::memory::device_pool::{new_device_pool, DevicePool};
+use crate::memory::pinned_pool::PinnedPool;
 use crate::memory::pool::PoolStats;
 use crate::memory::staging::Staging;
 use crate::registry::KernelRegistry;
@@ -35,6 +36,7 @@ pub struct Context {
     pool: DevicePool,
     caching: AtomicBool,
     staging: Staging,
+    pinned: PinnedPool,
 }
 
 impl std::fmt::Debug for Context {
@@ -72,6 +74,7 @@ impl Context {
             pool: new_device_pool(raw),
             caching: AtomicBool::new(true),
             staging: Staging::default(),
+            pinned: PinnedPool::new(raw),
         });
         ctx.bind_to_thread()?;
         Ok(ctx)
@@ -105,6 +108,11 @@ impl Context {
     /// The context's caching allocator, which device buffers use by default.
     pub fn memory_pool(&self) -> &DevicePool {
         &self.pool
+    }
+
+    /// The cache that pinned host buffers are allocated from.
+    pub fn pinned_pool(&self) -> &PinnedPool {
+        &self.pinned
     }
 
     /// The pinned chunks large pageable copies are staged through.
@@ -201,8 +209,12 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // Every buffer held an Arc to the context, so all pool memory is free: give it back.
+        // Every buffer held an Arc to the context, so all pool memory is free: give it back
+        // while the context still exists.
+        let _ = self.bind_to_thread();
         self.pool.empty_cache();
+        self.pinned.trim();
+        self.staging.release();
         // SAFETY: balances the retain in `new`; every object that used the context held an Arc
         // to it, so none is left. A failure here cannot be reported and leaves only a reference.
         let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) };

@@ -206,3 +206,31 @@ fn stress_many_threads_many_streams() {
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(line.as_bytes());
 }
+
+#[test]
+fn pinned_buffers_come_from_a_pool_and_start_zeroed() {
+    let Some(ctx) = gpu!("pinned_buffers_come_from_a_pool_and_start_zeroed") else {
+        return;
+    };
+    let pool = ctx.pinned_pool();
+    let before = pool.stats();
+    let mut a = cudrv::PinnedHostBuffer::<u32>::new(&ctx, 100_000).unwrap();
+    a.as_mut_slice().unwrap().fill(0xDEAD_BEEF);
+    drop(a);
+    // The same size again: served from the cache, and zeroed although the memory was written.
+    let b = cudrv::PinnedHostBuffer::<u32>::new(&ctx, 99_000).unwrap();
+    assert!(b.as_slice().unwrap().iter().all(|&v| v == 0));
+    let after = pool.stats();
+    assert!(after.hits > before.hits, "{before:?} -> {after:?}");
+    drop(b);
+    assert!(pool.stats().cached_bytes >= 396_000);
+    pool.trim();
+    assert_eq!(pool.stats().cached_bytes, 0);
+    // An async copy through a pooled buffer still waits before the memory is reused.
+    let s = ctx.new_stream().unwrap();
+    let data: Vec<u32> = (0..1 << 20).collect();
+    let dev = DeviceBuffer::from_slice(&s, &data).unwrap();
+    let mut host = cudrv::PinnedHostBuffer::<u32>::new(&ctx, data.len()).unwrap();
+    dev.copy_to_pinned_async(&mut host).unwrap();
+    assert!(host.as_slice().unwrap() == &data[..]);
+}

@@ -552,7 +552,7 @@ fn stats_json_is_flat_and_complete() {
     for key in [
         "\"allocations\":1",
         "\"cache_misses\":1",
-        "\"hit_rate\":0,",
+        "\"hit_rate\":0.0,",
         "\"segments\":1",
     ] {
         assert!(json.contains(key), "{key} missing from {json}");

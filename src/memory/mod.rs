@@ -3,6 +3,7 @@
 pub mod buffer;
 pub mod device_pool;
 pub mod pinned;
+pub mod pinned_pool;
 pub mod pool;
 pub mod repr;
 pub mod slice;

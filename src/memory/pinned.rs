@@ -6,14 +6,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::context::Context;
-use crate::driver::cu;
 use crate::error::{bail_invalid, Result};
 use crate::event::Event;
 use crate::memory::repr::ValidAsZeroBits;
 use crate::stream::Stream;
-use crate::sys;
 
-/// A zero-initialised array of `T` in pinned host memory.
+/// A zero-initialised array of `T` in pinned host memory, from the context's
+/// [pinned pool](crate::memory::pinned_pool::PinnedPool).
 ///
 /// Copies to and from it run asynchronously at full bus speed. The buffer remembers the last
 /// copy queued against it and waits for that copy before its contents are read, written or freed,
@@ -35,6 +34,8 @@ use crate::sys;
 pub struct PinnedHostBuffer<T> {
     ptr: *mut T,
     len: usize,
+    /// Bytes of the pinned allocation (0 for an empty buffer), from the context's pinned pool.
+    capacity: usize,
     ctx: Arc<Context>,
     /// The last copy queued against the buffer on each stream that used it.
     pending: Mutex<Vec<(usize, Event)>>,
@@ -55,19 +56,18 @@ impl<T: ValidAsZeroBits> PinnedHostBuffer<T> {
                 size_of::<T>()
             );
         };
-        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
-        if bytes > 0 {
-            ctx.bind_to_thread()?;
-            // SAFETY: writes one host pointer through a valid pointer; the context is current.
-            unsafe { cu!(cuMemHostAlloc(&mut ptr, bytes, 0))? };
-            // SAFETY: the allocation is `bytes` long and writable; zero is a valid T.
-            unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
+        let (ptr, capacity) = if bytes > 0 {
+            let (ptr, capacity) = ctx.pinned_pool().take(bytes)?;
+            // SAFETY: the allocation holds at least `bytes` writable bytes; zero is a valid T.
+            unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+            (ptr.cast::<T>(), capacity)
         } else {
-            ptr = std::ptr::NonNull::<T>::dangling().as_ptr().cast();
-        }
+            (std::ptr::NonNull::<T>::dangling().as_ptr(), 0)
+        };
         Ok(PinnedHostBuffer {
-            ptr: ptr.cast(),
+            ptr,
             len,
+            capacity,
             ctx: ctx.clone(),
             pending: Mutex::new(Vec::new()),
         })
@@ -134,12 +134,11 @@ impl<T> PinnedHostBuffer<T> {
 
 impl<T> Drop for PinnedHostBuffer<T> {
     fn drop(&mut self) {
-        let _ = self.synchronize();
-        if self.len == 0 || size_of::<T>() == 0 {
+        // Wait for pending copies before the memory can be handed to anyone else. If waiting
+        // fails the context is broken; leak the memory rather than risk a copy still using it.
+        if self.synchronize().is_err() || self.capacity == 0 {
             return;
         }
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by cuMemHostAlloc in `new`, freed once, no copy pending.
-        let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+        self.ctx.pinned_pool().give_back(self.ptr.cast(), self.capacity);
     }
 }

@@ -335,9 +335,10 @@ impl Pipeline {
     }
 }
 
-impl Drop for Staging {
-    fn drop(&mut self) {
-        for chunk in self.chunks.get_mut().drain(..) {
+impl Staging {
+    /// Frees the pinned chunks (after their last copies); the next staged copy makes new ones.
+    pub(crate) fn release(&self) {
+        for chunk in self.chunks.lock().drain(..) {
             let _ = chunk.wait();
             // SAFETY: allocated in `take`, no copy pending (waited above), each freed once.
             unsafe {

@@ -1,13 +1,11 @@
 //! A snapshot of a pool's counters.
 
-use std::fmt::Write;
-
 /// A snapshot of a [`CachingPool`](super::CachingPool)'s counters and byte totals.
 ///
 /// Each number is exact when no other thread is using the pool; while others are, each is read on
 /// its own and the snapshot as a whole may mix slightly different moments (derived values such as
 /// `cached_bytes` are clamped so they stay in range).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PoolStats {
     /// Successful allocations.
     pub allocations: u64,
@@ -19,6 +17,7 @@ pub struct PoolStats {
     /// Allocations that reserved a new segment. `cache_hits + cache_misses == allocations`.
     pub cache_misses: u64,
     /// `cache_hits / allocations`, 0 when there were none.
+    #[serde(serialize_with = "finite_or_zero")]
     pub hit_rate: f64,
     /// Allocations served by an entirely free segment taken over from another stream (counted in
     /// `cache_hits` too).
@@ -43,6 +42,7 @@ pub struct PoolStats {
     pub largest_free_block: u64,
     /// `1 - largest_free_block / cached_bytes`, 0 when nothing is cached: how scattered the cached
     /// bytes are.
+    #[serde(serialize_with = "finite_or_zero")]
     pub fragmentation: f64,
     /// Times an allocation released the cache and tried again (the backing ran out, or the limit
     /// would have been exceeded).
@@ -60,56 +60,14 @@ impl PoolStats {
     /// assert!(json.ends_with("\"oom_failures\":0}"));
     /// ```
     pub fn to_json(&self) -> String {
-        let ints = [
-            ("allocations", self.allocations),
-            ("frees", self.frees),
-            ("cache_hits", self.cache_hits),
-            ("cache_misses", self.cache_misses),
-        ];
-        let ints2 = [
-            ("cross_stream_reuses", self.cross_stream_reuses),
-            ("segments", self.segments),
-            ("reserved_bytes", self.reserved_bytes),
-            ("allocated_bytes", self.allocated_bytes),
-            ("active_blocks", self.active_blocks),
-            ("peak_allocated_bytes", self.peak_allocated_bytes),
-            ("peak_reserved_bytes", self.peak_reserved_bytes),
-            ("cached_bytes", self.cached_bytes),
-            ("pending_bytes", self.pending_bytes),
-            ("largest_free_block", self.largest_free_block),
-        ];
-        let ints3 = [("oom_retries", self.oom_retries), ("oom_failures", self.oom_failures)];
-        let mut out = String::from("{");
-        let mut put = |key: &str, value: &dyn std::fmt::Display| {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            // Writing to a String cannot fail.
-            let _ = write!(out, "\"{key}\":{value}");
-        };
-        for (k, v) in ints {
-            put(k, &v);
-        }
-        put("hit_rate", &json_f64(self.hit_rate));
-        for (k, v) in ints2 {
-            put(k, &v);
-        }
-        put("fragmentation", &json_f64(self.fragmentation));
-        for (k, v) in ints3 {
-            put(k, &v);
-        }
-        out.push('}');
-        out
+        // A flat struct of numbers always serializes.
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 }
 
 /// A float as a JSON number (JSON has no NaN or infinities: those become 0).
-fn json_f64(x: f64) -> f64 {
-    if x.is_finite() {
-        x
-    } else {
-        0.0
-    }
+fn finite_or_zero<S: serde::Serializer>(x: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(if x.is_finite() { *x } else { 0.0 })
 }
 
 #[cfg(test)]
@@ -132,7 +90,7 @@ mod tests {
             json.starts_with("{\"allocations\":3,\"frees\":0,\"cache_hits\":2,\"cache_misses\":1,\"hit_rate\":0.6666")
         );
         assert!(json.contains(&format!("\"reserved_bytes\":{}", u64::MAX)));
-        assert!(json.contains("\"fragmentation\":0,"));
+        assert!(json.contains("\"fragmentation\":0.0,"), "{json}");
         let keys = [
             "allocations",
             "frees",
