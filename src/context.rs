@@ -1,5 +1,6 @@
 //! Contexts: a device's primary context, shared through `Arc`.
 
+use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,7 +34,8 @@ pub struct Context {
     limits: DeviceLimits,
     compute_capability: (u32, u32),
     registry: KernelRegistry,
-    pool: DevicePool,
+    /// Dropped by hand in `Drop`, before the context is released (its fences are CUDA events).
+    pool: ManuallyDrop<DevicePool>,
     caching: AtomicBool,
     staging: Staging,
     pinned: PinnedPool,
@@ -71,7 +73,7 @@ impl Context {
             limits,
             compute_capability,
             registry: KernelRegistry::with_embedded(compute_capability),
-            pool: new_device_pool(raw),
+            pool: ManuallyDrop::new(new_device_pool(raw)),
             caching: AtomicBool::new(true),
             staging: Staging::default(),
             pinned: PinnedPool::new(raw),
@@ -213,6 +215,9 @@ impl Drop for Context {
         // while the context still exists.
         let _ = self.bind_to_thread();
         self.pool.empty_cache();
+        // SAFETY: the pool is not used after this point (this is the context's last act), and
+        // dropping it now destroys its fence events while the context that owns them exists.
+        unsafe { ManuallyDrop::drop(&mut self.pool) };
         self.pinned.trim();
         self.staging.release();
         // SAFETY: balances the retain in `new`; every object that used the context held an Arc

@@ -73,10 +73,12 @@ type Shard<F> = Mutex<ShardState<F>>;
 /// [`Backing`] or [`FenceSource::record`]. The hit path (a free block of the stream fits) takes
 /// the map's read lock and the stream's shard lock once.
 pub struct CachingPool<B: Backing, S: FenceSource> {
+    // Fields drop in order: the shards (and the fences they hold) before the fence source, so a
+    // source that recycles fence resources sees them all come back before it is dropped.
+    shards: RwLock<BTreeMap<StreamId, Arc<Shard<S::F>>>>,
     backing: B,
     fences: S,
     id: u64,
-    shards: RwLock<BTreeMap<StreamId, Arc<Shard<S::F>>>>,
     counters: Counters,
     limit: AtomicUsize,
     release_threshold: AtomicUsize,
