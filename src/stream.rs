@@ -9,7 +9,10 @@ use crate::error::Result;
 use crate::event::Event;
 use crate::graph::Graph;
 use crate::memory::buffer::stream_id;
+use crate::memory::device_pool::EventFence;
+use crate::memory::pool::ShardHandle;
 use crate::sys::{self, CUresult};
+use once_cell::sync::OnceCell;
 
 /// How a new stream relates to the legacy default (NULL) stream.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -35,6 +38,8 @@ pub struct Stream {
     raw: sys::CUstream,
     ctx: Arc<Context>,
     owned: bool,
+    /// This stream's shard of the context's caching pool, looked up on first allocation.
+    pool_shard: OnceCell<ShardHandle<EventFence>>,
 }
 
 // SAFETY: a CUstream handle may be used from any thread; the driver orders work on it.
@@ -48,6 +53,7 @@ impl Stream {
             raw: ptr::null_mut(),
             ctx,
             owned: false,
+            pool_shard: OnceCell::new(),
         }
     }
 
@@ -61,7 +67,12 @@ impl Stream {
         // SAFETY: writes one CUstream through a valid pointer; the context is current. Destroyed
         // in Drop.
         unsafe { cu!(cuStreamCreateWithPriority(&mut raw, flags, priority))? };
-        let stream = Stream { raw, ctx, owned: true };
+        let stream = Stream {
+            raw,
+            ctx,
+            owned: true,
+            pool_shard: OnceCell::new(),
+        };
         // The driver may hand out the handle of a destroyed stream again.
         stream
             .ctx
@@ -74,6 +85,12 @@ impl Stream {
     /// The driver's handle (NULL for the default stream).
     pub fn raw(&self) -> sys::CUstream {
         self.raw
+    }
+
+    /// This stream's shard of the context's caching pool.
+    pub(crate) fn pool_shard(&self) -> &ShardHandle<EventFence> {
+        self.pool_shard
+            .get_or_init(|| self.ctx.memory_pool().shard_handle(stream_id(self)))
     }
 
     /// The context the stream belongs to.

@@ -59,7 +59,7 @@ impl Allocation {
         }
         let ctx = stream.context();
         if ctx.caching() {
-            return match ctx.memory_pool().allocate(bytes, stream_id(stream)) {
+            return match ctx.memory_pool().allocate_in(stream.pool_shard(), bytes) {
                 Ok(block) => Ok((block.addr(), Allocation::Pooled(block))),
                 Err(PoolError::OutOfMemory {
                     requested,
@@ -205,7 +205,11 @@ impl<T> Drop for DeviceBuffer<T> {
             Allocation::None => {}
             // Back to the cache of this buffer's stream: later work on the stream is ordered after
             // the work already queued, and other streams wait for a fence (the pool's rules).
-            Allocation::Pooled(block) => self.stream.context().memory_pool().free(block),
+            Allocation::Pooled(block) => self
+                .stream
+                .context()
+                .memory_pool()
+                .free_in(self.stream.pool_shard(), block),
             Allocation::Driver => {
                 let _ = self.stream.context().bind_to_thread();
                 // SAFETY: the allocation is owned by this buffer and freed once, in order after

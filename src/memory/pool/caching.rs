@@ -38,6 +38,23 @@ pub enum PoolError {
     Backing(String),
 }
 
+/// A stream's shard of a [`CachingPool`], kept by the caller to skip the shard look-up (see
+/// [`CachingPool::shard_handle`]).
+pub struct ShardHandle<F> {
+    stream: StreamId,
+    pool: u64,
+    shard: Arc<Shard<F>>,
+}
+
+impl<F> std::fmt::Debug for ShardHandle<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardHandle")
+            .field("stream", &self.stream)
+            .field("pool", &self.pool)
+            .finish()
+    }
+}
+
 /// `usize::MAX` stands for "no limit"/"no threshold" in the atomics.
 const UNSET: usize = usize::MAX;
 
@@ -141,11 +158,44 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// [`PoolError::OutOfMemory`] when there is no room even after releasing the cache;
     /// [`PoolError::Backing`] when the backing fails otherwise.
     pub fn allocate(&self, bytes: usize, stream: StreamId) -> Result<Block, PoolError> {
+        self.allocate_from(&self.shard(stream), bytes, stream)
+    }
+
+    /// The shard of `stream`, to keep and pass to [`allocate_in`](Self::allocate_in) and
+    /// [`free_in`](Self::free_in): those skip the look-up of the stream's shard.
+    pub fn shard_handle(&self, stream: StreamId) -> ShardHandle<S::F> {
+        ShardHandle {
+            stream,
+            pool: self.id,
+            shard: self.shard(stream),
+        }
+    }
+
+    /// [`allocate`](Self::allocate) on the handle's stream.
+    ///
+    /// # Panics
+    ///
+    /// If the handle belongs to another pool.
+    pub fn allocate_in(&self, handle: &ShardHandle<S::F>, bytes: usize) -> Result<Block, PoolError> {
+        assert_eq!(handle.pool, self.id, "shard handle of another pool");
+        self.allocate_from(&handle.shard, bytes, handle.stream)
+    }
+
+    /// [`free`](Self::free), for a block of the handle's stream (other blocks take the ordinary
+    /// path).
+    pub fn free_in(&self, handle: &ShardHandle<S::F>, block: Block) {
+        if handle.pool == self.id && handle.stream == block.stream {
+            self.free_to(&handle.shard, block);
+        } else {
+            self.free(block);
+        }
+    }
+
+    fn allocate_from(&self, shard: &Arc<Shard<S::F>>, bytes: usize, stream: StreamId) -> Result<Block, PoolError> {
         let Some(rounded) = round_size(bytes) else {
             return Err(self.out_of_memory(bytes));
         };
         let kind = Kind::of(rounded);
-        let shard = self.shard(stream);
         {
             let mut st = shard.lock();
             if let Some((addr, size)) = st.alloc_quick(rounded) {
@@ -169,14 +219,14 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             }
         }
         if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
-            let size = Self::carve_segment(&shard, addr, seg_size, kind, rounded, Served::CrossStream);
+            let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
             return Ok(self.hand_out(addr, size, bytes, stream));
         }
         let Some(seg_size) = segment_size(rounded) else {
             return Err(self.out_of_memory(bytes));
         };
         let addr = self.reserve_segment(seg_size, bytes)?;
-        let size = Self::carve_segment(&shard, addr, seg_size, kind, rounded, Served::Miss);
+        let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::Miss);
         Ok(self.hand_out(addr, size, bytes, stream))
     }
 
@@ -208,6 +258,15 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             .get(&block.stream)
             .cloned()
             .expect("block's stream has no shard");
+        self.free_to(&shard, block);
+    }
+
+    fn free_to(&self, shard: &Arc<Shard<S::F>>, block: Block) {
+        assert_eq!(
+            block.pool, self.id,
+            "Block at {:#x} freed into a pool that did not allocate it",
+            block.addr
+        );
         // Fast path: keep the block whole for the next request of its size on this stream (not
         // when a limit or release threshold asks the pool to keep its cache small).
         if self.quick.load(Relaxed)

@@ -72,7 +72,7 @@ mod stats;
 mod traits;
 
 pub use block::Block;
-pub use caching::{CachingPool, PoolError};
+pub use caching::{CachingPool, PoolError, ShardHandle};
 pub use sizes::{
     round_size, segment_size, LARGE_SEGMENT_ROUNDING, LARGE_SEGMENT_SIZE, LARGE_SEGMENT_THRESHOLD, MIN_BLOCK_SIZE,
     SMALL_REQUEST_MAX, SMALL_SEGMENT_SIZE,
