@@ -830,3 +830,21 @@ fn quick_cache_reuses_exact_sizes_and_coalesces_when_room_is_needed() {
     assert_eq!(st.allocations, 6);
     drain_and_check_empty(&pool, vec![big], &[S1]);
 }
+
+#[test]
+fn shard_handles_serve_their_stream_and_fall_back_for_others() {
+    let pool = pool(usize::MAX);
+    let h1 = pool.shard_handle(S1);
+    let a = pool.allocate_in(&h1, 3000).unwrap();
+    assert_eq!(a.stream(), S1);
+    let addr = a.addr();
+    pool.free_in(&h1, a);
+    let b = pool.allocate_in(&h1, 3000).unwrap();
+    assert_eq!(b.addr(), addr, "same stream through the handle: a cache hit");
+    // A block of another stream freed through S1's handle goes to its own stream.
+    let c = pool.allocate(5000, S2).unwrap();
+    pool.free_in(&h1, c);
+    let st = check_quiescent(&pool, std::slice::from_ref(&b));
+    assert_eq!((st.allocations, st.frees), (3, 2));
+    drain_and_check_empty(&pool, vec![b], &[S1, S2]);
+}
