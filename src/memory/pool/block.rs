@@ -19,6 +19,9 @@ pub struct Block {
     pub(crate) size: usize,
     pub(crate) requested: usize,
     pub(crate) stream: StreamId,
+    /// The stream whose shard the memory belongs to: `stream` itself, or the stream that lent
+    /// the block (its free then waits for `stream`'s work before the memory goes home).
+    pub(crate) home: StreamId,
     pub(crate) pool: u64,
 }
 

@@ -184,7 +184,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// [`free`](Self::free), for a block of the handle's stream (other blocks take the ordinary
     /// path).
     pub fn free_in(&self, handle: &ShardHandle<S::F>, block: Block) {
-        if handle.pool == self.id && handle.stream == block.stream {
+        if handle.pool == self.id && handle.stream == block.home {
             self.free_to(&handle.shard, block);
         } else {
             self.free(block);
@@ -222,6 +222,9 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
             return Ok(self.hand_out(addr, size, bytes, stream));
         }
+        if let Some((home, addr, size)) = self.borrow_from_other_streams(stream, kind, rounded) {
+            return Ok(self.hand_out_from(addr, size, bytes, stream, home));
+        }
         let Some(seg_size) = segment_size(rounded) else {
             return Err(self.out_of_memory(bytes));
         };
@@ -255,7 +258,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         let shard = self
             .shards
             .read()
-            .get(&block.stream)
+            .get(&block.home)
             .cloned()
             .expect("block's stream has no shard");
         self.free_to(&shard, block);
@@ -290,7 +293,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
                 ..
             } => {
                 if let Some(seq) = record_migration {
-                    let fence = self.fences.record(block.stream);
+                    let fence = self.fences.record(block.home);
                     shard.lock().set_migration(seq, fence);
                 }
                 if became_idle {
@@ -317,13 +320,13 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             "Block at {:#x} used with a pool that did not allocate it",
             block.addr
         );
-        if stream == block.stream {
+        if stream == block.home {
             return;
         }
         let shard = self
             .shards
             .read()
-            .get(&block.stream)
+            .get(&block.home)
             .cloned()
             .expect("block's stream has no shard");
         let ok = shard.lock().record_stream(block.addr, stream);
@@ -523,6 +526,11 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
 
     /// Accounts an allocation's bytes and makes its handle.
     fn hand_out(&self, addr: u64, size: usize, requested: usize, stream: StreamId) -> Block {
+        self.hand_out_from(addr, size, requested, stream, stream)
+    }
+
+    /// Accounts an allocation's bytes and makes its handle, for memory of `home`'s shard.
+    fn hand_out_from(&self, addr: u64, size: usize, requested: usize, stream: StreamId, home: StreamId) -> Block {
         let c = &self.counters;
         let now = c.allocated.fetch_add(size, Relaxed) + size;
         if now > c.peak_allocated.load(Relaxed) {
@@ -533,6 +541,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             size,
             requested,
             stream,
+            home,
             pool: self.id,
         }
     }
@@ -575,6 +584,30 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             }
         }
         taken
+    }
+
+    /// Borrows a free block of another stream whose frees are known finished (its shard's
+    /// migration fence completed after them). The block stays in the lender's books, marked as
+    /// used on `stream`, so its free waits for `stream`'s work before the lender reuses it.
+    fn borrow_from_other_streams(
+        &self,
+        stream: StreamId,
+        kind: Kind,
+        rounded: usize,
+    ) -> Option<(StreamId, u64, usize)> {
+        let others: Vec<(StreamId, Arc<Shard<S::F>>)> = self
+            .shards
+            .read()
+            .iter()
+            .filter(|(s, _)| **s != stream)
+            .map(|(s, shard)| (*s, shard.clone()))
+            .collect();
+        others.into_iter().find_map(|(home, shard)| {
+            shard
+                .lock()
+                .lend(kind, rounded, stream)
+                .map(|(addr, size)| (home, addr, size))
+        })
     }
 
     /// Reserves a segment of `seg_size` bytes, releasing the cache and retrying once when the

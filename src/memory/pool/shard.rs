@@ -398,16 +398,29 @@ impl<F: Fence> ShardState<F> {
     /// segment waits on a free not yet known finished, and no fence is in flight. `Some(seq)`
     /// puts the shard in the recording state; the caller must then record a fence and call
     /// [`set_migration`](Self::set_migration) with `seq`.
+    /// Lends the best-fitting free block of `kind` holding `rounded` bytes from a segment whose
+    /// frees are all known finished, marked as used on `borrower` (so freeing it waits on a fence
+    /// on `borrower`). Counted as a cross-stream hit of this shard. Returns (addr, size).
+    pub(crate) fn lend(&mut self, kind: Kind, rounded: usize, borrower: StreamId) -> Option<(u64, usize)> {
+        self.poll_migration();
+        let &(_, addr) = self.free[kind as usize]
+            .range((rounded, 0)..)
+            .find(|(_, a)| self.segments[&self.nodes[a].segment].last_free_seq <= self.safe_seq)?;
+        let size = self.carve(addr, rounded, Served::CrossStream);
+        if let State::Allocated(streams) = &mut self.node_mut(addr).state {
+            streams.push(borrower);
+        }
+        Some((addr, size))
+    }
+
     pub(crate) fn migration_fence_wanted(&mut self) -> Option<u64> {
         self.poll_migration();
         if !matches!(self.migration, Migration::None) {
             return None;
         }
-        let waiting = self
-            .idle
-            .iter()
-            .flatten()
-            .any(|(_, a)| self.segments[a].last_free_seq > self.safe_seq);
+        // Any segment with frees not yet known finished: its free blocks (whole segments, or
+        // blocks other streams may borrow) wait on a fence.
+        let waiting = self.free_bytes > 0 && self.segments.values().any(|seg| seg.last_free_seq > self.safe_seq);
         if waiting {
             self.migration = Migration::Recording;
             Some(self.seq)
