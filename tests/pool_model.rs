@@ -460,8 +460,11 @@ fn limit_is_enforced() {
     let pool = pool(usize::MAX);
     pool.set_limit(Some(4 * MIB));
     assert_eq!(pool.limit(), Some(4 * MIB));
-    let a = pool.allocate(1000, S1).unwrap();
-    let b = pool.allocate(1000, S2).unwrap();
+    // Two full small segments (two 1 MiB blocks each), so no stream can borrow free space.
+    let a = pool.allocate(MIB, S1).unwrap();
+    let a2 = pool.allocate(MIB, S1).unwrap();
+    let b = pool.allocate(MIB, S2).unwrap();
+    let b2 = pool.allocate(MIB, S2).unwrap();
     assert_eq!(pool.stats().reserved_bytes, 4 * MIB as u64);
     let err = pool.allocate(1000, S3).unwrap_err();
     assert!(matches!(
@@ -473,15 +476,16 @@ fn limit_is_enforced() {
     // A large request beyond the limit fails without asking the backing.
     assert!(pool.allocate(3 * MIB, S1).is_err());
     assert_eq!(pool.backing().reserves(), 2);
-    // Freeing S2's block leaves its segment entirely free: the limit path releases it.
+    // Freeing S2's blocks leaves its segment entirely free: the limit path releases it.
     pool.free(b);
+    pool.free(b2);
     let c = pool.allocate(1000, S3).unwrap();
-    let st = check_quiescent(&pool, &[&a, &c]);
+    let st = check_quiescent(&pool, &[&a, &a2, &c]);
     assert_eq!(st.reserved_bytes, 4 * MIB as u64);
     assert_eq!(pool.backing().releases(), 1);
     pool.set_limit(None);
     let d = pool.allocate(3 * MIB, S1).unwrap();
-    drain_and_check_empty(&pool, vec![a, c, d], &[S1, S2, S3]);
+    drain_and_check_empty(&pool, vec![a, a2, c, d], &[S1, S2, S3]);
 }
 
 #[test]
@@ -847,4 +851,33 @@ fn shard_handles_serve_their_stream_and_fall_back_for_others() {
     let st = check_quiescent(&pool, std::slice::from_ref(&b));
     assert_eq!((st.allocations, st.frees), (3, 2));
     drain_and_check_empty(&pool, vec![b], &[S1, S2]);
+}
+
+#[test]
+fn free_blocks_are_lent_to_other_streams_only_after_their_fence() {
+    let pool = pool(usize::MAX);
+    pool.set_quick_cache(false);
+    let fences = pool.fence_source();
+    let keep = pool.allocate(MIB / 2, S1).unwrap();
+    let a = pool.allocate(MIB / 2, S1).unwrap();
+    let a_addr = a.addr();
+    pool.free(a);
+    // S1's segment is not idle (keep) and its free is not known finished: S2 must not get it.
+    let b = pool.allocate(MIB / 2, S2).unwrap();
+    assert_ne!(b.addr(), a_addr);
+    let blocks_before = pool.backing().reserves();
+    fences.complete(S1);
+    // Now the freed half (and the never-used rest) may be lent to S3.
+    let c = pool.allocate(MIB / 2, S3).unwrap();
+    assert_eq!(pool.backing().reserves(), blocks_before, "borrowed, not reserved");
+    assert_eq!(c.stream(), S3);
+    assert!(pool.stats().cross_stream_reuses >= 1);
+    // Freeing the borrowed block waits for S3's work before S1 can reuse the memory.
+    let c_addr = c.addr();
+    pool.free(c);
+    let d = pool.allocate(MIB / 2, S1).unwrap();
+    assert_ne!(d.addr(), c_addr, "S1 reused memory S3 may still be using");
+    fences.complete(S3);
+    pool.free(d);
+    drain_and_check_empty(&pool, vec![keep, b], &[S1, S2, S3]);
 }
