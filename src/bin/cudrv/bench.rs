@@ -199,23 +199,33 @@ fn alloc(stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Result<()> {
     let s = stream.raw();
     for (label, bytes) in [("4 KiB", 4usize << 10), ("1 MiB", 1 << 20), ("64 MiB", 64 << 20)] {
         let (mut ours, mut r_async, mut r_sync) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..200 {
+        // Each sample times a batch (a host timer costs tens of nanoseconds on this VM, too much
+        // to read around every sub-microsecond call); the cuMemAlloc batch is small because
+        // each call takes ~100 us.
+        const BATCH: usize = 100;
+        for _ in 0..41 {
             let t = Instant::now();
-            // SAFETY: the buffer is dropped unread.
-            let buf = unsafe { DeviceBuffer::<u8>::uninit(stream, bytes)? };
-            drop(buf);
-            ours.push(t.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..BATCH {
+                // SAFETY: the buffer is dropped unread.
+                let buf = unsafe { DeviceBuffer::<u8>::uninit(stream, bytes)? };
+                drop(buf);
+            }
+            ours.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
 
             let mut p: CUdeviceptr = 0;
             let t = Instant::now();
-            raw!(alloc_async, "cuMemAllocAsync", &mut p, bytes, s);
-            raw!(free_async, "cuMemFreeAsync", p, s);
-            r_async.push(t.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..BATCH {
+                raw!(alloc_async, "cuMemAllocAsync", &mut p, bytes, s);
+                raw!(free_async, "cuMemFreeAsync", p, s);
+            }
+            r_async.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
 
             let t = Instant::now();
-            raw!(alloc_sync, "cuMemAlloc", &mut p, bytes);
-            raw!(free_sync, "cuMemFree", p);
-            r_sync.push(t.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..5 {
+                raw!(alloc_sync, "cuMemAlloc", &mut p, bytes);
+                raw!(free_sync, "cuMemFree", p);
+            }
+            r_sync.push(t.elapsed().as_secs_f64() * 1e6 / 5.0);
         }
         stream.synchronize()?;
         let ours = median(ours);
