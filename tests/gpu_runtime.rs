@@ -16,6 +16,18 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
     Rng::new(seed).vec(n, -100.0, 100.0)
 }
 
+/// Runs the test module's `test_add_one` over `n` random values and checks every one.
+fn check_add_one(s: &Arc<cudrv::Stream>, f: &cudrv::Function, n: usize, seed: u64) {
+    let data = random(n, seed);
+    let x = DeviceBuffer::from_slice(s, &data).unwrap();
+    let mut l = s.launch_builder(f);
+    l.arg(&x).arg(&n);
+    // SAFETY: test_add_one(float*, u64) matches; n elements exist.
+    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
+    let want: Vec<f32> = data.iter().map(|v| v + 1.0).collect();
+    assert_eq!(x.to_vec().unwrap(), want);
+}
+
 #[test]
 fn device_reports_identity_and_limits() {
     let Some(ctx) = gpu!("device_reports_identity_and_limits") else {
@@ -233,15 +245,7 @@ fn modules_load_from_text_file_and_directory() {
         other => panic!("expected UnknownKernel, got {other:?}"),
     }
 
-    let data = random(1000, 4);
-    let x = DeviceBuffer::from_slice(&s, &data).unwrap();
-    let n = data.len();
-    let mut l = s.launch_builder(&f);
-    l.arg(&x).arg(&n);
-    // SAFETY: test_add_one(float*, u64) matches; n elements exist.
-    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
-    let want: Vec<f32> = data.iter().map(|v| v + 1.0).collect();
-    assert_eq!(x.to_vec().unwrap(), want);
+    check_add_one(&s, &f, 1000, 4);
 
     // From a file and from a directory, through the registry.
     let dir = std::env::temp_dir().join(format!("cudrv-ptx-{}", std::process::id()));
@@ -282,15 +286,7 @@ fn cubin_images_load_and_run() {
     let m = Module::from_image(&ctx, TEST_CUBIN_SM90, "test_kernels.cubin").unwrap();
     let f = m.function("test_add_one").unwrap();
     assert_eq!(f.attributes().binary_version, 90);
-    let data = random(777, 6);
-    let x = DeviceBuffer::from_slice(&s, &data).unwrap();
-    let n = data.len();
-    let mut l = s.launch_builder(&f);
-    l.arg(&x).arg(&n);
-    // SAFETY: test_add_one(float*, u64) matches; n elements exist.
-    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
-    let want: Vec<f32> = data.iter().map(|v| v + 1.0).collect();
-    assert_eq!(x.to_vec().unwrap(), want);
+    check_add_one(&s, &f, 777, 6);
     // From a file too.
     let path = std::env::temp_dir().join(format!("cudrv-{}.cubin", std::process::id()));
     std::fs::write(&path, TEST_CUBIN_SM90).unwrap();
