@@ -57,6 +57,7 @@ pub mod ops;
 pub mod ptx_info;
 pub mod registry;
 pub mod selftest;
+mod selftest_blas;
 pub mod stream;
 pub mod sys;
 

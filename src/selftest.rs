@@ -347,10 +347,13 @@ pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
     }
     let mut checks = c.out;
     // Every bundled kernel must have been checked.
-    let covered: BTreeSet<String> = checks
+    let mut covered: BTreeSet<String> = checks
         .iter()
         .flat_map(|c| c.kernel.split(", ").map(str::to_string).collect::<Vec<_>>())
         .collect();
+    let (blas_checks, blas_covered) = crate::selftest_blas::run(&stream, seed);
+    checks.extend(blas_checks);
+    covered.extend(blas_covered);
     for m in EMBEDDED_MODULES.iter().filter(|m| m.runs_on(ctx.compute_capability())) {
         for k in m.kernels.iter().filter(|k| !covered.contains(**k)) {
             checks.push(Check {

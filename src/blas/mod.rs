@@ -1,1 +1,134 @@
-//! BLAS on cudrv's own kernels: GEMM and GEMV (being built).
+//! BLAS on cudrv's own kernels (no cuBLAS): GEMM and GEMV with cuBLAS's conventions.
+//!
+//! Matrices are **column-major** as in cuBLAS: element `(i, j)` of a matrix with leading
+//! dimension `ld` is at `i + j * ld`. [`Transpose`] picks `op(X) = X` or `X^T`. A row-major
+//! convenience layer is [`Layout::RowMajor`] on a [`Gemm`], or [`matmul`].
+//!
+//! | type | math | kernels |
+//! |---|---|---|
+//! | `f32` | exact f32 on the CUDA cores ([`MathMode::Exact`], the default) | `gemm_simt` |
+//! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_tc` (mma.sync) |
+//! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_tc` (mma.sync) |
+//! | `f64` | f64 on the DMMA tensor cores (mma.sync m8n8k4), f64 accumulate | `gemm_tc` (`gemm_dmma_*`) |
+//!
+//! Tensor-core kernels need 16-byte aligned A and B and leading dimensions (and batch strides)
+//! that are multiples of 16 bytes (8 elements for f16/bf16, 4 for tf32, 2 for f64); other
+//! operands run on the general CUDA-core kernel (`gemm_simt`, f32/f64 math), which accepts any
+//! shape, leading dimension and alignment.
+//!
+//! Every entry point validates the shapes, leading dimensions, strides and buffer lengths first
+//! and returns [`Error::InvalidArgument`](crate::Error::InvalidArgument) quoting the numbers; on
+//! an error nothing is launched and `C` is untouched. Work is queued on `C`'s stream (after
+//! waiting for the inputs' streams when they differ).
+//!
+//! ```no_run
+//! use cudrv::blas::{self, Gemm, Transpose};
+//! use cudrv::{DeviceBuffer, DeviceSlice};
+//! let ctx = cudrv::Context::new(0)?;
+//! let stream = ctx.new_stream()?;
+//! let (m, n, k) = (2, 2, 3);
+//! let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?; // 2 x 3
+//! let b = DeviceBuffer::from_slice(&stream, &[1.0f32; 6])?; // 3 x 2
+//! let mut c = DeviceBuffer::<f32>::zeroed(&stream, 4)?; // 2 x 2
+//! Gemm::new(Transpose::N, Transpose::N, m, n, k).run(&a, &b, &mut c)?;
+//! assert_eq!(c.to_vec()?, vec![9.0, 12.0, 9.0, 12.0]);
+//! # Ok::<(), cudrv::Error>(())
+//! ```
+
+mod gemm;
+mod gemv;
+
+pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, Tile};
+pub use gemv::{gemv, GemvType};
+
+/// `op(X)` for a GEMM or GEMV operand.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Transpose {
+    /// `op(X) = X`
+    N,
+    /// `op(X) = X^T`
+    T,
+}
+
+impl Transpose {
+    fn letter(self) -> char {
+        match self {
+            Transpose::N => 'n',
+            Transpose::T => 't',
+        }
+    }
+}
+
+/// Storage order of the matrices of a [`Gemm`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Layout {
+    /// cuBLAS's convention: element `(i, j)` at `i + j * ld`.
+    #[default]
+    ColMajor,
+    /// C's convention: element `(i, j)` at `i * ld + j`.
+    RowMajor,
+}
+
+/// How an `f32` GEMM is computed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MathMode {
+    /// Exact f32 arithmetic (CUDA cores). Ignored by the other types.
+    #[default]
+    Exact,
+    /// f32 operands rounded to TF32 (10-bit mantissa) on the tensor cores, f32 accumulation: like
+    /// cuBLAS's `CUBLAS_TF32_TENSOR_OP_MATH`. Relative error about 1e-3 instead of 1e-6.
+    Tf32,
+}
+
+/// The activation of a fused GEMM epilogue, applied last: `C = act(alpha op(A) op(B) + beta C + bias)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// No activation.
+    #[default]
+    None,
+    /// `max(x, 0)`
+    Relu,
+    /// `x * Phi(x)` (the exact, erf form: `0.5 x (1 + erf(x / sqrt 2))`).
+    Gelu,
+    /// `1 / (1 + exp(-x))`
+    Sigmoid,
+    /// `tanh(x)`
+    Tanh,
+}
+
+impl Activation {
+    fn code(self) -> i32 {
+        match self {
+            Activation::None => 0,
+            Activation::Relu => 1,
+            Activation::Gelu => 2,
+            Activation::Sigmoid => 3,
+            Activation::Tanh => 4,
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// Elements a column-major `rows x cols` matrix with leading dimension `ld` spans:
+/// `(cols - 1) * ld + rows`, or 0 when it is empty. `None` on overflow.
+pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> Option<usize> {
+    if rows == 0 || cols == 0 {
+        return Some(0);
+    }
+    (cols - 1).checked_mul(ld)?.checked_add(rows)
+}
+
+/// Elements `batch` matrices spanning `one` elements each, `stride` apart, need.
+pub(crate) fn batched_span(one: usize, batch: usize, stride: usize) -> Option<usize> {
+    if one == 0 || batch == 0 {
+        return Some(0);
+    }
+    (batch - 1).checked_mul(stride)?.checked_add(one)
+}

@@ -1,7 +1,606 @@
-//! `cudrv bench gemm` / `cudrv bench gemv` (being built).
+//! `cudrv bench gemm` / `cudrv bench gemv`: cudrv's BLAS beside cuBLAS, measured in the same
+//! process, on the same stream, with the same inputs.
+//!
+//! cuBLAS is loaded here, at run time, through libloading, only to compare; the cudrv library
+//! never links or loads it. (The binary cannot use the crate's dev-dependencies, so the real
+//! `cudarc` is available to the criterion benches only; loading `libcublas` by hand keeps
+//! `cudrv bench` useful on a user's machine: they see the ratio on their own GPU.) Without
+//! cuBLAS (none found, or `CUDRV_LIBCUBLAS` names a library that does not load) the table shows
+//! cudrv's figures alone.
+//!
+//! Options: `--types f32,tf32,f16,bf16,f64` (gemm), `--sizes 256,1024` (square sizes),
+//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,l` (gemm: force
+//! block tiles, one row each).
 
-use cudrv::Result;
+use std::ffi::c_void;
+use std::sync::Arc;
 
-pub fn run(what: &str, _args: &[String]) -> Result<bool> {
-    Err(cudrv::Error::InvalidArgument(format!("bench {what} is not built yet")))
+use cudrv::blas::{self, Gemm, GemmType, MathMode, Tile, Transpose};
+use cudrv::selftest::Rng;
+use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Result, Stream};
+use half::{bf16, f16};
+
+/// cuBLAS, loaded at run time for comparison only.
+mod cublas {
+    use std::ffi::c_void;
+
+    use libloading::Library;
+
+    type Handle = *mut c_void;
+    type CreateFn = unsafe extern "C" fn(*mut Handle) -> i32;
+    type DestroyFn = unsafe extern "C" fn(Handle) -> i32;
+    type SetStreamFn = unsafe extern "C" fn(Handle, *mut c_void) -> i32;
+    #[allow(clippy::upper_case_acronyms)]
+    type GemmExFn = unsafe extern "C" fn(
+        Handle,
+        i32,
+        i32,
+        i32,
+        i32,
+        i32,
+        *const c_void,
+        *const c_void,
+        i32,
+        i32,
+        *const c_void,
+        i32,
+        i32,
+        *const c_void,
+        *mut c_void,
+        i32,
+        i32,
+        i32,
+        i32,
+    ) -> i32;
+    type SgemvFn = unsafe extern "C" fn(
+        Handle,
+        i32,
+        i32,
+        i32,
+        *const f32,
+        *const f32,
+        i32,
+        *const f32,
+        i32,
+        *const f32,
+        *mut f32,
+        i32,
+    ) -> i32;
+
+    /// cudaDataType_t values.
+    pub const R_32F: i32 = 0;
+    pub const R_64F: i32 = 1;
+    pub const R_16F: i32 = 2;
+    pub const R_16BF: i32 = 14;
+    /// cublasComputeType_t values.
+    pub const COMPUTE_32F: i32 = 68;
+    pub const COMPUTE_32F_FAST_TF32: i32 = 77;
+    pub const COMPUTE_64F: i32 = 70;
+    const GEMM_DEFAULT: i32 = -1;
+
+    pub struct Cublas {
+        handle: Handle,
+        destroy: DestroyFn,
+        gemm_ex: GemmExFn,
+        sgemv: SgemvFn,
+        pub path: String,
+        _lib: Library,
+    }
+
+    impl Cublas {
+        /// Loads cuBLAS and makes a handle bound to `stream`; `None` (with the reason) when it
+        /// cannot.
+        pub fn load(stream: *mut c_void) -> Result<Cublas, String> {
+            let mut names: Vec<String> = Vec::new();
+            if let Ok(p) = std::env::var("CUDRV_LIBCUBLAS") {
+                names.push(p);
+            }
+            for n in [
+                "libcublas.so.13",
+                "libcublas.so.12",
+                "libcublas.so",
+                "/usr/local/cuda/lib64/libcublas.so",
+            ] {
+                names.push(n.to_string());
+            }
+            let mut why = Vec::new();
+            for name in names {
+                // SAFETY: loading cuBLAS runs its initialisers, which have no preconditions.
+                match unsafe { Library::new(&name) } {
+                    Ok(lib) => return Self::with(lib, name, stream),
+                    Err(e) => why.push(format!("{name}: {e}")),
+                }
+            }
+            Err(why.join("; "))
+        }
+
+        fn with(lib: Library, path: String, stream: *mut c_void) -> Result<Cublas, String> {
+            // SAFETY: the symbols have the C signatures of cublas_api.h (CUDA 12/13) written above.
+            unsafe {
+                let sym = |n: &[u8]| -> Result<*const c_void, String> {
+                    lib.get::<*const c_void>(n)
+                        .map(|s| *s)
+                        .map_err(|e| format!("{path}: {e}"))
+                };
+                let create: CreateFn = std::mem::transmute(sym(b"cublasCreate_v2\0")?);
+                let set_stream: SetStreamFn = std::mem::transmute(sym(b"cublasSetStream_v2\0")?);
+                let destroy: DestroyFn = std::mem::transmute(sym(b"cublasDestroy_v2\0")?);
+                let gemm_ex: GemmExFn = std::mem::transmute(sym(b"cublasGemmEx\0")?);
+                let sgemv: SgemvFn = std::mem::transmute(sym(b"cublasSgemv_v2\0")?);
+                let mut handle: Handle = std::ptr::null_mut();
+                let rc = create(&mut handle);
+                if rc != 0 {
+                    return Err(format!("cublasCreate failed with status {rc}"));
+                }
+                let rc = set_stream(handle, stream);
+                if rc != 0 {
+                    destroy(handle);
+                    return Err(format!("cublasSetStream failed with status {rc}"));
+                }
+                Ok(Cublas {
+                    handle,
+                    destroy,
+                    gemm_ex,
+                    sgemv,
+                    path,
+                    _lib: lib,
+                })
+            }
+        }
+
+        /// Column-major NN `C = alpha A B + beta C` through cublasGemmEx.
+        ///
+        /// # Safety
+        /// The pointers must be device buffers of at least m*k, k*n and m*n elements of `dtype`;
+        /// `alpha`/`beta` point at host scalars of the compute type's scale type.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn gemm(
+            &self,
+            (m, n, k): (usize, usize, usize),
+            alpha: *const c_void,
+            a: u64,
+            b: u64,
+            beta: *const c_void,
+            c: u64,
+            dtype: i32,
+            compute: i32,
+        ) -> Result<(), String> {
+            let (m, n, k) = (m as i32, n as i32, k as i32);
+            // SAFETY: the caller's contract.
+            let rc = unsafe {
+                (self.gemm_ex)(
+                    self.handle,
+                    0,
+                    0,
+                    m,
+                    n,
+                    k,
+                    alpha,
+                    a as *const c_void,
+                    dtype,
+                    m,
+                    b as *const c_void,
+                    dtype,
+                    k,
+                    beta,
+                    c as *mut c_void,
+                    dtype,
+                    m,
+                    compute,
+                    GEMM_DEFAULT,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(format!("cublasGemmEx failed with status {rc}"))
+            }
+        }
+
+        /// `y = A x` (trans 0) or `A^T x` (trans 1), f32, column-major A with lda = m.
+        ///
+        /// # Safety
+        /// Device pointers of m*n, and n / m elements as the op needs.
+        pub unsafe fn sgemv(&self, trans: i32, m: usize, n: usize, a: u64, x: u64, y: u64) -> Result<(), String> {
+            let (one, zero) = (1.0f32, 0.0f32);
+            // SAFETY: the caller's contract.
+            let rc = unsafe {
+                (self.sgemv)(
+                    self.handle,
+                    trans,
+                    m as i32,
+                    n as i32,
+                    &one,
+                    a as *const f32,
+                    m as i32,
+                    x as *const f32,
+                    1,
+                    &zero,
+                    y as *mut f32,
+                    1,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(format!("cublasSgemv failed with status {rc}"))
+            }
+        }
+    }
+
+    impl Drop for Cublas {
+        fn drop(&mut self) {
+            // SAFETY: the handle was created by cublasCreate and is destroyed once.
+            unsafe { (self.destroy)(self.handle) };
+        }
+    }
+}
+
+fn err(msg: String) -> cudrv::Error {
+    cudrv::Error::InvalidArgument(msg)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Median seconds per call of `f`, over `trials` batches timed with events; the batch size is
+/// chosen so that a batch takes about 2 ms.
+fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let ctx = stream.context();
+    let (e0, e1) = (Event::new(ctx, true)?, Event::new(ctx, true)?);
+    f()?;
+    f()?;
+    e0.record(stream)?;
+    f()?;
+    e1.record(stream)?;
+    e1.synchronize()?;
+    let once = (e0.elapsed_ms(&e1)? as f64 * 1e-3).max(1e-7);
+    let reps = ((2e-3 / once).ceil() as usize).clamp(1, 200);
+    let mut v = Vec::with_capacity(trials);
+    for _ in 0..trials {
+        e0.record(stream)?;
+        for _ in 0..reps {
+            f()?;
+        }
+        e1.record(stream)?;
+        e1.synchronize()?;
+        v.push(e0.elapsed_ms(&e1)? as f64 * 1e-3 / reps as f64);
+    }
+    Ok(median(v))
+}
+
+struct Opts {
+    types: Vec<String>,
+    sizes: Vec<usize>,
+    skinny: bool,
+    trials: usize,
+    tiles: Vec<Tile>,
+}
+
+fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Result<Opts> {
+    let mut o = Opts {
+        types: default_types.split(',').map(String::from).collect(),
+        sizes: default_sizes.to_vec(),
+        skinny: true,
+        trials: 15,
+        tiles: vec![Tile::Auto],
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| err(format!("{a} needs a value")));
+        match a.as_str() {
+            "--types" => o.types = value()?.split(',').map(String::from).collect(),
+            "--sizes" => {
+                o.sizes = value()?
+                    .split(',')
+                    .map(|s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))
+                    .collect::<Result<_>>()?
+            }
+            "--no-skinny" => o.skinny = false,
+            "--tiles" => {
+                o.tiles = value()?
+                    .split(',')
+                    .map(|t| match t {
+                        "auto" => Ok(Tile::Auto),
+                        "s" => Ok(Tile::Small),
+                        "l" => Ok(Tile::Large),
+                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, l"))),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
+            other => {
+                return Err(err(format!(
+                    "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
+                     --no-skinny --trials N --tiles auto,s,l"
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+pub fn run(what: &str, args: &[String]) -> Result<bool> {
+    let ctx = Context::new(0)?;
+    let stream = ctx.new_stream()?;
+    let name = ctx.device().name()?;
+    println!("bench {what} on {name} (driver CUDA {})", cudrv::driver_version()?);
+    let cublas = match cublas::Cublas::load(stream.raw() as *mut c_void) {
+        Ok(c) => {
+            println!("reference: cuBLAS from {} (loaded for comparison only)", c.path);
+            Some(c)
+        }
+        Err(why) => {
+            println!("reference: none (cuBLAS not loaded: {why}); set CUDRV_LIBCUBLAS to compare");
+            None
+        }
+    };
+    let h100 = name.contains("H100");
+    match what {
+        "gemm" => gemm_bench(&ctx, &stream, cublas.as_ref(), h100, args),
+        _ => gemv_bench(&stream, cublas.as_ref(), h100, args),
+    }
+}
+
+/// A GEMM element type for the bench: the cuBLAS data type and scalar bytes.
+trait BenchType: GemmType + Copy {
+    const CUDA_TYPE: i32;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+impl BenchType for f32 {
+    const CUDA_TYPE: i32 = cublas::R_32F;
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+impl BenchType for f64 {
+    const CUDA_TYPE: i32 = cublas::R_64F;
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+impl BenchType for f16 {
+    const CUDA_TYPE: i32 = cublas::R_16F;
+    fn from_f64(x: f64) -> Self {
+        f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+}
+impl BenchType for bf16 {
+    const CUDA_TYPE: i32 = cublas::R_16BF;
+    fn from_f64(x: f64) -> Self {
+        bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+}
+
+/// H100 SXM datasheet peaks, TFLOP/s (docs/PERFORMANCE.md, ANCHORS.md).
+fn peak(ty: &str) -> f64 {
+    match ty {
+        "f32" => 67.0,
+        "tf32" => 494.7,
+        "f16" | "bf16" => 989.4,
+        _ => 67.0,
+    }
+}
+
+fn gemm_bench(
+    ctx: &Arc<Context>,
+    stream: &Arc<Stream>,
+    cublas: Option<&cublas::Cublas>,
+    h100: bool,
+    args: &[String],
+) -> Result<bool> {
+    let o = parse(args, "f32,tf32,f16,bf16,f64", &[256, 512, 1024, 2048, 4096, 8192])?;
+    let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
+    if o.skinny {
+        shapes.extend([(8192, 8192, 64), (64, 8192, 8192), (4096, 11008, 4096)]);
+    }
+    let _ = ctx;
+    println!(
+        "\ncolumn-major NN, random inputs in [-1, 1]; TFLOP/s = 2mnk / median time; ratio = cudrv / cuBLAS; \
+         diff = |C_cudrv - C_cublas| / |C_cublas|{}",
+        if h100 { "; peak = H100 SXM datasheet" } else { "" }
+    );
+    println!(
+        "{:<5} {:<4} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10}",
+        "type", "tile", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff"
+    );
+    let mut ok = true;
+    for ty in &o.types {
+        for &shape in &shapes {
+            for &tile in &o.tiles {
+                let (t, c) = (o.trials, cublas);
+                let r = match ty.as_str() {
+                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
+                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, tile, cublas::COMPUTE_32F_FAST_TF32, t),
+                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
+                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
+                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_64F, t),
+                    other => return Err(err(format!("unknown type {other:?}; choose f32, tf32, f16, bf16, f64"))),
+                }?;
+                let (m, n, k) = shape;
+                let flops = 2.0 * m as f64 * n as f64 * k as f64;
+                let ours = flops / r.0 / 1e12;
+                let theirs = r.1.map(|t| flops / t / 1e12);
+                let bound = match ty.as_str() {
+                    "f32" => 1e-5,
+                    "f64" => 1e-12,
+                    "tf32" => 5e-3,
+                    _ => 2e-2,
+                };
+                let good = r.2.map_or(true, |d| d < bound);
+                ok &= good;
+                println!(
+                    "{:<5} {:<4} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10}{}",
+                    ty,
+                    format!("{tile:?}").chars().next().unwrap_or('?').to_ascii_lowercase(),
+                    format!("{m}x{n}x{k}"),
+                    ours,
+                    theirs.map_or("-".into(), |t| format!("{t:.2}")),
+                    theirs.map_or("-".into(), |t| format!("{:.3}", ours / t)),
+                    if h100 {
+                        format!("{:.1}", 100.0 * ours / peak(ty))
+                    } else {
+                        "-".into()
+                    },
+                    r.2.map_or("-".into(), |d| format!("{d:.1e}")),
+                    if good { "" } else { "  MISMATCH" }
+                );
+            }
+        }
+    }
+    Ok(ok)
+}
+
+/// (cudrv seconds, cuBLAS seconds, relative difference of the results).
+fn one_gemm<T: BenchType>(
+    stream: &Arc<Stream>,
+    cublas: Option<&cublas::Cublas>,
+    (m, n, k): (usize, usize, usize),
+    math: MathMode,
+    tile: Tile,
+    compute: i32,
+    trials: usize,
+) -> Result<(f64, Option<f64>, Option<f64>)>
+where
+    T::Scalar: From<u8>,
+{
+    let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
+    let host = |len: usize, rng: &mut Rng| {
+        (0..len)
+            .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+            .collect::<Vec<T>>()
+    };
+    let a = DeviceBuffer::from_slice(stream, &host(m * k, &mut rng))?;
+    let b = DeviceBuffer::from_slice(stream, &host(k * n, &mut rng))?;
+    let mut c = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
+    let g = Gemm::<T::Scalar>::new(Transpose::N, Transpose::N, m, n, k)
+        .math(math)
+        .tile(tile);
+    let ours = time(stream, trials, || g.run(&a, &b, &mut c))?;
+    let Some(cb) = cublas else {
+        return Ok((ours, None, None));
+    };
+    let mut c2 = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
+    let (a32, b32) = (1.0f32, 0.0f32);
+    let (a64, b64) = (1.0f64, 0.0f64);
+    let (ap, bp): (*const c_void, *const c_void) = if compute == cublas::COMPUTE_64F {
+        (&a64 as *const f64 as _, &b64 as *const f64 as _)
+    } else {
+        (&a32 as *const f32 as _, &b32 as *const f32 as _)
+    };
+    let (pa, pb, pc) = (a.device_ptr(), b.device_ptr(), c2.device_ptr());
+    let theirs = time(stream, trials, || {
+        // SAFETY: a, b, c2 hold m*k, k*n, m*n elements of T; the scalars match the compute type.
+        unsafe { cb.gemm((m, n, k), ap, pa, pb, bp, pc, T::CUDA_TYPE, compute) }.map_err(err)
+    })?;
+    let (x, y) = (c.to_vec()?, c2.to_vec()?);
+    let (mut d, mut r) = (0.0f64, 0.0f64);
+    for (p, q) in x.iter().zip(&y) {
+        let (p, q) = (p.to_f64(), q.to_f64());
+        d += (p - q) * (p - q);
+        r += q * q;
+    }
+    let diff = if d.is_finite() {
+        (d / r.max(1e-300)).sqrt()
+    } else {
+        f64::INFINITY
+    };
+    c2.memset_bytes(0)?;
+    Ok((ours, Some(theirs), Some(diff)))
+}
+
+fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool, args: &[String]) -> Result<bool> {
+    let o = parse(args, "f32", &[1024, 4096, 8192, 16384, 32768])?;
+    let mut shapes: Vec<(Transpose, usize, usize)> = o.sizes.iter().map(|&s| (Transpose::N, s, s)).collect();
+    if o.skinny {
+        shapes.extend([
+            (Transpose::T, 16384, 16384),
+            (Transpose::T, 32768, 8192),
+            (Transpose::T, 8192, 32768),
+            (Transpose::N, 32768, 8192),
+            (Transpose::N, 8192, 32768),
+        ]);
+    }
+    // The copy ceiling: a 1 GiB device-to-device copy, bytes read + written.
+    let copy_bw = {
+        let n = 1usize << 28;
+        let src = DeviceBuffer::from_slice(stream, &vec![1.0f32; n])?;
+        let mut dst = DeviceBuffer::<f32>::zeroed(stream, n)?;
+        let t = time(stream, o.trials, || dst.copy_from_device(&src))?;
+        2.0 * (n * 4) as f64 / t / 1e9
+    };
+    println!(
+        "\nf32, y = op(A) x, beta = 0; GB/s = (m n + m + n) * 4 bytes / median time; device copy = {copy_bw:.0} GB/s{}",
+        if h100 { " (H100 HBM3 datasheet 3350)" } else { "" }
+    );
+    println!(
+        "{:<3} {:>13} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9}",
+        "op", "m x n", "cudrv", "cuBLAS", "us", "ratio", "%copy", "diff"
+    );
+    let mut ok = true;
+    for &(trans, m, n) in &shapes {
+        let mut rng = Rng::new((m + 3 * n) as u64);
+        let a = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(m * n, -1.0, 1.0))?;
+        let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
+        let x = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(lx, -1.0, 1.0))?;
+        let mut y = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(ly, -1.0, 1.0))?;
+        let ours = time(stream, o.trials, || {
+            blas::gemv(trans, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1)
+        })?;
+        let bytes = ((m * n + m + n) * 4) as f64;
+        let (theirs, diff) = if let Some(cb) = cublas {
+            let mut y2 = DeviceBuffer::<f32>::zeroed(stream, ly)?;
+            let (pa, px, py) = (a.device_ptr(), x.device_ptr(), y2.device_ptr());
+            let t = time(stream, o.trials, || {
+                // SAFETY: a is m*n, x and y2 have the lengths the op needs.
+                unsafe { cb.sgemv(if trans == Transpose::N { 0 } else { 1 }, m, n, pa, px, py) }.map_err(err)
+            })?;
+            let (p, q) = (y.to_vec()?, y2.to_vec()?);
+            let (mut d, mut r) = (0.0f64, 0.0f64);
+            for (p, q) in p.iter().zip(&q) {
+                d += (*p as f64 - *q as f64).powi(2);
+                r += (*q as f64).powi(2);
+            }
+            let diff = if d.is_finite() {
+                (d / r.max(1e-300)).sqrt()
+            } else {
+                f64::INFINITY
+            };
+            y2.memset_bytes(0)?;
+            (Some(t), Some(diff))
+        } else {
+            (None, None)
+        };
+        let good = diff.map_or(true, |d| d < 1e-5);
+        ok &= good;
+        let ours_bw = bytes / ours / 1e9;
+        println!(
+            "{:<3} {:>13} {:>9.0} {:>9} {:>9.1} {:>7} {:>8.1} {:>9}{}",
+            if trans == Transpose::N { "N" } else { "T" },
+            format!("{m}x{n}"),
+            ours_bw,
+            theirs.map_or("-".into(), |t| format!("{:.0}", bytes / t / 1e9)),
+            ours * 1e6,
+            theirs.map_or("-".into(), |t| format!("{:.3}", t / ours)),
+            100.0 * ours_bw / copy_bw,
+            diff.map_or("-".into(), |d| format!("{d:.1e}")),
+            if good { "" } else { "  MISMATCH" }
+        );
+    }
+    Ok(ok)
 }

@@ -1,0 +1,500 @@
+//! cudarc-shaped runtime compilation (`cudarc::nvrtc`): CUDA C++ to PTX through libnvrtc,
+//! loaded at run time.
+//!
+//! The library is found the way cudrv finds libcuda: the first that loads of
+//! `$CUDRV_LIBNVRTC` (a path), then `libnvrtc.so.13` / `libnvrtc.so.12` (the one matching the
+//! driver's major version first), then `libnvrtc.so`. An absent library is
+//! [`CompileError::LibraryNotFound`], never a panic.
+//!
+//! ```no_run
+//! use cudrv_compat::nvrtc::{compile_ptx_with_opts, CompileOptions};
+//! let ptx = compile_ptx_with_opts(
+//!     r#"extern "C" __global__ void twice(float *x, int n) {
+//!         int i = blockIdx.x * blockDim.x + threadIdx.x;
+//!         if (i < n) x[i] *= 2.0f;
+//!     }"#,
+//!     CompileOptions { arch: Some("compute_80"), ..Default::default() },
+//! )?;
+//! assert!(ptx.to_src().contains(".entry twice"));
+//! # Ok::<(), cudrv_compat::nvrtc::CompileError>(())
+//! ```
+
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Raw NVRTC types.
+#[allow(non_camel_case_types)]
+pub mod sys {
+    /// NVRTC's status code (a newtype with the C enumerators as constants).
+    #[repr(transparent)]
+    #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+    pub struct nvrtcResult(pub u32);
+
+    #[allow(missing_docs)]
+    impl nvrtcResult {
+        pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0);
+        pub const NVRTC_ERROR_OUT_OF_MEMORY: nvrtcResult = nvrtcResult(1);
+        pub const NVRTC_ERROR_PROGRAM_CREATION_FAILURE: nvrtcResult = nvrtcResult(2);
+        pub const NVRTC_ERROR_INVALID_INPUT: nvrtcResult = nvrtcResult(3);
+        pub const NVRTC_ERROR_INVALID_PROGRAM: nvrtcResult = nvrtcResult(4);
+        pub const NVRTC_ERROR_INVALID_OPTION: nvrtcResult = nvrtcResult(5);
+        pub const NVRTC_ERROR_COMPILATION: nvrtcResult = nvrtcResult(6);
+        pub const NVRTC_ERROR_BUILTIN_OPERATION_FAILURE: nvrtcResult = nvrtcResult(7);
+        pub const NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION: nvrtcResult = nvrtcResult(8);
+        pub const NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION: nvrtcResult = nvrtcResult(9);
+        pub const NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID: nvrtcResult = nvrtcResult(10);
+        pub const NVRTC_ERROR_INTERNAL_ERROR: nvrtcResult = nvrtcResult(11);
+    }
+
+    /// An opaque NVRTC program handle.
+    pub type nvrtcProgram = *mut std::ffi::c_void;
+}
+
+/// cudarc's `nvrtc::result` path for the error type.
+pub mod result {
+    use super::sys;
+    use std::fmt;
+
+    /// A failed NVRTC call.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub struct NvrtcError(pub sys::nvrtcResult);
+
+    impl fmt::Display for NvrtcError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "NvrtcError({})", self.0 .0)
+        }
+    }
+
+    impl std::error::Error for NvrtcError {}
+}
+
+use result::NvrtcError;
+use sys::{nvrtcProgram, nvrtcResult};
+
+/// Compiled PTX, PTX source, a PTX file, or a cubin image (cudarc's `Ptx`); load it with
+/// [`CudaContext::load_module`](crate::driver::CudaContext::load_module).
+#[derive(Debug, Clone)]
+pub struct Ptx(pub(crate) PtxKind);
+
+#[derive(Debug, Clone)]
+pub(crate) enum PtxKind {
+    /// NVRTC's output, NUL-terminated.
+    Image(Vec<u8>),
+    /// PTX text.
+    Src(String),
+    /// A PTX (or cubin) file read when loaded.
+    File(PathBuf),
+    /// A cubin.
+    Binary(Vec<u8>),
+}
+
+impl Ptx {
+    /// PTX to be read from `path` when the module is loaded.
+    pub fn from_file<P: Into<PathBuf>>(path: P) -> Self {
+        Ptx(PtxKind::File(path.into()))
+    }
+
+    /// PTX text.
+    pub fn from_src<S: Into<String>>(src: S) -> Self {
+        Ptx(PtxKind::Src(src.into()))
+    }
+
+    /// A cubin image.
+    pub fn from_binary(data: Vec<u8>) -> Self {
+        Ptx(PtxKind::Binary(data))
+    }
+
+    /// The PTX text.
+    ///
+    /// # Panics
+    /// For a cubin, or a file that cannot be read (as in cudarc).
+    pub fn to_src(&self) -> String {
+        match &self.0 {
+            PtxKind::Image(bytes) => {
+                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                String::from_utf8_lossy(&bytes[..end]).into_owned()
+            }
+            PtxKind::Src(src) => src.clone(),
+            PtxKind::File(path) => {
+                std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read PTX file {}: {e}", path.display()))
+            }
+            PtxKind::Binary(_) => panic!("a cubin has no PTX source; use from_src or from_file for PTX"),
+        }
+    }
+
+    /// The compiled image's bytes (with its NUL), for PTX from NVRTC.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match &self.0 {
+            PtxKind::Image(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+}
+
+impl<S: Into<String>> From<S> for Ptx {
+    fn from(value: S) -> Self {
+        Ptx::from_src(value)
+    }
+}
+
+/// Why a compilation failed (cudarc's `CompileError`, plus [`LibraryNotFound`](Self::LibraryNotFound)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileError {
+    /// Creating the program failed (also: source or name containing a NUL byte).
+    CreationError(NvrtcError),
+    /// The compiler rejected the program; `log` says why.
+    CompileError {
+        /// NVRTC's status.
+        nvrtc: NvrtcError,
+        /// The options passed to the compiler.
+        options: Vec<String>,
+        /// The compiler's log.
+        log: CString,
+    },
+    /// Reading the log failed.
+    GetLogError(NvrtcError),
+    /// Reading the PTX failed.
+    GetPtxError(NvrtcError),
+    /// Destroying the program failed.
+    DestroyError(NvrtcError),
+    /// No usable libnvrtc could be loaded (compat only: cudarc panics here).
+    LibraryNotFound {
+        /// The candidates tried, in order.
+        tried: String,
+        /// The loader's message for the last candidate, or the missing symbol.
+        reason: String,
+    },
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::CompileError { nvrtc, options, log } => write!(
+                f,
+                "nvrtc compilation failed ({nvrtc}) with options {options:?}:\n{}",
+                log.to_string_lossy()
+            ),
+            CompileError::LibraryNotFound { tried, reason } => {
+                write!(
+                    f,
+                    "libnvrtc not found: tried {tried} ({reason}); set CUDRV_LIBNVRTC to its path"
+                )
+            }
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Options for [`compile_ptx_with_opts`] (the same public fields as cudarc's).
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// `--ftz`: flush denormals to zero.
+    pub ftz: Option<bool>,
+    /// `--prec-sqrt`: IEEE square root.
+    pub prec_sqrt: Option<bool>,
+    /// `--prec-div`: IEEE division.
+    pub prec_div: Option<bool>,
+    /// `--fmad`: contract multiply-adds.
+    pub fmad: Option<bool>,
+    /// Further options, passed as given.
+    pub options: Vec<String>,
+    /// `--use_fast_math` (cudarc 0.19 passes `--fmad=true` for this; see MIGRATING.md).
+    pub use_fast_math: Option<bool>,
+    /// `--maxrregcount`.
+    pub maxrregcount: Option<usize>,
+    /// `--include-path` entries.
+    pub include_paths: Vec<String>,
+    /// `--gpu-architecture`, e.g. `"compute_80"`.
+    pub arch: Option<&'static str>,
+    /// The program's name in messages.
+    pub name: Option<String>,
+}
+
+impl CompileOptions {
+    /// The command-line options these settings stand for, in cudarc's order.
+    ///
+    /// ```
+    /// let opts = cudrv_compat::nvrtc::CompileOptions { prec_div: Some(false), maxrregcount: Some(60), ..Default::default() };
+    /// assert_eq!(opts.build(), ["--prec-div=false", "--maxrregcount=60"]);
+    /// ```
+    pub fn build(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let flags = [
+            ("--ftz", self.ftz),
+            ("--prec-sqrt", self.prec_sqrt),
+            ("--prec-div", self.prec_div),
+            ("--fmad", self.fmad),
+        ];
+        for (name, value) in flags {
+            if let Some(v) = value {
+                out.push(format!("{name}={v}"));
+            }
+        }
+        if self.use_fast_math == Some(true) {
+            out.push("--use_fast_math".to_string());
+        }
+        if let Some(n) = self.maxrregcount {
+            out.push(format!("--maxrregcount={n}"));
+        }
+        out.extend(self.include_paths.iter().map(|p| format!("--include-path={p}")));
+        if let Some(arch) = self.arch {
+            out.push(format!("--gpu-architecture={arch}"));
+        }
+        out.extend(self.options.iter().cloned());
+        out
+    }
+}
+
+/// Compiles CUDA C++ source to PTX with default options.
+pub fn compile_ptx<S: AsRef<str>>(src: S) -> Result<Ptx, CompileError> {
+    compile_ptx_with_opts(src, Default::default())
+}
+
+/// Compiles CUDA C++ source to PTX.
+pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Result<Ptx, CompileError> {
+    let lib = library()?;
+    let invalid = CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_INPUT));
+    let src = CString::new(src.as_ref()).map_err(|_| invalid.clone())?;
+    let name = opts
+        .name
+        .as_deref()
+        .map(CString::new)
+        .transpose()
+        .map_err(|_| invalid)?;
+    let mut prog: nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: valid NUL-terminated strings; no headers; `prog` receives the handle.
+    let rc = unsafe {
+        (lib.create)(
+            &mut prog,
+            src.as_ptr(),
+            name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    check(rc).map_err(CompileError::CreationError)?;
+    let program = Program { lib, prog };
+    program.compile(opts.build())
+}
+
+struct Program {
+    lib: &'static Library,
+    prog: nvrtcProgram,
+}
+
+impl Program {
+    fn compile(self, options: Vec<String>) -> Result<Ptx, CompileError> {
+        let invalid = CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_OPTION));
+        let c_opts: Vec<CString> = options
+            .iter()
+            .map(|o| CString::new(o.as_str()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| invalid)?;
+        let ptrs: Vec<*const c_char> = c_opts.iter().map(|o| o.as_ptr()).collect();
+        // SAFETY: a live program and `ptrs.len()` valid NUL-terminated options.
+        let rc = unsafe { (self.lib.compile)(self.prog, ptrs.len() as c_int, ptrs.as_ptr()) };
+        if let Err(nvrtc) = check(rc) {
+            let log = self.log().map_err(CompileError::GetLogError)?;
+            return Err(CompileError::CompileError { nvrtc, options, log });
+        }
+        let mut size = 0usize;
+        // SAFETY: writes one size_t for a compiled program.
+        check(unsafe { (self.lib.ptx_size)(self.prog, &mut size) }).map_err(CompileError::GetPtxError)?;
+        let mut image = vec![0u8; size.max(1)];
+        // SAFETY: `image` has room for `size` bytes, NUL included.
+        check(unsafe { (self.lib.ptx)(self.prog, image.as_mut_ptr().cast()) }).map_err(CompileError::GetPtxError)?;
+        if image.last() != Some(&0) {
+            image.push(0);
+        }
+        Ok(Ptx(PtxKind::Image(image)))
+    }
+
+    fn log(&self) -> Result<CString, NvrtcError> {
+        let mut size = 0usize;
+        // SAFETY: writes one size_t for a live program.
+        check(unsafe { (self.lib.log_size)(self.prog, &mut size) })?;
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` has room for `size` bytes, NUL included.
+        check(unsafe { (self.lib.log)(self.prog, buf.as_mut_ptr().cast()) })?;
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        buf.truncate(end);
+        Ok(CString::new(buf).unwrap_or_default())
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram and destroyed once.
+        let _ = unsafe { (self.lib.destroy)(&mut self.prog) };
+    }
+}
+
+fn check(rc: nvrtcResult) -> Result<(), NvrtcError> {
+    if rc == nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(NvrtcError(rc))
+    }
+}
+
+/// The NVRTC version of the loaded library, (major, minor).
+pub fn version() -> Result<(i32, i32), CompileError> {
+    let lib = library()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints through valid pointers.
+    check(unsafe { (lib.version)(&mut major, &mut minor) }).map_err(CompileError::CreationError)?;
+    Ok((major, minor))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loader
+// ---------------------------------------------------------------------------------------------
+
+type CreateFn = unsafe extern "C" fn(
+    *mut nvrtcProgram,
+    *const c_char,
+    *const c_char,
+    c_int,
+    *const *const c_char,
+    *const *const c_char,
+) -> nvrtcResult;
+type CompileFn = unsafe extern "C" fn(nvrtcProgram, c_int, *const *const c_char) -> nvrtcResult;
+type SizeFn = unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult;
+type TextFn = unsafe extern "C" fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
+type DestroyFn = unsafe extern "C" fn(*mut nvrtcProgram) -> nvrtcResult;
+type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> nvrtcResult;
+
+struct Library {
+    create: CreateFn,
+    compile: CompileFn,
+    ptx_size: SizeFn,
+    ptx: TextFn,
+    log_size: SizeFn,
+    log: TextFn,
+    destroy: DestroyFn,
+    version: VersionFn,
+    _lib: libloading::Library,
+}
+
+/// The library names tried, in order.
+fn candidates() -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(path) = std::env::var_os("CUDRV_LIBNVRTC") {
+        out.push(path.to_string_lossy().into_owned());
+    }
+    let driver_major = cudrv::driver_version().map(|v| v.major()).unwrap_or(13);
+    if driver_major >= 13 {
+        out.extend(["libnvrtc.so.13".to_string(), "libnvrtc.so.12".to_string()]);
+    } else {
+        out.extend(["libnvrtc.so.12".to_string(), "libnvrtc.so.13".to_string()]);
+    }
+    out.push("libnvrtc.so".to_string());
+    out
+}
+
+fn library() -> Result<&'static Library, CompileError> {
+    static LIB: OnceLock<Result<Library, (String, String)>> = OnceLock::new();
+    LIB.get_or_init(load)
+        .as_ref()
+        .map_err(|(tried, reason)| CompileError::LibraryNotFound {
+            tried: tried.clone(),
+            reason: reason.clone(),
+        })
+}
+
+fn load() -> Result<Library, (String, String)> {
+    load_from(&candidates())
+}
+
+/// Opens the first of `names` that loads and has every entry point compat uses.
+fn load_from(names: &[String]) -> Result<Library, (String, String)> {
+    let tried = names.join(", ");
+    let mut reason = String::from("no candidates");
+    for name in names {
+        // SAFETY: loading libnvrtc runs its initialisers, which have no preconditions.
+        let lib = match unsafe { libloading::Library::new(name) } {
+            Ok(lib) => lib,
+            Err(e) => {
+                reason = e.to_string();
+                continue;
+            }
+        };
+        return resolve(lib).map_err(|missing| (name.clone(), format!("{name} lacks `{missing}`")));
+    }
+    Err((tried, reason))
+}
+
+fn resolve(lib: libloading::Library) -> Result<Library, &'static str> {
+    fn get<T: Copy>(lib: &libloading::Library, name: &'static str) -> Result<T, &'static str> {
+        let cname = CStr::from_bytes_with_nul(name.as_bytes()).map_err(|_| name)?;
+        // SAFETY: each symbol is looked up with the signature of nvrtc.h's declaration of it.
+        unsafe { lib.get::<T>(cname.to_bytes_with_nul()) }
+            .map(|s| *s)
+            .map_err(|_| name.trim_end_matches('\0'))
+    }
+    Ok(Library {
+        create: get(&lib, "nvrtcCreateProgram\0")?,
+        compile: get(&lib, "nvrtcCompileProgram\0")?,
+        ptx_size: get(&lib, "nvrtcGetPTXSize\0")?,
+        ptx: get(&lib, "nvrtcGetPTX\0")?,
+        log_size: get(&lib, "nvrtcGetProgramLogSize\0")?,
+        log: get(&lib, "nvrtcGetProgramLog\0")?,
+        destroy: get(&lib, "nvrtcDestroyProgram\0")?,
+        version: get(&lib, "nvrtcVersion\0")?,
+        _lib: lib,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_build_in_cudarc_order() {
+        assert!(CompileOptions::default().build().is_empty());
+        let o = CompileOptions {
+            ftz: Some(true),
+            arch: Some("compute_80"),
+            include_paths: vec!["/x".into()],
+            options: vec!["-lineinfo".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            o.build(),
+            [
+                "--ftz=true",
+                "--include-path=/x",
+                "--gpu-architecture=compute_80",
+                "-lineinfo"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error() {
+        let err = load_from(&["/nonexistent/libnvrtc.so.13".to_string()])
+            .err()
+            .expect("no such library");
+        assert!(err.0.contains("/nonexistent/libnvrtc.so.13"), "{err:?}");
+        let shown = CompileError::LibraryNotFound {
+            tried: err.0,
+            reason: err.1,
+        }
+        .to_string();
+        assert!(shown.contains("CUDRV_LIBNVRTC"), "{shown}");
+    }
+
+    #[test]
+    fn ptx_from_str_round_trips() {
+        let p: Ptx = "abc".into();
+        assert_eq!(p.to_src(), "abc");
+        assert!(p.as_bytes().is_none());
+        let img = Ptx(PtxKind::Image(b"xyz\0".to_vec()));
+        assert_eq!(img.to_src(), "xyz");
+    }
+}

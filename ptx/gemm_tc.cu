@@ -1,0 +1,482 @@
+// cudrv module `gemm_tc`: GEMM on tensor cores with mma.sync (sm_80+): f16 / bf16 / tf32 inputs
+// with f32 accumulation, and f64 on the DMMA units (gemm_dmma_*, at the end); fused epilogue.
+//
+// Every kernel computes a ROW-MAJOR problem (the Rust side maps cuBLAS's column-major one onto it:
+// column-major C = op(A) op(B) is row-major D = C^T = op(B)^T op(A)^T, so X = op(B)^T, Y = op(A)^T):
+//
+//   D[r][c] = act(alpha * sum_p X[r][p] * Y[p][c] + beta * D[r][c] + bias[c]),   r < m, c < n, p < k
+//
+//   X[r][p] at x[r * ldx + p] when X is k-contiguous ("xk"), else at x[r + p * ldx]
+//   Y[p][c] at y[c * ldy + p] when Y is k-contiguous ("yk"), else at y[p * ldy + c]
+//   D[r][c] at d[r * ldd + c]
+//
+// Kernel names: gemm_tc_<type>_<tile>_<opA><opB> with the cuBLAS (column-major) ops:
+//   xk = (opB == 'n'), yk = (opA == 't').  <type>: f16, bf16, tf32 (f32 storage, tf32 math).
+//   <tile>: l = 128x128, 4 warps (2 x 2) of 64x64, 4 stages; s = 64x64, 4 warps of 32x32, 4 stages.
+//   (A 128x256 tile of 8 warps, 3 stages, measured 10-15% slower than l on the H100 and was
+//   removed; the template takes any BM, BN, WM, WN, STAGES with the static_asserts holding.)
+//
+// Launch contract:
+//   block = (32 * WM * WN, 1, 1) = (128, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1)
+//   (batch <= 65535); dynamic shared memory = STAGES * 80 * (BM + BN) bytes (l: 81920, s: 40960;
+//   l needs the opt-in above 48 KiB).
+//   x, y, d, bias 16-byte aligned; ldx, ldy, sx, sy multiples of 16 / sizeof(T) (cp.async moves 16
+//   bytes at a time; partial chunks at the matrix edges are zero-filled by cp.async's src-size).
+//   beta == 0: D is not read (NaN in D does not propagate), as in cuBLAS. bias == 0: no bias.
+//   act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh.
+//   k == 0 is allowed (D = act(beta * D + bias)). m, n >= 1.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+struct GemmParams {
+    unsigned long long x, y, d, bias;
+    long long m, n, k;
+    long long ldx, ldy, ldd;
+    long long sx, sy, sd;
+    double alpha, beta;
+    int act;
+    int batch;
+};
+
+enum : int { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SIGMOID = 3, ACT_TANH = 4 };
+
+__device__ __forceinline__ float activate(float v, int act) {
+    switch (act) {
+    case ACT_RELU: return v < 0.f ? 0.f : v;
+    case ACT_GELU: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    case ACT_SIGMOID: return 1.f / (1.f + expf(-v));
+    case ACT_TANH: return tanhf(v);
+    default: return v;
+    }
+}
+
+__device__ __forceinline__ double activate(double v, int act) {
+    switch (act) {
+    case ACT_RELU: return v < 0.0 ? 0.0 : v;
+    case ACT_GELU: return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
+    case ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
+    case ACT_TANH: return tanh(v);
+    default: return v;
+    }
+}
+
+template <typename T> struct Tc;
+template <> struct Tc<__half> {
+    enum { KSTEP = 16, B16 = 1 };
+    static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+template <> struct Tc<__nv_bfloat16> {
+    enum { KSTEP = 16, B16 = 1 };
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+template <> struct Tc<float> {
+    enum { KSTEP = 8, B16 = 0 };
+    static __device__ __forceinline__ float to_f(float v) { return v; }
+    static __device__ __forceinline__ float from_f(float v) { return v; }
+    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+
+__device__ __forceinline__ unsigned to_tf32(unsigned bits) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
+    return r;
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned r[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned r[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// Copies a tile of `outer` rows x `inner` contiguous elements into shared memory (row stride
+// `SLD` elements) with 16-byte cp.async; rows >= outer_lim or elements >= inner_lim read as zero.
+template <typename T, int OUTER, int INNER, int SLD, int NT>
+__device__ __forceinline__ void load_tile(unsigned sdst, const T* g, long long ld, long long outer0,
+                                          long long outer_lim, long long inner0, long long inner_lim, int tid) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CPR = INNER / VEC;
+    constexpr int CH = OUTER * CPR;
+    static_assert(CH % NT == 0, "tile chunks must divide among the threads");
+#pragma unroll
+    for (int it = 0; it < CH / NT; ++it) {
+        const int i = tid + it * NT;
+        const int o = i / CPR, c = (i % CPR) * VEC;
+        const long long go = outer0 + o, gi = inner0 + c;
+        int bytes = 0;
+        const T* src = g;
+        if (go < outer_lim && gi < inner_lim) {
+            const long long rem = inner_lim - gi;
+            bytes = (rem >= VEC ? VEC : (int)rem) * (int)sizeof(T);
+            src = g + go * ld + gi;
+        }
+        cp_async16(sdst + (unsigned)((o * SLD + c) * (int)sizeof(T)), src, bytes);
+    }
+}
+
+template <typename T, int BM, int BN, int WM, int WN, int STAGES, bool XK, bool YK>
+__device__ __forceinline__ void gemm_tc(const GemmParams& p) {
+    constexpr int NT = WM * WN * 32;
+    constexpr int SZ = sizeof(T);
+    constexpr int BK = 64 / SZ;
+    constexpr int KSTEP = Tc<T>::KSTEP;
+    constexpr bool B16 = Tc<T>::B16;
+    constexpr int LDK = BK + 16 / SZ;  // k-contiguous tiles: [rows][BK + 16 bytes]
+    constexpr int LDXM = BM + 8;       // m-contiguous X tile: [BK][BM + 8]
+    constexpr int LDYN = BN + 8;       // n-contiguous Y tile: [BK][BN + 8]
+    constexpr int XS_BYTES = 80 * BM;  // >= both layouts' sizes (see the launch contract)
+    constexpr int STAGE_BYTES = 80 * (BM + BN);
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MI = WTM / 16, NI = WTN / 8;
+    static_assert(NI % 2 == 0, "B fragments are loaded two n-blocks at a time");
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const long long bz = blockIdx.y;
+    const T* X = reinterpret_cast<const T*>(p.x) + bz * p.sx;
+    const T* Y = reinterpret_cast<const T*>(p.y) + bz * p.sy;
+    T* D = reinterpret_cast<T*>(p.d) + bz * p.sd;
+
+    // Grouped rasterisation: 8 row-tiles share their column tiles in L2.
+    const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
+    const int tile = blockIdx.x;
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    const int tm = first_m + (tile % per_group) % gsize;
+    const int tn = (tile % per_group) / gsize;
+    const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
+
+    const unsigned sbase = smem_addr(smem);
+    auto load_stage = [&](int stage, int kt) {
+        const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_BYTES;
+        const long long k0 = (long long)kt * BK;
+        if (XK)
+            load_tile<T, BM, BK, LDK, NT>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
+        else
+            load_tile<T, BK, BM, LDXM, NT>(xs, X, p.ldx, k0, p.k, m0, p.m, tid);
+        if (YK)
+            load_tile<T, BN, BK, LDK, NT>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
+        else
+            load_tile<T, BK, BN, LDYN, NT>(ys, Y, p.ldy, k0, p.k, n0, p.n, tid);
+    };
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    const int KT = (int)((p.k + BK - 1) / BK);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    const int g = lane >> 2, t = lane & 3, lr = lane & 7, lj = lane >> 3;
+    for (int kt = 0; kt < KT; ++kt) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < KT) load_stage(nk % STAGES, nk);
+            cp_async_commit();
+        }
+        const unsigned xs = sbase + (kt % STAGES) * STAGE_BYTES, ys = xs + XS_BYTES;
+        const float* xsf = reinterpret_cast<const float*>(smem + (kt % STAGES) * STAGE_BYTES);
+        const float* ysf = reinterpret_cast<const float*>(smem + (kt % STAGES) * STAGE_BYTES + XS_BYTES);
+#pragma unroll
+        for (int kk = 0; kk < BK / KSTEP; ++kk) {
+            const int kb = kk * KSTEP;
+            unsigned af[MI][4], bfr[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                const int mr = wm * WTM + mi * 16;
+                if (XK) {
+                    const int r = mr + lr + (lj & 1) * 8, c = kb + (lj >> 1) * (KSTEP / 2);
+                    ldsm_x4(af[mi], xs + (r * LDK + c) * SZ);
+                    if (!B16)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) af[mi][e] = to_tf32(af[mi][e]);
+                } else if (B16) {
+                    const int kr = kb + lr + (lj >> 1) * 8, mc = mr + (lj & 1) * 8;
+                    ldsm_x4_t(af[mi], xs + (kr * LDXM + mc) * SZ);
+                } else {
+                    af[mi][0] = to_tf32(__float_as_uint(xsf[(kb + t) * LDXM + mr + g]));
+                    af[mi][1] = to_tf32(__float_as_uint(xsf[(kb + t) * LDXM + mr + g + 8]));
+                    af[mi][2] = to_tf32(__float_as_uint(xsf[(kb + t + 4) * LDXM + mr + g]));
+                    af[mi][3] = to_tf32(__float_as_uint(xsf[(kb + t + 4) * LDXM + mr + g + 8]));
+                }
+            }
+#pragma unroll
+            for (int ni = 0; ni < NI; ni += 2) {
+                const int nc = wn * WTN + ni * 8;
+                if (YK || B16) {
+                    unsigned r4[4];
+                    if (YK) {
+                        const int r = nc + lr + (lj >> 1) * 8, c = kb + (lj & 1) * (KSTEP / 2);
+                        ldsm_x4(r4, ys + (r * LDK + c) * SZ);
+                    } else {
+                        const int kr = kb + lr + (lj & 1) * 8, c = nc + (lj >> 1) * 8;
+                        ldsm_x4_t(r4, ys + (kr * LDYN + c) * SZ);
+                    }
+                    bfr[ni][0] = r4[0];
+                    bfr[ni][1] = r4[1];
+                    bfr[ni + 1][0] = r4[2];
+                    bfr[ni + 1][1] = r4[3];
+                    if (!B16) {
+                        bfr[ni][0] = to_tf32(bfr[ni][0]);
+                        bfr[ni][1] = to_tf32(bfr[ni][1]);
+                        bfr[ni + 1][0] = to_tf32(bfr[ni + 1][0]);
+                        bfr[ni + 1][1] = to_tf32(bfr[ni + 1][1]);
+                    }
+                } else {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        bfr[ni + h][0] = to_tf32(__float_as_uint(ysf[(kb + t) * LDYN + nc + h * 8 + g]));
+                        bfr[ni + h][1] = to_tf32(__float_as_uint(ysf[(kb + t + 4) * LDYN + nc + h * 8 + g]));
+                    }
+                }
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) Tc<T>::mma(acc[mi][ni], af[mi], bfr[ni]);
+        }
+    }
+    cp_async_wait<0>();
+
+    // Epilogue: the accumulators go through shared memory (free once the last stage is read), one
+    // warp-row (WTM rows of the tile) at a time; then one rolled loop applies alpha, beta * D, bias
+    // and the activation with coalesced accesses to D.
+    constexpr int LDC = BN + 4;
+    static_assert(WTM * LDC * 4 <= STAGES * STAGE_BYTES, "a warp-row of the C tile must fit in the stages");
+    __syncthreads();
+    float* cs = reinterpret_cast<float*>(smem);
+    const float alpha = (float)p.alpha, beta = (float)p.beta;
+    const T* bias = reinterpret_cast<const T*>(p.bias);
+    const int cols = (int)min((long long)BN, p.n - n0);
+#pragma unroll 1
+    for (int pass = 0; pass < WM; ++pass) {
+        if (wm == pass) {
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = mi * 16 + g + h * 8, c = wn * WTN + ni * 8 + 2 * t;
+                        *reinterpret_cast<float2*>(cs + r * LDC + c) =
+                            make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+                    }
+        }
+        __syncthreads();
+        const long long rbase = m0 + pass * WTM;
+        const int rows = (int)max(0LL, min((long long)WTM, p.m - rbase));
+#pragma unroll 1
+        for (int i = tid; i < WTM * BN; i += NT) {
+            const int r = i / BN, c = i % BN;
+            if (r >= rows || c >= cols) continue;
+            float v = alpha * cs[r * LDC + c];
+            T* dp = D + (rbase + r) * p.ldd + (n0 + c);
+            if (beta != 0.f) v += beta * Tc<T>::to_f(*dp);
+            if (bias) v += Tc<T>::to_f(bias[n0 + c]);
+            if (p.act) v = activate(v, p.act);
+            *dp = Tc<T>::from_f(v);
+        }
+        __syncthreads();
+    }
+}
+
+#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, XK, YK)                                                  \
+    extern "C" __global__ void __launch_bounds__(WM * WN * 32) NAME(GemmParams p) {                     \
+        gemm_tc<T, BM, BN, WM, WN, ST, XK, YK>(p);                                                     \
+    }
+// <opA><opB>: xk = (opB == n), yk = (opA == t)
+#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST)                                                   \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, true, false)                            \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, false, false)                           \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, true, true)                             \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, false, true)
+#define GEMM_TC_TILES(TN, T)                                                                           \
+    GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4)                                                           \
+    GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4)
+
+GEMM_TC_TILES(f16, __half)
+GEMM_TC_TILES(bf16, __nv_bfloat16)
+GEMM_TC_TILES(tf32, float)
+
+// ---------------------------------------------------------------------------------------------
+// f64 on the DMMA tensor cores: mma.sync m8n8k4 (sm_80+), f64 accumulation.
+//   gemm_dmma_f64_s_<opA><opB>: 64 x 64 block tile, 4 warps (2 x 2) of 32 x 32, BK = 16, 3 stages.
+//   block = (128, 1, 1); dynamic shared memory = 3 * 20480 = 61440 bytes (needs the opt-in).
+//   x, y 16-byte aligned; ldx, ldy (and sx, sy) even. Fragments (PTX ISA, m8n8k4 .f64):
+//   a0 = X[g][t], b0 = Y[t][g], c0, c1 = D[g][2t], D[g][2t+1] with g = lane / 4, t = lane % 4.
+//   Shared tiles are padded by 4 doubles per row: the 64-bit fragment reads of each half-warp
+//   then hit 16 distinct bank pairs.
+__device__ __forceinline__ void dmma(double c[2], double a, double b) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                 : "+d"(c[0]), "+d"(c[1])
+                 : "d"(a), "d"(b));
+}
+
+template <int BM, int BN, int WM, int WN, int STAGES, bool XK, bool YK>
+__device__ __forceinline__ void gemm_dmma(const GemmParams& p) {
+    constexpr int NT = WM * WN * 32;
+    constexpr int BK = 16, LDK = BK + 4, LDXM = BM + 4, LDYN = BN + 4;
+    constexpr int XS_ELEMS = BM * LDK > BK * LDXM ? BM * LDK : BK * LDXM;
+    constexpr int YS_ELEMS = BN * LDK > BK * LDYN ? BN * LDK : BK * LDYN;
+    constexpr int STAGE_BYTES = (XS_ELEMS + YS_ELEMS) * 8;
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MI = WTM / 8, NI = WTN / 8;
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const long long bz = blockIdx.y;
+    const double* X = reinterpret_cast<const double*>(p.x) + bz * p.sx;
+    const double* Y = reinterpret_cast<const double*>(p.y) + bz * p.sy;
+    double* D = reinterpret_cast<double*>(p.d) + bz * p.sd;
+
+    const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
+    const int tile = blockIdx.x;
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    const int tm = first_m + (tile % per_group) % gsize;
+    const int tn = (tile % per_group) / gsize;
+    const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
+
+    const unsigned sbase = smem_addr(smem);
+    auto load_stage = [&](int stage, int kt) {
+        const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_ELEMS * 8;
+        const long long k0 = (long long)kt * BK;
+        if (XK)
+            load_tile<double, BM, BK, LDK, NT>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
+        else
+            load_tile<double, BK, BM, LDXM, NT>(xs, X, p.ldx, k0, p.k, m0, p.m, tid);
+        if (YK)
+            load_tile<double, BN, BK, LDK, NT>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
+        else
+            load_tile<double, BK, BN, LDYN, NT>(ys, Y, p.ldy, k0, p.k, n0, p.n, tid);
+    };
+
+    double acc[MI][NI][2];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
+
+    const int KT = (int)((p.k + BK - 1) / BK);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();
+    }
+    const int g = lane >> 2, t = lane & 3;
+    for (int kt = 0; kt < KT; ++kt) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < KT) load_stage(nk % STAGES, nk);
+            cp_async_commit();
+        }
+        const double* xs = reinterpret_cast<const double*>(smem + (kt % STAGES) * STAGE_BYTES);
+        const double* ys = xs + XS_ELEMS;
+#pragma unroll
+        for (int kk = 0; kk < BK / 4; ++kk) {
+            const int kb = kk * 4;
+            double af[MI], bf[NI];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                const int mr = wm * WTM + mi * 8;
+                af[mi] = XK ? xs[(mr + g) * LDK + kb + t] : xs[(kb + t) * LDXM + mr + g];
+            }
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int nc = wn * WTN + ni * 8;
+                bf[ni] = YK ? ys[(nc + g) * LDK + kb + t] : ys[(kb + t) * LDYN + nc + g];
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) dmma(acc[mi][ni], af[mi], bf[ni]);
+        }
+    }
+    cp_async_wait<0>();
+
+    constexpr int LDC = BN + 2;
+    static_assert(BM * LDC * 8 <= STAGES * STAGE_BYTES, "the C tile must fit in the stages");
+    __syncthreads();
+    double* cs = reinterpret_cast<double*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+            const int r = wm * WTM + mi * 8 + g, c = wn * WTN + ni * 8 + 2 * t;
+            *reinterpret_cast<double2*>(cs + r * LDC + c) = make_double2(acc[mi][ni][0], acc[mi][ni][1]);
+        }
+    __syncthreads();
+    const double alpha = p.alpha, beta = p.beta;
+    const double* bias = reinterpret_cast<const double*>(p.bias);
+    const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
+#pragma unroll 1
+    for (int i = tid; i < BM * BN; i += NT) {
+        const int r = i / BN, c = i % BN;
+        if (r >= rows || c >= cols) continue;
+        double v = alpha * cs[r * LDC + c];
+        double* dp = D + (m0 + r) * p.ldd + (n0 + c);
+        if (beta != 0.0) v += beta * *dp;
+        if (bias) v += bias[n0 + c];
+        if (p.act) v = activate(v, p.act);
+        *dp = v;
+    }
+}
+
+#define GEMM_DMMA(NAME, XK, YK)                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) NAME(GemmParams p) { gemm_dmma<64, 64, 2, 2, 3, XK, YK>(p); }
+GEMM_DMMA(gemm_dmma_f64_s_nn, true, false)
+GEMM_DMMA(gemm_dmma_f64_s_nt, false, false)
+GEMM_DMMA(gemm_dmma_f64_s_tn, true, true)
+GEMM_DMMA(gemm_dmma_f64_s_tt, false, true)

@@ -1,0 +1,798 @@
+//! GEMM: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, plain and strided-batched.
+
+use std::fmt::Debug;
+use std::mem::size_of;
+
+use super::{batched_span, span, Activation, Layout, MathMode, Transpose};
+use crate::error::{bail_invalid, Result};
+use crate::launch::LaunchConfig;
+use crate::memory::{use_on, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::stream::Stream;
+
+/// Element types GEMM is built for: `f32`, `f64`, `half::f16`, `half::bf16`.
+pub trait GemmType: DeviceRepr + Send + Sync + super::sealed::Sealed {
+    /// The type of `alpha` and `beta`: `f64` for `f64`, `f32` for the others.
+    type Scalar: Copy + Debug + PartialEq + Into<f64> + From<u8> + Send + Sync + 'static;
+    /// The kernel-name part of the type.
+    const NAME: &'static str;
+    /// Whether the type runs on the tensor-core kernels (f32 only with [`MathMode::Tf32`]).
+    const TENSOR_CORES: bool;
+}
+impl GemmType for f32 {
+    type Scalar = f32;
+    const NAME: &'static str = "f32";
+    const TENSOR_CORES: bool = false;
+}
+impl GemmType for f64 {
+    type Scalar = f64;
+    const NAME: &'static str = "f64";
+    const TENSOR_CORES: bool = true;
+}
+impl GemmType for half::f16 {
+    type Scalar = f32;
+    const NAME: &'static str = "f16";
+    const TENSOR_CORES: bool = true;
+}
+impl GemmType for half::bf16 {
+    type Scalar = f32;
+    const NAME: &'static str = "bf16";
+    const TENSOR_CORES: bool = true;
+}
+
+/// Which kernel family a [`Gemm`] runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Kernel {
+    /// Chosen by type, math mode, shape, alignment and compute capability.
+    #[default]
+    Auto,
+    /// The general CUDA-core kernel (any shape, leading dimension and alignment).
+    Simt,
+    /// The tensor-core kernel; an error when the operands do not meet its alignment rules or the
+    /// type has no tensor-core path (f64, or f32 without [`MathMode::Tf32`]).
+    TensorCore,
+}
+
+/// The block tile of a [`Gemm`] (a tuning knob; [`Tile::Auto`] picks by shape).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Tile {
+    /// Chosen from the problem size and the number of multiprocessors.
+    #[default]
+    Auto,
+    /// 64 x 64 (every kernel family).
+    Small,
+    /// 128 x 128 (tensor cores: 4 warps; f32 CUDA cores: 8 x 8 per thread; the f64, f16 and bf16
+    /// CUDA-core kernels and the f64 DMMA kernel have no large tile and use 64 x 64).
+    Large,
+}
+
+/// The kernels' parameter block (`struct GemmParams` in ptx/gemm_tc.cu and ptx/gemm_simt.cu).
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+struct GemmParams {
+    x: u64,
+    y: u64,
+    d: u64,
+    bias: u64,
+    m: i64,
+    n: i64,
+    k: i64,
+    ldx: i64,
+    ldy: i64,
+    ldd: i64,
+    sx: i64,
+    sy: i64,
+    sd: i64,
+    alpha: f64,
+    beta: f64,
+    act: i32,
+    batch: i32,
+}
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then two
+// i32s: no padding); every bit pattern is valid.
+unsafe impl DeviceRepr for GemmParams {}
+
+/// Most grid.y a launch uses (the batch index); larger batches take several launches.
+const MAX_BATCH_PER_LAUNCH: usize = 65535;
+/// Tensor-core pipeline depth (the kernels' STAGES).
+const TC_STAGES: u32 = 4;
+
+/// A GEMM description: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, built with
+/// [`Gemm::new`] and the setters, run with [`Gemm::run`] or [`Gemm::run_with_bias`].
+///
+/// `op(A)` is `m x k`, `op(B)` is `k x n`, `C` is `m x n`. Leading dimensions default to the
+/// tightest (the stored rows for column-major, the stored columns for row-major). With
+/// `beta == 0`, `C` is not read (as in cuBLAS: NaN in `C` does not propagate); with `alpha == 0`
+/// or `k == 0`, `A` and `B` are not read. The bias (see [`Gemm::run_with_bias`]) has one element per
+/// row of `C` (column-major) or per column of `C` (row-major): the `nn.Linear` convention.
+#[derive(Copy, Clone, Debug)]
+pub struct Gemm<S> {
+    trans_a: Transpose,
+    trans_b: Transpose,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: S,
+    beta: S,
+    ld: [Option<usize>; 3],
+    layout: Layout,
+    batch: usize,
+    strides: [usize; 3],
+    math: MathMode,
+    activation: Activation,
+    kernel: Kernel,
+    tile: Tile,
+}
+
+impl<S: Copy + From<u8>> Gemm<S> {
+    /// `C = op(A) * op(B)` (alpha 1, beta 0), column-major, tight leading dimensions, one batch.
+    pub fn new(trans_a: Transpose, trans_b: Transpose, m: usize, n: usize, k: usize) -> Self {
+        Gemm {
+            trans_a,
+            trans_b,
+            m,
+            n,
+            k,
+            alpha: S::from(1),
+            beta: S::from(0),
+            ld: [None; 3],
+            layout: Layout::ColMajor,
+            batch: 1,
+            strides: [0; 3],
+            math: MathMode::Exact,
+            activation: Activation::None,
+            kernel: Kernel::Auto,
+            tile: Tile::Auto,
+        }
+    }
+
+    /// Sets `alpha`.
+    pub fn alpha(mut self, alpha: S) -> Self {
+        self.alpha = alpha;
+        self
+    }
+
+    /// Sets `beta`.
+    pub fn beta(mut self, beta: S) -> Self {
+        self.beta = beta;
+        self
+    }
+
+    /// Sets the leading dimensions of A, B and C.
+    pub fn ld(mut self, lda: usize, ldb: usize, ldc: usize) -> Self {
+        self.ld = [Some(lda), Some(ldb), Some(ldc)];
+        self
+    }
+
+    /// Sets the storage order of all three matrices.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Makes it a strided batch: matrix `i` of A starts at element `i * stride_a`, and so on.
+    /// A and B strides may be 0 (one matrix shared by every product); C's must keep the outputs
+    /// apart.
+    pub fn batched(mut self, batch: usize, stride_a: usize, stride_b: usize, stride_c: usize) -> Self {
+        self.batch = batch;
+        self.strides = [stride_a, stride_b, stride_c];
+        self
+    }
+
+    /// Sets the math mode (only f32 reads it).
+    pub fn math(mut self, math: MathMode) -> Self {
+        self.math = math;
+        self
+    }
+
+    /// Sets the epilogue's activation.
+    pub fn activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self
+    }
+
+    /// Forces a kernel family (tests and benches); [`Kernel::Auto`] by default.
+    pub fn kernel(mut self, kernel: Kernel) -> Self {
+        self.kernel = kernel;
+        self
+    }
+
+    /// Forces a block tile (tests and benches); [`Tile::Auto`] by default.
+    pub fn tile(mut self, tile: Tile) -> Self {
+        self.tile = tile;
+        self
+    }
+}
+
+/// The validated problem in the kernels' row-major form (see ptx/gemm_tc.cu).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Plan {
+    /// Kernel-name suffix: the column-major ops of A and B.
+    pub ops: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// X = column-major op(B) source, Y = column-major op(A) source, D = C.
+    pub ldx: usize,
+    pub ldy: usize,
+    pub ldd: usize,
+    pub sx: usize,
+    pub sy: usize,
+    pub sd: usize,
+    /// Whether the X and Y operands are swapped relative to the caller's A and B.
+    pub swapped: bool,
+}
+
+/// Checks one operand: stored `rows x cols` in `layout`, leading dimension `ld`, `len` elements.
+fn check_operand(
+    what: &str,
+    layout: Layout,
+    (rows, cols): (usize, usize),
+    ld: usize,
+    len: usize,
+    batch: usize,
+    stride: usize,
+) -> Result<()> {
+    let (inner, outer, dim) = match layout {
+        Layout::ColMajor => (rows, cols, "rows"),
+        Layout::RowMajor => (cols, rows, "columns"),
+    };
+    if ld < inner.max(1) {
+        bail_invalid!("gemm: ld{what} = {ld} is less than the {dim} of {what} ({inner}, stored {rows} x {cols})");
+    }
+    let one = span(inner, outer, ld)
+        .ok_or_else(|| crate::error::invalid(format_args!("gemm: {what} ({rows} x {cols}, ld {ld}) overflows")))?;
+    let need = batched_span(one, batch, stride).ok_or_else(|| {
+        crate::error::invalid(format_args!("gemm: {what} batch ({batch} x stride {stride}) overflows"))
+    })?;
+    if len < need {
+        if batch > 1 {
+            bail_invalid!(
+                "gemm: {what} has {len} elements; {batch} matrices of {rows} x {cols} (ld {ld}) with stride {stride} need {need}"
+            );
+        }
+        bail_invalid!("gemm: {what} has {len} elements; {rows} x {cols} with ld {ld} needs {need}");
+    }
+    if i64::try_from(need).is_err() {
+        bail_invalid!("gemm: {what} spans {need} elements, more than the kernels index");
+    }
+    Ok(())
+}
+
+impl<S: Copy + Into<f64>> Gemm<S> {
+    fn lds(&self) -> [usize; 3] {
+        let dims = self.stored_dims();
+        let tight = |(r, c): (usize, usize)| match self.layout {
+            Layout::ColMajor => r.max(1),
+            Layout::RowMajor => c.max(1),
+        };
+        [
+            self.ld[0].unwrap_or(tight(dims[0])),
+            self.ld[1].unwrap_or(tight(dims[1])),
+            self.ld[2].unwrap_or(tight(dims[2])),
+        ]
+    }
+
+    /// (rows, cols) of stored A, B and C.
+    fn stored_dims(&self) -> [(usize, usize); 3] {
+        let a = match self.trans_a {
+            Transpose::N => (self.m, self.k),
+            Transpose::T => (self.k, self.m),
+        };
+        let b = match self.trans_b {
+            Transpose::N => (self.k, self.n),
+            Transpose::T => (self.n, self.k),
+        };
+        [a, b, (self.m, self.n)]
+    }
+
+    /// Validates against buffer lengths (A, B, C, bias) and returns the kernels' problem.
+    pub(crate) fn plan(&self, lens: [usize; 3], bias_len: Option<usize>) -> Result<Plan> {
+        let lds = self.lds();
+        let dims = self.stored_dims();
+        let batch = self.batch;
+        let [sa, sb, sc] = self.strides;
+        check_operand("A", self.layout, dims[0], lds[0], lens[0], batch, sa)?;
+        check_operand("B", self.layout, dims[1], lds[1], lens[1], batch, sb)?;
+        check_operand("C", self.layout, dims[2], lds[2], lens[2], batch, sc)?;
+        if batch > 1 && self.m > 0 && self.n > 0 {
+            let one_c = span(
+                if self.layout == Layout::ColMajor {
+                    self.m
+                } else {
+                    self.n
+                },
+                if self.layout == Layout::ColMajor {
+                    self.n
+                } else {
+                    self.m
+                },
+                lds[2],
+            )
+            .unwrap_or(usize::MAX);
+            if sc < one_c {
+                bail_invalid!(
+                    "gemm: stride_c = {sc} is less than one C matrix ({one_c} elements): the outputs would overlap"
+                );
+            }
+        }
+        if let Some(bl) = bias_len {
+            let need = match self.layout {
+                Layout::ColMajor => self.m,
+                Layout::RowMajor => self.n,
+            };
+            if bl < need {
+                bail_invalid!("gemm: bias has {bl} elements; it needs one per row of C ({need})");
+            }
+        }
+        // The kernels' problem: row-major D = X * Y.
+        // Column-major C (m x n) = op(A) op(B)  ->  D = C^T = op(B)^T op(A)^T: X from B, Y from A.
+        // Row-major C (m x n) = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, i.e. the
+        // column-major problem (ops of B, A; n, m; B, A), whose kernel form is X from A, Y from B.
+        let plan = match self.layout {
+            Layout::ColMajor => Plan {
+                ops: format!("{}{}", self.trans_a.letter(), self.trans_b.letter()),
+                m: self.n,
+                n: self.m,
+                k: self.k,
+                ldx: lds[1],
+                ldy: lds[0],
+                ldd: lds[2],
+                sx: sb,
+                sy: sa,
+                sd: sc,
+                swapped: true,
+            },
+            Layout::RowMajor => Plan {
+                ops: format!("{}{}", self.trans_b.letter(), self.trans_a.letter()),
+                m: self.m,
+                n: self.n,
+                k: self.k,
+                ldx: lds[0],
+                ldy: lds[1],
+                ldd: lds[2],
+                sx: sa,
+                sy: sb,
+                sd: sc,
+                swapped: false,
+            },
+        };
+        Ok(plan)
+    }
+
+    /// Runs `C = act(alpha * op(A) * op(B) + beta * C)`.
+    pub fn run<T: GemmType<Scalar = S>>(
+        &self,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        c: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        self.launch(a, b, None, c)
+    }
+
+    /// Runs `C = act(alpha * op(A) * op(B) + beta * C + bias)`, the bias broadcast along the
+    /// rows of C (column-major: `bias[i]` is added to row `i`, length >= m; row-major: to column
+    /// `j`, length >= n).
+    pub fn run_with_bias<T: GemmType<Scalar = S>>(
+        &self,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        bias: &impl DeviceSlice<T>,
+        c: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        self.launch(a, b, Some((bias.device_ptr(), bias.len(), bias)), c)
+    }
+
+    fn launch<T: GemmType<Scalar = S>>(
+        &self,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        bias: Option<(u64, usize, &dyn DeviceSlice<T>)>,
+        c: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        let plan = self.plan([a.len(), b.len(), c.len()], bias.map(|b| b.1))?;
+        if self.m == 0 || self.n == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        let stream = c.stream().clone();
+        let alpha: f64 = self.alpha.into();
+        let (xp, yp) = if plan.swapped {
+            (b.device_ptr(), a.device_ptr())
+        } else {
+            (a.device_ptr(), b.device_ptr())
+        };
+        let params = GemmParams {
+            x: xp,
+            y: yp,
+            d: c.device_ptr(),
+            bias: bias.map_or(0, |b| b.0),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            // alpha == 0: A and B are not read (cuBLAS semantics).
+            k: if alpha == 0.0 { 0 } else { plan.k as i64 },
+            ldx: plan.ldx as i64,
+            ldy: plan.ldy as i64,
+            ldd: plan.ldd as i64,
+            sx: plan.sx as i64,
+            sy: plan.sy as i64,
+            sd: plan.sd as i64,
+            alpha,
+            beta: self.beta.into(),
+            act: self.activation.code(),
+            batch: 0,
+        };
+        // Every check (including the kernel choice) comes before anything is queued.
+        let choice = choose::<T, S>(self, &plan, &params, &stream)?;
+        use_on(a, &stream)?;
+        use_on(b, &stream)?;
+        if let Some((_, _, bias)) = bias {
+            use_on(bias, &stream)?;
+        }
+        run_kernel::<T>(&stream, &choice, params, self.batch)
+    }
+}
+
+/// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Choice {
+    pub name: String,
+    /// Block tile (rows, columns) of the kernels' row-major D.
+    pub tile: (usize, usize),
+    pub smem: u32,
+    pub threads: u32,
+}
+
+fn tiles(m: usize, n: usize, tile: usize) -> usize {
+    m.div_ceil(tile) * n.div_ceil(tile)
+}
+
+fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
+    m.div_ceil(bm) * n.div_ceil(bn)
+}
+
+/// Whether the tensor-core kernels can load these operands (16-byte cp.async).
+fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
+    params.x % 16 == 0
+        && params.y % 16 == 0
+        && params.ldx % vec == 0
+        && params.ldy % vec == 0
+        && (batch <= 1 || (params.sx % vec == 0 && params.sy % vec == 0))
+}
+
+#[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests
+pub(crate) fn choose_kernel(
+    type_name: &str,
+    tensor_type: bool,
+    math: MathMode,
+    forced: Kernel,
+    tile: Tile,
+    plan: &Plan,
+    aligned: bool,
+    cc: (u32, u32),
+    sms: usize,
+    batch: usize,
+) -> Result<Choice> {
+    let tc_name = match (type_name, math) {
+        ("f32", MathMode::Tf32) => Some("tf32"),
+        (t, _) if tensor_type => Some(t),
+        _ => None,
+    };
+    let use_tc = match forced {
+        Kernel::TensorCore => {
+            let Some(_) = tc_name else {
+                bail_invalid!("gemm: {type_name} has no tensor-core kernel with {math:?} math");
+            };
+            if !aligned {
+                bail_invalid!(
+                    "gemm: the tensor-core kernel needs 16-byte aligned A and B and leading dimensions / strides that are multiples of 16 bytes"
+                );
+            }
+            if cc < (8, 0) {
+                bail_invalid!(
+                    "gemm: the tensor-core kernel needs compute capability 8.0, not {}.{}",
+                    cc.0,
+                    cc.1
+                );
+            }
+            true
+        }
+        Kernel::Simt => false,
+        Kernel::Auto => tc_name.is_some() && aligned && cc >= (8, 0),
+    };
+    let big = tiles(plan.m, plan.n, 128).saturating_mul(batch) >= sms;
+    let tile = match tile {
+        Tile::Auto if big => Tile::Large,
+        Tile::Auto => Tile::Small,
+        t => t,
+    };
+    if use_tc && type_name == "f64" {
+        // One DMMA configuration: 64 x 64, 4 warps, 3 stages of 20480 bytes.
+        Ok(Choice {
+            name: format!("gemm_dmma_f64_s_{}", plan.ops),
+            tile: (64, 64),
+            smem: 3 * 20480,
+            threads: 128,
+        })
+    } else if use_tc {
+        let t = tc_name.unwrap_or("f16");
+        let (size, tile, smem) = match tile {
+            Tile::Large => ('l', (128, 128), TC_STAGES * 80 * 256),
+            _ => ('s', (64, 64), TC_STAGES * 80 * 128),
+        };
+        Ok(Choice {
+            name: format!("gemm_tc_{t}_{size}_{}", plan.ops),
+            tile,
+            smem,
+            threads: 128,
+        })
+    } else {
+        let large = type_name == "f32" && tile == Tile::Large;
+        let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
+        Ok(Choice {
+            name: format!("gemm_simt_{type_name}_{size}_{}", plan.ops),
+            tile,
+            smem: 0,
+            threads: 256,
+        })
+    }
+}
+
+fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Choice> {
+    let vec = match (T::NAME, g.math) {
+        ("f32", _) => 4,
+        _ => (16 / size_of::<T>()) as i64,
+    };
+    let ctx = stream.context();
+    choose_kernel(
+        T::NAME,
+        T::TENSOR_CORES,
+        g.math,
+        g.kernel,
+        g.tile,
+        plan,
+        tc_aligned(params, vec, g.batch),
+        ctx.compute_capability(),
+        ctx.limits().multiprocessor_count as usize,
+        g.batch,
+    )
+}
+
+fn run_kernel<T: GemmType>(stream: &Stream, choice: &Choice, params: GemmParams, batch: usize) -> Result<()> {
+    let f = stream.context().kernel(&choice.name)?;
+    if choice.smem > f.max_dynamic_shared_memory() {
+        f.set_max_dynamic_shared_memory(choice.smem)?;
+    }
+    let (m, n) = (params.m as usize, params.n as usize);
+    let grid_x = tiles2(m, n, choice.tile);
+    let Ok(grid_x) = u32::try_from(grid_x) else {
+        bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
+    };
+    if grid_x > i32::MAX as u32 {
+        bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
+    }
+    let threads = choice.threads;
+    let sz = size_of::<T>() as u64;
+    let mut done = 0usize;
+    while done < batch {
+        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+        let mut p = params;
+        p.x += done as u64 * params.sx as u64 * sz;
+        p.y += done as u64 * params.sy as u64 * sz;
+        p.d += done as u64 * params.sd as u64 * sz;
+        p.batch = count as i32;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&p);
+        // SAFETY: the kernel takes one GemmParams by value; `plan` checked that every element the
+        // kernel touches (rows < m, cols < n, depth < k of each of `count` batch entries, at the
+        // leading dimensions and strides given) lies inside A, B, C and the bias.
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (grid_x, count as u32, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: choice.smem,
+            })
+        }?;
+        done += count;
+    }
+    Ok(())
+}
+
+/// cuBLAS-shaped column-major GEMM: `C = alpha * op(A) * op(B) + beta * C`
+/// (`cublas<t>gemm`), with `alpha`/`beta` in f32 for f32/f16/bf16 and f64 for f64; f32 is exact.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm<T: GemmType>(
+    trans_a: Transpose,
+    trans_b: Transpose,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T::Scalar,
+    a: &impl DeviceSlice<T>,
+    lda: usize,
+    b: &impl DeviceSlice<T>,
+    ldb: usize,
+    beta: T::Scalar,
+    c: &mut impl DeviceSliceMut<T>,
+    ldc: usize,
+) -> Result<()> {
+    Gemm::new(trans_a, trans_b, m, n, k)
+        .alpha(alpha)
+        .beta(beta)
+        .ld(lda, ldb, ldc)
+        .run(a, b, c)
+}
+
+/// cuBLAS-shaped strided-batched GEMM (`cublas<t>gemmStridedBatched`): for `i < batch`,
+/// `C_i = alpha * op(A_i) * op(B_i) + beta * C_i` with `A_i` at `a[i * stride_a..]`, and so on.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_strided_batched<T: GemmType>(
+    trans_a: Transpose,
+    trans_b: Transpose,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T::Scalar,
+    a: &impl DeviceSlice<T>,
+    lda: usize,
+    stride_a: usize,
+    b: &impl DeviceSlice<T>,
+    ldb: usize,
+    stride_b: usize,
+    beta: T::Scalar,
+    c: &mut impl DeviceSliceMut<T>,
+    ldc: usize,
+    stride_c: usize,
+    batch: usize,
+) -> Result<()> {
+    Gemm::new(trans_a, trans_b, m, n, k)
+        .alpha(alpha)
+        .beta(beta)
+        .ld(lda, ldb, ldc)
+        .batched(batch, stride_a, stride_b, stride_c)
+        .run(a, b, c)
+}
+
+/// Row-major `C = A * B` with `A` `m x k`, `B` `k x n`, `C` `m x n`, all tightly packed.
+pub fn matmul<T: GemmType>(
+    a: &impl DeviceSlice<T>,
+    b: &impl DeviceSlice<T>,
+    c: &mut impl DeviceSliceMut<T>,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    Gemm::<T::Scalar>::new(Transpose::N, Transpose::N, m, n, k)
+        .layout(Layout::RowMajor)
+        .run(a, b, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(g: &Gemm<f32>, lens: [usize; 3]) -> Result<Plan> {
+        g.plan(lens, None)
+    }
+
+    #[test]
+    fn tight_leading_dimensions_follow_the_layout() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::T, 3, 4, 5);
+        assert_eq!(g.lds(), [3, 4, 3]);
+        let g = g.layout(Layout::RowMajor);
+        assert_eq!(g.lds(), [5, 5, 4]);
+    }
+
+    #[test]
+    fn short_buffers_and_small_leading_dimensions_are_rejected_with_numbers() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 3, 4, 5);
+        assert!(plan(&g, [15, 20, 12]).is_ok());
+        let e = plan(&g, [14, 20, 12]).unwrap_err().to_string();
+        assert!(e.contains("A has 14 elements") && e.contains("needs 15"), "{e}");
+        let e = plan(&g, [15, 20, 11]).unwrap_err().to_string();
+        assert!(e.contains("C has 11 elements"), "{e}");
+        let e = plan(&g.ld(2, 5, 3), [100, 100, 100]).unwrap_err().to_string();
+        assert!(
+            e.contains("ldA = 2") && e.contains("(3,") || e.contains("rows of A (3"),
+            "{e}"
+        );
+        let e = plan(&g.ld(3, 5, 2), [100, 100, 100]).unwrap_err().to_string();
+        assert!(e.contains("ldC = 2"), "{e}");
+        // ld > rows: the last column ends at (cols - 1) * ld + rows.
+        assert!(plan(&g.ld(7, 5, 3), [4 * 7 + 3, 20, 12]).is_ok());
+        assert!(plan(&g.ld(7, 5, 3), [4 * 7 + 2, 20, 12]).is_err());
+    }
+
+    #[test]
+    fn batches_need_room_and_disjoint_outputs() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 2, 2, 2).batched(3, 4, 0, 4);
+        assert!(plan(&g, [12, 4, 12]).is_ok());
+        let e = plan(&g, [11, 4, 12]).unwrap_err().to_string();
+        assert!(e.contains("3 matrices") && e.contains("need 12"), "{e}");
+        let g = g.batched(3, 4, 0, 3);
+        let e = plan(&g, [12, 4, 12]).unwrap_err().to_string();
+        assert!(e.contains("overlap"), "{e}");
+    }
+
+    #[test]
+    fn empty_problems_need_no_memory() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 0, 5, 7);
+        assert!(plan(&g, [0, 35, 0]).is_ok());
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 3, 2, 0);
+        assert!(plan(&g, [0, 0, 6]).is_ok());
+    }
+
+    #[test]
+    fn overflow_is_an_error_not_a_panic() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, usize::MAX / 2, 4, 5);
+        assert!(plan(&g, [1, 1, 1]).is_err());
+    }
+
+    #[test]
+    fn bias_length_is_checked() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 3, 4, 5);
+        assert!(g.plan([15, 20, 12], Some(3)).is_ok());
+        assert!(g.plan([15, 20, 12], Some(2)).is_err());
+        let g = g.layout(Layout::RowMajor);
+        assert!(g.plan([15, 20, 12], Some(3)).is_err());
+        assert!(g.plan([15, 20, 12], Some(4)).is_ok());
+    }
+
+    #[test]
+    fn the_row_major_problem_maps_onto_the_kernels_form() {
+        let g = Gemm::<f32>::new(Transpose::T, Transpose::N, 3, 4, 5);
+        let p = plan(&g, [100, 100, 100]).unwrap();
+        assert_eq!((p.ops.as_str(), p.m, p.n, p.swapped), ("tn", 4, 3, true));
+        let p = plan(&g.layout(Layout::RowMajor), [100, 100, 100]).unwrap();
+        assert_eq!((p.ops.as_str(), p.m, p.n, p.swapped), ("nt", 3, 4, false));
+    }
+
+    #[test]
+    fn dispatch_by_type_alignment_and_size() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096);
+        let p = plan(&g, [1 << 24, 1 << 24, 1 << 24]).unwrap();
+        let c =
+            |t, tc, math, forced, aligned| choose_kernel(t, tc, math, forced, Tile::Auto, &p, aligned, (9, 0), 132, 1);
+        assert_eq!(
+            c("f32", false, MathMode::Exact, Kernel::Auto, true).unwrap().name,
+            "gemm_simt_f32_l_nn"
+        );
+        assert_eq!(
+            c("f32", false, MathMode::Tf32, Kernel::Auto, true).unwrap().name,
+            "gemm_tc_tf32_l_nn"
+        );
+        assert_eq!(
+            c("f32", false, MathMode::Tf32, Kernel::Auto, false).unwrap().name,
+            "gemm_simt_f32_l_nn"
+        );
+        assert_eq!(
+            c("f16", true, MathMode::Exact, Kernel::Auto, true).unwrap().name,
+            "gemm_tc_f16_l_nn"
+        );
+        assert_eq!(
+            c("bf16", true, MathMode::Exact, Kernel::Auto, false).unwrap().name,
+            "gemm_simt_bf16_s_nn"
+        );
+        assert_eq!(
+            c("f64", true, MathMode::Exact, Kernel::Auto, true).unwrap().name,
+            "gemm_dmma_f64_s_nn"
+        );
+        assert_eq!(
+            c("f64", true, MathMode::Exact, Kernel::Auto, false).unwrap().name,
+            "gemm_simt_f64_s_nn"
+        );
+        assert!(c("f32", false, MathMode::Exact, Kernel::TensorCore, true).is_err());
+        assert!(c("f16", true, MathMode::Exact, Kernel::TensorCore, false).is_err());
+        let small = plan(
+            &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),
+            [1 << 20; 3],
+        )
+        .unwrap();
+        let pick = |t, tile, cc| choose_kernel(t, true, MathMode::Exact, Kernel::Auto, tile, &small, true, cc, 132, 1);
+        assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
+        assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
+        let l = pick("bf16", Tile::Large, (9, 0)).unwrap();
+        assert_eq!(
+            (l.name.as_str(), l.tile, l.threads, l.smem),
+            ("gemm_tc_bf16_l_nn", (128, 128), 128, 81920)
+        );
+    }
+}

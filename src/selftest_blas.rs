@@ -1,0 +1,374 @@
+//! The selftest's checks of the bundled BLAS kernels: every GEMM kernel variant (type, kernel
+//! family, tile, op combination) and the GEMV kernels, against an f64 CPU reference.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
+use crate::error::Result;
+use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::selftest::{rel_error, Check, Rng};
+use crate::stream::Stream;
+
+/// Values of a GEMM element type, converted through f64.
+trait Element: GemmType + Copy {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+impl Element for f32 {
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+impl Element for f64 {
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+impl Element for half::f16 {
+    fn from_f64(x: f64) -> Self {
+        half::f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        half::f16::to_f64(self)
+    }
+}
+impl Element for half::bf16 {
+    fn from_f64(x: f64) -> Self {
+        half::bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        half::bf16::to_f64(self)
+    }
+}
+
+fn activate(act: Activation, x: f64) -> f64 {
+    use crate::ops::Activation as Op;
+    match act {
+        Activation::None => x,
+        Activation::Relu => Op::Relu.reference(x),
+        Activation::Gelu => Op::Gelu.reference(x),
+        Activation::Sigmoid => Op::Sigmoid.reference(x),
+        Activation::Tanh => Op::Tanh.reference(x),
+    }
+}
+
+const ACTIVATIONS: [Activation; 5] = [
+    Activation::None,
+    Activation::Relu,
+    Activation::Gelu,
+    Activation::Sigmoid,
+    Activation::Tanh,
+];
+
+/// One column-major GEMM with bias and activation, checked against the CPU; `Err` on a failure
+/// to run, `Ok(error)` otherwise.
+#[allow(clippy::too_many_arguments)]
+fn gemm_case<T: Element>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    (ta, tb): (Transpose, Transpose),
+    (m, n, k): (usize, usize, usize),
+    math: MathMode,
+    kernel: Kernel,
+    tile: Tile,
+    act: Activation,
+) -> Result<f64>
+where
+    T::Scalar: From<f32>,
+{
+    let (ra, ca) = if ta == Transpose::N { (m, k) } else { (k, m) };
+    let (rb, cb) = if tb == Transpose::N { (k, n) } else { (n, k) };
+    let a: Vec<T> = rng
+        .vec::<f64>(ra * ca, -1.0, 1.0)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
+    let b: Vec<T> = rng
+        .vec::<f64>(rb * cb, -1.0, 1.0)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
+    let c0: Vec<T> = rng.vec::<f64>(m * n, -1.0, 1.0).into_iter().map(T::from_f64).collect();
+    let bias: Vec<T> = rng.vec::<f64>(m, -0.5, 0.5).into_iter().map(T::from_f64).collect();
+    let (alpha, beta) = (0.75f32, -0.5f32);
+    let at = |i: usize, p: usize| {
+        if ta == Transpose::N {
+            a[i + p * ra]
+        } else {
+            a[p + i * ra]
+        }
+        .to_f64()
+    };
+    let bt = |p: usize, j: usize| {
+        if tb == Transpose::N {
+            b[p + j * rb]
+        } else {
+            b[j + p * rb]
+        }
+        .to_f64()
+    };
+    let mut want = vec![0.0f64; m * n];
+    for j in 0..n {
+        for i in 0..m {
+            let dot: f64 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
+            let x = alpha as f64 * dot + beta as f64 * c0[i + j * m].to_f64() + bias[i].to_f64();
+            want[i + j * m] = activate(act, x);
+        }
+    }
+    let da = DeviceBuffer::from_slice(stream, &a)?;
+    let db = DeviceBuffer::from_slice(stream, &b)?;
+    let dbias = DeviceBuffer::from_slice(stream, &bias)?;
+    let mut dc = DeviceBuffer::from_slice(stream, &c0)?;
+    Gemm::<T::Scalar>::new(ta, tb, m, n, k)
+        .alpha(T::Scalar::from(alpha))
+        .beta(T::Scalar::from(beta))
+        .math(math)
+        .kernel(kernel)
+        .tile(tile)
+        .activation(act)
+        .run_with_bias(&da, &db, &dbias, &mut dc)?;
+    let got: Vec<f64> = dc.to_vec()?.into_iter().map(T::to_f64).collect();
+    Ok(rel_error(&got, &want))
+}
+
+/// Every variant of one element type's GEMM kernels: `prefix` names them
+/// (`{prefix}_{tile}_{ops}`); `tiles` the tile letters the family has.
+#[allow(clippy::too_many_arguments)]
+fn sweep<T: Element>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    prefix: &str,
+    math: MathMode,
+    kernel: Kernel,
+    tiles: &[(Tile, char)],
+    tol: f64,
+    out: &mut Vec<Check>,
+    covered: &mut BTreeSet<String>,
+) where
+    T::Scalar: From<f32>,
+{
+    use Transpose::{N, T as Tr};
+    // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores.
+    let shape = (136, 72, 48);
+    for &(tile, letter) in tiles {
+        let mut all = true;
+        for (i, ops) in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)].into_iter().enumerate() {
+            let act = ACTIVATIONS[i % ACTIVATIONS.len()];
+            let name = format!("{prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
+            let result = gemm_case::<T>(stream, rng, ops, shape, math, kernel, tile, act);
+            let (error, detail) = match result {
+                Ok(e) => (e, String::new()),
+                Err(e) => (f64::INFINITY, e.to_string()),
+            };
+            let passed = error <= tol && detail.is_empty();
+            all &= passed;
+            out.push(Check {
+                kernel: format!("gemm {name}"),
+                case: format!("136x72x48 +bias {act:?}"),
+                error,
+                tolerance: tol,
+                passed,
+                detail: if passed || !detail.is_empty() {
+                    detail
+                } else {
+                    "differs from the CPU reference".into()
+                },
+            });
+        }
+        // The four op combinations map one-to-one onto the four kernels of the family and tile.
+        if all {
+            for ops in ["nn", "nt", "tn", "tt"] {
+                covered.insert(format!("{prefix}_{letter}_{ops}"));
+            }
+        }
+    }
+}
+
+fn letter_of(t: Transpose) -> char {
+    match t {
+        Transpose::N => 'n',
+        Transpose::T => 't',
+    }
+}
+
+fn gemv_case<T: Element + blas::GemvType>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    trans: Transpose,
+    m: usize,
+    n: usize,
+) -> Result<f64> {
+    let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
+    let a: Vec<T> = rng.vec::<f64>(m * n, -1.0, 1.0).into_iter().map(T::from_f64).collect();
+    let x: Vec<T> = rng.vec::<f64>(lx, -1.0, 1.0).into_iter().map(T::from_f64).collect();
+    let y0: Vec<T> = rng.vec::<f64>(ly, -1.0, 1.0).into_iter().map(T::from_f64).collect();
+    let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
+    let mut want = vec![0.0; ly];
+    for (r, w) in want.iter_mut().enumerate() {
+        let dot: f64 = (0..lx)
+            .map(|c| {
+                let av = if trans == Transpose::N {
+                    a[r + c * m]
+                } else {
+                    a[c + r * m]
+                };
+                av.to_f64() * x[c].to_f64()
+            })
+            .sum();
+        *w = alpha.to_f64() * dot + beta.to_f64() * y0[r].to_f64();
+    }
+    let da = DeviceBuffer::from_slice(stream, &a)?;
+    let dx = DeviceBuffer::from_slice(stream, &x)?;
+    let mut dy = DeviceBuffer::from_slice(stream, &y0)?;
+    blas::gemv(trans, m, n, alpha, &da, m, &dx, 1, beta, &mut dy, 1)?;
+    let got: Vec<f64> = dy.to_vec()?.into_iter().map(T::to_f64).collect();
+    Ok(rel_error(&got, &want))
+}
+
+/// Runs the BLAS checks; returns them and the kernel names they covered.
+pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
+    let mut rng = Rng::new(seed ^ 0xB1A5);
+    let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
+    let both = [(Tile::Small, 's'), (Tile::Large, 'l')];
+    let small = [(Tile::Small, 's')];
+    let tc = stream.context().compute_capability() >= (8, 0);
+    let (s, r) = (stream, &mut rng);
+    sweep::<f32>(
+        s,
+        r,
+        "gemm_simt_f32",
+        MathMode::Exact,
+        Kernel::Simt,
+        &both,
+        1e-5,
+        &mut out,
+        &mut covered,
+    );
+    sweep::<f64>(
+        s,
+        r,
+        "gemm_simt_f64",
+        MathMode::Exact,
+        Kernel::Simt,
+        &small,
+        1e-12,
+        &mut out,
+        &mut covered,
+    );
+    sweep::<half::f16>(
+        s,
+        r,
+        "gemm_simt_f16",
+        MathMode::Exact,
+        Kernel::Simt,
+        &small,
+        2e-2,
+        &mut out,
+        &mut covered,
+    );
+    sweep::<half::bf16>(
+        s,
+        r,
+        "gemm_simt_bf16",
+        MathMode::Exact,
+        Kernel::Simt,
+        &small,
+        2e-2,
+        &mut out,
+        &mut covered,
+    );
+    if tc {
+        let k = Kernel::TensorCore;
+        sweep::<half::f16>(
+            s,
+            r,
+            "gemm_tc_f16",
+            MathMode::Exact,
+            k,
+            &both,
+            2e-2,
+            &mut out,
+            &mut covered,
+        );
+        sweep::<half::bf16>(
+            s,
+            r,
+            "gemm_tc_bf16",
+            MathMode::Exact,
+            k,
+            &both,
+            2e-2,
+            &mut out,
+            &mut covered,
+        );
+        sweep::<f32>(
+            s,
+            r,
+            "gemm_tc_tf32",
+            MathMode::Tf32,
+            k,
+            &both,
+            5e-3,
+            &mut out,
+            &mut covered,
+        );
+        sweep::<f64>(
+            s,
+            r,
+            "gemm_dmma_f64",
+            MathMode::Exact,
+            k,
+            &small,
+            1e-12,
+            &mut out,
+            &mut covered,
+        );
+    }
+    // GEMV: a square case and a short-and-wide one whose long reduction (N) is split across
+    // blocks and finished by the `gemv_finish` kernel.
+    for (m, n) in [(1000, 777), (33, 200_000)] {
+        for trans in [Transpose::N, Transpose::T] {
+            for (t, tol) in [("f32", 1e-5), ("f64", 1e-12)] {
+                let result = if t == "f32" {
+                    gemv_case::<f32>(stream, &mut rng, trans, m, n)
+                } else {
+                    gemv_case::<f64>(stream, &mut rng, trans, m, n)
+                };
+                let (error, detail) = match result {
+                    Ok(e) => (e, String::new()),
+                    Err(e) => (f64::INFINITY, e.to_string()),
+                };
+                let passed = error <= tol && detail.is_empty();
+                let name = format!("gemv_{}_{t}", letter_of(trans));
+                if passed {
+                    covered.insert(name.clone());
+                    // Only the short-and-wide N case splits its reduction (200000 columns over
+                    // one row block), so only it runs gemv_finish.
+                    if trans == Transpose::N && n == 200_000 {
+                        covered.insert(format!("gemv_finish_{t}"));
+                    }
+                }
+                out.push(Check {
+                    kernel: name,
+                    case: format!("{m}x{n}"),
+                    error,
+                    tolerance: tol,
+                    passed,
+                    detail: if passed || !detail.is_empty() {
+                        detail
+                    } else {
+                        "differs from the CPU reference".into()
+                    },
+                });
+            }
+        }
+    }
+    (out, covered)
+}

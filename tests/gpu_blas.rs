@@ -1,0 +1,789 @@
+//! GPU tests of `cudrv::blas` against a CPU reference in f64: fresh random inputs (never zeros),
+//! outputs poisoned (0xFF bytes, NaN in every float type) before each run, a shape sweep with odd
+//! sizes, every op combination, both layouts, padded leading dimensions, batches, epilogues,
+//! empty problems and error paths (C untouched).
+//!
+//! Bounds on ‖C − ref‖ / ‖ref‖: f32 < 1e-5, TF32 < 5e-3, f16/bf16 < 2e-2, f64 < 1e-12; NaN fails.
+
+#[path = "support/gpu.rs"]
+mod gpu;
+
+use std::sync::Arc;
+
+use cudrv::blas::{self, Activation, Gemm, GemmType, Kernel, Layout, MathMode, Tile, Transpose};
+use cudrv::selftest::Rng;
+use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream};
+use half::{bf16, f16};
+
+trait El: GemmType + Copy + Default + std::fmt::Debug + 'static {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn scalar(x: f64) -> Self::Scalar;
+    /// The error bound for this type and math mode.
+    fn bound(math: MathMode) -> f64;
+}
+impl El for f32 {
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn scalar(x: f64) -> f32 {
+        x as f32
+    }
+    fn bound(math: MathMode) -> f64 {
+        match math {
+            MathMode::Exact => 1e-5,
+            MathMode::Tf32 => 5e-3,
+        }
+    }
+}
+impl El for f64 {
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn scalar(x: f64) -> f64 {
+        x
+    }
+    fn bound(_: MathMode) -> f64 {
+        1e-12
+    }
+}
+impl El for f16 {
+    fn from_f64(x: f64) -> Self {
+        f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn scalar(x: f64) -> f32 {
+        x as f32
+    }
+    fn bound(_: MathMode) -> f64 {
+        2e-2
+    }
+}
+impl El for bf16 {
+    fn from_f64(x: f64) -> Self {
+        bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn scalar(x: f64) -> f32 {
+        x as f32
+    }
+    fn bound(_: MathMode) -> f64 {
+        2e-2
+    }
+}
+
+/// ‖out − ref‖ / ‖ref‖ (absolute when ref is 0); infinite on any NaN or infinity in `out`.
+fn rel_err(out: &[f64], reference: &[f64]) -> f64 {
+    let (mut d, mut r) = (0.0, 0.0);
+    for (o, x) in out.iter().zip(reference) {
+        if !o.is_finite() {
+            return f64::INFINITY;
+        }
+        d += (o - x) * (o - x);
+        r += x * x;
+    }
+    if r > 0.0 {
+        (d / r).sqrt()
+    } else {
+        d.sqrt()
+    }
+}
+
+fn act(a: Activation, v: f64) -> f64 {
+    match a {
+        Activation::None => v,
+        Activation::Relu => v.max(0.0),
+        Activation::Gelu => 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2)),
+        Activation::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+        Activation::Tanh => v.tanh(),
+    }
+}
+
+/// erf to ~1e-15 (Abramowitz-Stegun is too coarse for the f64 bound; use the series / continued
+/// fraction split).
+fn erf(x: f64) -> f64 {
+    if x.abs() < 2.5 {
+        // Maclaurin series.
+        let (mut sum, mut term, x2) = (x, x, x * x);
+        for n in 1..200 {
+            term *= -x2 / n as f64;
+            let add = term / (2 * n + 1) as f64;
+            sum += add;
+            if add.abs() < 1e-17 * sum.abs() {
+                break;
+            }
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // Continued fraction for erfc.
+        let ax = x.abs();
+        let mut f = 0.0;
+        for n in (1..60).rev() {
+            f = n as f64 / 2.0 / (ax + f);
+        }
+        let erfc = (-ax * ax).exp() / std::f64::consts::PI.sqrt() / (ax + f);
+        (1.0 - erfc).copysign(x)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    ta: Transpose,
+    tb: Transpose,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Extra elements added to each tight leading dimension.
+    pad: usize,
+    /// Leading dimensions rounded up to a multiple of this (8: tensor-core friendly).
+    ld_align: usize,
+    layout: Layout,
+    alpha: f64,
+    beta: f64,
+    batch: usize,
+    act: Activation,
+    bias: bool,
+    math: MathMode,
+    kernel: Kernel,
+    tile: Tile,
+}
+
+impl Case {
+    fn new(ta: Transpose, tb: Transpose, m: usize, n: usize, k: usize) -> Self {
+        Case {
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            pad: 0,
+            ld_align: 1,
+            layout: Layout::ColMajor,
+            alpha: 1.0,
+            beta: 0.0,
+            batch: 1,
+            act: Activation::None,
+            bias: false,
+            math: MathMode::Exact,
+            kernel: Kernel::Auto,
+            tile: Tile::Auto,
+        }
+    }
+}
+
+const OPS: [(Transpose, Transpose); 4] = [
+    (Transpose::N, Transpose::N),
+    (Transpose::N, Transpose::T),
+    (Transpose::T, Transpose::N),
+    (Transpose::T, Transpose::T),
+];
+
+/// (rows, cols) stored, and the (inner, outer) of that storage for the layout.
+fn storage(layout: Layout, rows: usize, cols: usize) -> (usize, usize) {
+    match layout {
+        Layout::ColMajor => (rows, cols),
+        Layout::RowMajor => (cols, rows),
+    }
+}
+
+/// Runs one case on the GPU and returns the relative error; panics when the padding of C or
+/// another batch entry was touched.
+fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
+    let (m, n, k, batch) = (c.m, c.n, c.k, c.batch);
+    let a_dims = if c.ta == Transpose::N { (m, k) } else { (k, m) };
+    let b_dims = if c.tb == Transpose::N { (k, n) } else { (n, k) };
+    let ld = |(r, cl): (usize, usize)| {
+        let inner = storage(c.layout, r, cl).0.max(1) + c.pad;
+        inner.div_ceil(c.ld_align) * c.ld_align
+    };
+    let (lda, ldb, ldc) = (ld(a_dims), ld(b_dims), ld((m, n)));
+    let one = |(r, cl): (usize, usize), l: usize| {
+        let (_, outer) = storage(c.layout, r, cl);
+        if r == 0 || cl == 0 {
+            0
+        } else {
+            (outer - 1) * l + storage(c.layout, r, cl).0
+        }
+    };
+    // Batch strides: one matrix plus a little gap (a multiple of 8 elements).
+    let (sa, sb, sc) = (
+        (one(a_dims, lda) + 8).div_ceil(8) * 8,
+        (one(b_dims, ldb) + 8).div_ceil(8) * 8,
+        (one((m, n), ldc) + 8).div_ceil(8) * 8,
+    );
+    let len = |one: usize, s: usize| if batch > 1 { (batch - 1) * s + one } else { one }.max(1);
+    let a_host: Vec<T> = (0..len(one(a_dims, lda), sa))
+        .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+        .collect();
+    let b_host: Vec<T> = (0..len(one(b_dims, ldb), sb))
+        .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+        .collect();
+    let bias_len = match c.layout {
+        Layout::ColMajor => m,
+        Layout::RowMajor => n,
+    };
+    let bias_host: Vec<T> = (0..bias_len.max(1))
+        .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+        .collect();
+    // C: random inside the matrices when beta reads them, poison (0xFF bytes) everywhere else.
+    let c_len = len(one((m, n), ldc), sc);
+    let at = |r: usize, cl: usize, l: usize| match c.layout {
+        Layout::ColMajor => r + cl * l,
+        Layout::RowMajor => r * l + cl,
+    };
+    let a_ref = |bi: usize, i: usize, p: usize| {
+        let (r, cl) = if c.ta == Transpose::N { (i, p) } else { (p, i) };
+        a_host[bi * sa + at(r, cl, lda)].to_f64()
+    };
+    let b_ref = |bi: usize, p: usize, j: usize| {
+        let (r, cl) = if c.tb == Transpose::N { (p, j) } else { (j, p) };
+        b_host[bi * sb + at(r, cl, ldb)].to_f64()
+    };
+
+    // SAFETY: every element is written by the memset just below before anything reads it.
+    let mut c_dev = unsafe { DeviceBuffer::<T>::uninit(stream, c_len) }.unwrap();
+    c_dev.memset_bytes(0xFF).unwrap();
+    let mut c_init = c_dev.to_vec().unwrap();
+    let mut in_matrix = vec![false; c_len];
+    for bi in 0..batch {
+        for j in 0..n {
+            for i in 0..m {
+                let idx = bi * sc + at(i, j, ldc);
+                in_matrix[idx] = true;
+                if c.beta != 0.0 {
+                    c_init[idx] = T::from_f64(rng.uniform(-1.0, 1.0));
+                }
+            }
+        }
+    }
+    c_dev.copy_from_slice(&c_init).unwrap();
+
+    let a_dev = DeviceBuffer::from_slice(stream, &a_host).unwrap();
+    let b_dev = DeviceBuffer::from_slice(stream, &b_host).unwrap();
+    let bias_dev = DeviceBuffer::from_slice(stream, &bias_host).unwrap();
+    let g = Gemm::<T::Scalar>::new(c.ta, c.tb, m, n, k)
+        .alpha(T::scalar(c.alpha))
+        .beta(T::scalar(c.beta))
+        .ld(lda, ldb, ldc)
+        .layout(c.layout)
+        .batched(batch, sa, sb, sc)
+        .math(c.math)
+        .activation(c.act)
+        .kernel(c.kernel)
+        .tile(c.tile);
+    if c.bias {
+        g.run_with_bias(&a_dev, &b_dev, &bias_dev, &mut c_dev)
+    } else {
+        g.run(&a_dev, &b_dev, &mut c_dev)
+    }
+    .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let out = c_dev.to_vec().unwrap();
+
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for bi in 0..batch {
+        for j in 0..n {
+            for i in 0..m {
+                let mut s = 0.0;
+                for p in 0..k {
+                    s += a_ref(bi, i, p) * b_ref(bi, p, j);
+                }
+                let idx = bi * sc + at(i, j, ldc);
+                let mut v = c.alpha * s;
+                if c.beta != 0.0 {
+                    v += c.beta * c_init[idx].to_f64();
+                }
+                if c.bias {
+                    v += bias_host[if c.layout == Layout::ColMajor { i } else { j }].to_f64();
+                }
+                want.push(act(c.act, v));
+                got.push(out[idx].to_f64());
+            }
+        }
+    }
+    for (idx, inside) in in_matrix.iter().enumerate() {
+        if !inside {
+            assert!(
+                out[idx].to_f64().is_nan(),
+                "{c:?}: element {idx} outside C was written ({:?})",
+                out[idx]
+            );
+        }
+    }
+    rel_err(&got, &want)
+}
+
+fn sweep<T: El>(stream: &Arc<Stream>, rng: &mut Rng, cases: &[Case]) {
+    let mut worst = (0.0f64, String::new());
+    for c in cases {
+        let e = run_case::<T>(stream, rng, c);
+        let bound = T::bound(c.math);
+        assert!(e < bound, "{} {c:?}: error {e:e} >= {bound:e}", T::NAME);
+        if e > worst.0 {
+            worst = (e, format!("{c:?}"));
+        }
+    }
+    println!(
+        "{}: {} cases, worst error {:.3e} ({})",
+        T::NAME,
+        cases.len(),
+        worst.0,
+        worst.1
+    );
+}
+
+/// Odd shapes: (m, n, k).
+const SHAPES: [(usize, usize, usize); 10] = [
+    (1, 1, 1),
+    (7, 33, 127),
+    (129, 255, 257),
+    (1000, 7, 129),
+    (1, 300, 77),
+    (300, 1, 77),
+    (127, 129, 1),
+    (64, 64, 64),
+    (33, 1000, 255),
+    (255, 257, 1000),
+];
+
+fn shape_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (si, &(m, n, k)) in SHAPES.iter().enumerate() {
+        for (oi, &(ta, tb)) in OPS.iter().enumerate() {
+            for layout in [Layout::ColMajor, Layout::RowMajor] {
+                let mut c = Case::new(ta, tb, m, n, k);
+                c.layout = layout;
+                c.kernel = kernel;
+                c.math = math;
+                c.ld_align = ld_align;
+                c.pad = if (si + oi) % 3 == 0 { 0 } else { 5 };
+                if (si + oi) % 2 == 1 {
+                    c.alpha = 0.75;
+                    c.beta = -0.5;
+                }
+                cases.push(c);
+            }
+        }
+    }
+    cases
+}
+
+/// Shapes large enough for the 128 x 128 tiles (>= 132 tiles).
+fn big_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    OPS.iter()
+        .enumerate()
+        .map(|(i, &(ta, tb))| {
+            let mut c = Case::new(ta, tb, 1100, 2100, 70);
+            c.kernel = kernel;
+            c.math = math;
+            c.ld_align = ld_align;
+            c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };
+            c.beta = 0.25;
+            c
+        })
+        .collect()
+}
+
+fn epilogue_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (i, a) in [
+        Activation::None,
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for layout in [Layout::ColMajor, Layout::RowMajor] {
+            let mut c = Case::new(OPS[i % 4].0, OPS[i % 4].1, 77, 45, 33);
+            c.layout = layout;
+            c.act = a;
+            c.bias = true;
+            c.kernel = kernel;
+            c.math = math;
+            c.ld_align = ld_align;
+            c.beta = if i % 2 == 0 { 0.0 } else { 0.5 };
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+fn batch_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    OPS.iter()
+        .map(|&(ta, tb)| {
+            let mut c = Case::new(ta, tb, 37, 21, 19);
+            c.batch = 3;
+            c.kernel = kernel;
+            c.math = math;
+            c.ld_align = ld_align;
+            c.beta = 1.5;
+            c
+        })
+        .collect()
+}
+
+fn all_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut v = shape_cases(kernel, math, ld_align);
+    v.extend(big_cases(kernel, math, ld_align));
+    v.extend(epilogue_cases(kernel, math, ld_align));
+    v.extend(batch_cases(kernel, math, ld_align));
+    v
+}
+
+/// The same cases on every forced block tile (Small, Large).
+fn tile_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut v = Vec::new();
+    for tile in [Tile::Small, Tile::Large] {
+        let mut cs = shape_cases(kernel, math, ld_align);
+        cs.extend(big_cases(kernel, math, ld_align));
+        cs.extend(epilogue_cases(kernel, math, ld_align));
+        for c in &mut cs {
+            c.tile = tile;
+        }
+        v.extend(cs);
+    }
+    v
+}
+
+#[test]
+fn gemm_f32_exact() {
+    let Some(ctx) = gpu!("gemm_f32_exact") else { return };
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f32>(&stream, &mut Rng::new(1), &all_cases(Kernel::Auto, MathMode::Exact, 1));
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(13),
+        &tile_cases(Kernel::Simt, MathMode::Exact, 1),
+    );
+}
+
+#[test]
+fn gemm_f64_dmma_and_simt() {
+    let Some(ctx) = gpu!("gemm_f64_dmma_and_simt") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f64>(&stream, &mut Rng::new(2), &all_cases(Kernel::Auto, MathMode::Exact, 1));
+    sweep::<f64>(
+        &stream,
+        &mut Rng::new(17),
+        &all_cases(Kernel::TensorCore, MathMode::Exact, 2),
+    );
+    sweep::<f64>(&stream, &mut Rng::new(18), &all_cases(Kernel::Simt, MathMode::Exact, 2));
+}
+
+#[test]
+fn gemm_tf32_tensor_cores() {
+    let Some(ctx) = gpu!("gemm_tf32_tensor_cores") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(3),
+        &all_cases(Kernel::TensorCore, MathMode::Tf32, 4),
+    );
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(14),
+        &tile_cases(Kernel::TensorCore, MathMode::Tf32, 4),
+    );
+    // Unaligned leading dimensions fall back to the exact kernel.
+    sweep::<f32>(&stream, &mut Rng::new(4), &shape_cases(Kernel::Auto, MathMode::Tf32, 1));
+}
+
+#[test]
+fn gemm_f16_tensor_cores_and_fallback() {
+    let Some(ctx) = gpu!("gemm_f16_tensor_cores_and_fallback") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(5),
+        &all_cases(Kernel::TensorCore, MathMode::Exact, 8),
+    );
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(15),
+        &tile_cases(Kernel::TensorCore, MathMode::Exact, 8),
+    );
+    sweep::<f16>(&stream, &mut Rng::new(6), &all_cases(Kernel::Simt, MathMode::Exact, 1));
+}
+
+#[test]
+fn gemm_bf16_tensor_cores_and_fallback() {
+    let Some(ctx) = gpu!("gemm_bf16_tensor_cores_and_fallback") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    sweep::<bf16>(
+        &stream,
+        &mut Rng::new(7),
+        &all_cases(Kernel::TensorCore, MathMode::Exact, 8),
+    );
+    sweep::<bf16>(
+        &stream,
+        &mut Rng::new(16),
+        &tile_cases(Kernel::TensorCore, MathMode::Exact, 8),
+    );
+    sweep::<bf16>(
+        &stream,
+        &mut Rng::new(8),
+        &shape_cases(Kernel::Auto, MathMode::Exact, 1),
+    );
+}
+
+#[test]
+fn gemm_f32_small_tiles_and_k_zero_and_alpha_zero() {
+    let Some(ctx) = gpu!("gemm_f32_small_tiles_and_k_zero_and_alpha_zero") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = Rng::new(9);
+    // k = 0: C = beta * C.
+    let mut c = Case::new(Transpose::N, Transpose::N, 17, 9, 0);
+    c.beta = 0.5;
+    assert!(run_case::<f32>(&stream, &mut rng, &c) < 1e-6);
+    // alpha = 0 with NaN in A: A is not read.
+    let a = DeviceBuffer::from_slice(&stream, &[f32::NAN; 6]).unwrap();
+    let b = DeviceBuffer::from_slice(&stream, &[1.0f32; 6]).unwrap();
+    let mut cc = DeviceBuffer::from_slice(&stream, &[2.0f32; 4]).unwrap();
+    blas::gemm(Transpose::N, Transpose::N, 2, 2, 3, 0.0, &a, 2, &b, 3, 0.5, &mut cc, 2).unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![1.0; 4]);
+    // beta = 0 with NaN in C: C is not read.
+    let a = DeviceBuffer::from_slice(&stream, &[1.0f32; 6]).unwrap();
+    let mut cc = DeviceBuffer::from_slice(&stream, &[f32::NAN; 4]).unwrap();
+    blas::gemm(Transpose::N, Transpose::N, 2, 2, 3, 1.0, &a, 2, &b, 3, 0.0, &mut cc, 2).unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![3.0; 4]);
+    // Empty problems leave C alone.
+    let mut cc = DeviceBuffer::from_slice(&stream, &[7.0f32; 4]).unwrap();
+    blas::gemm(Transpose::N, Transpose::N, 0, 2, 3, 1.0, &a, 1, &b, 3, 0.0, &mut cc, 1).unwrap();
+    blas::gemm(Transpose::N, Transpose::N, 2, 0, 3, 1.0, &a, 2, &b, 3, 0.0, &mut cc, 2).unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![7.0; 4]);
+    // The row-major convenience.
+    let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap(); // 2 x 3
+    let b = DeviceBuffer::from_slice(&stream, &[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0]).unwrap(); // 3 x 2
+    let mut cc = DeviceBuffer::<f32>::zeroed(&stream, 4).unwrap();
+    blas::matmul(&a, &b, &mut cc, 2, 2, 3).unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![4.0, 5.0, 10.0, 11.0]);
+}
+
+#[test]
+fn gemm_errors_leave_c_untouched() {
+    let Some(ctx) = gpu!("gemm_errors_leave_c_untouched") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let a = DeviceBuffer::from_slice(&stream, &[1.0f32; 12]).unwrap();
+    let b = DeviceBuffer::from_slice(&stream, &[1.0f32; 12]).unwrap();
+    let mut c = DeviceBuffer::from_slice(&stream, &[5.0f32; 9]).unwrap();
+    let check = |e: cudrv::Error, what: &str| {
+        assert!(matches!(e, cudrv::Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+    };
+    // lda < m
+    check(
+        blas::gemm(Transpose::N, Transpose::N, 3, 3, 4, 1.0, &a, 2, &b, 4, 0.0, &mut c, 3).unwrap_err(),
+        "ldA = 2",
+    );
+    // B too short: 4 x 3 with ldb 5 needs 14
+    check(
+        blas::gemm(Transpose::N, Transpose::N, 3, 3, 4, 1.0, &a, 3, &b, 5, 0.0, &mut c, 3).unwrap_err(),
+        "needs 14",
+    );
+    // ldc < m
+    check(
+        blas::gemm(Transpose::N, Transpose::N, 3, 3, 4, 1.0, &a, 3, &b, 4, 0.0, &mut c, 2).unwrap_err(),
+        "ldC = 2",
+    );
+    // bias too short
+    let bias = DeviceBuffer::from_slice(&stream, &[1.0f32; 2]).unwrap();
+    check(
+        Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
+            .run_with_bias(&a, &b, &bias, &mut c)
+            .unwrap_err(),
+        "bias has 2",
+    );
+    // overlapping batch outputs (C is long enough: the stride is the problem)
+    let mut c2 = DeviceBuffer::from_slice(&stream, &[5.0f32; 20]).unwrap();
+    check(
+        Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
+            .batched(2, 0, 0, 4)
+            .run(&a, &b, &mut c2)
+            .unwrap_err(),
+        "overlap",
+    );
+    assert_eq!(c2.to_vec().unwrap(), vec![5.0; 20]);
+    // Exact f32 has no tensor-core kernel; a forced tensor-core f64 run with an odd lda cannot load.
+    check(
+        Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
+            .kernel(Kernel::TensorCore)
+            .run(&a, &b, &mut c)
+            .unwrap_err(),
+        "tensor-core",
+    );
+    let a64 = DeviceBuffer::from_slice(&stream, &[1.0f64; 12]).unwrap();
+    let mut c64 = DeviceBuffer::from_slice(&stream, &[5.0f64; 9]).unwrap();
+    check(
+        Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
+            .kernel(Kernel::TensorCore)
+            .run(&a64, &a64, &mut c64)
+            .unwrap_err(),
+        "tensor-core",
+    );
+    assert_eq!(c.to_vec().unwrap(), vec![5.0; 9]);
+    assert_eq!(c64.to_vec().unwrap(), vec![5.0; 9]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMV
+
+trait GemvEl: blas::GemvType + El {}
+impl GemvEl for f32 {}
+impl GemvEl for f64 {}
+
+#[allow(clippy::too_many_arguments)]
+fn gemv_case<T: GemvEl>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    trans: Transpose,
+    m: usize,
+    n: usize,
+    lda: usize,
+    incx: isize,
+    incy: isize,
+    alpha: f64,
+    beta: f64,
+) -> f64 {
+    let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
+    let a_len = if m == 0 || n == 0 { 1 } else { (n - 1) * lda + m };
+    let a: Vec<T> = (0..a_len).map(|_| T::from_f64(rng.uniform(-1.0, 1.0))).collect();
+    let sx = ((lx.max(1) - 1) * incx.unsigned_abs() + 1).max(1);
+    let sy = ((ly.max(1) - 1) * incy.unsigned_abs() + 1).max(1);
+    let x: Vec<T> = (0..sx).map(|_| T::from_f64(rng.uniform(-1.0, 1.0))).collect();
+    let mut y0: Vec<T> = vec![T::from_f64(f64::NAN); sy];
+    let yi = |i: usize, inc: isize, len: usize| {
+        if inc > 0 {
+            i * inc as usize
+        } else {
+            (len - 1 - i) * inc.unsigned_abs()
+        }
+    };
+    if beta != 0.0 {
+        for i in 0..ly {
+            y0[yi(i, incy, ly)] = T::from_f64(rng.uniform(-1.0, 1.0));
+        }
+    }
+    let a_dev = DeviceBuffer::from_slice(stream, &a).unwrap();
+    let x_dev = DeviceBuffer::from_slice(stream, &x).unwrap();
+    let mut y_dev = DeviceBuffer::from_slice(stream, &y0).unwrap();
+    blas::gemv(
+        trans,
+        m,
+        n,
+        T::from_f64(alpha),
+        &a_dev,
+        lda,
+        &x_dev,
+        incx,
+        T::from_f64(beta),
+        &mut y_dev,
+        incy,
+    )
+    .unwrap();
+    let y = y_dev.to_vec().unwrap();
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for i in 0..ly {
+        let mut s = 0.0;
+        for p in 0..lx {
+            let av = if trans == Transpose::N {
+                a[i + p * lda]
+            } else {
+                a[p + i * lda]
+            };
+            s += av.to_f64() * x[yi(p, incx, lx)].to_f64();
+        }
+        let mut v = alpha * s;
+        if beta != 0.0 {
+            v += beta * y0[yi(i, incy, ly)].to_f64();
+        }
+        want.push(v);
+        got.push(y[yi(i, incy, ly)].to_f64());
+    }
+    // Elements between the strided entries stay poisoned.
+    let touched: std::collections::HashSet<usize> = (0..ly).map(|i| yi(i, incy, ly)).collect();
+    for (i, v) in y.iter().enumerate() {
+        if !touched.contains(&i) {
+            assert!(v.to_f64().is_nan(), "gemv wrote y[{i}] outside the vector");
+        }
+    }
+    rel_err(&got, &want)
+}
+
+fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let mut worst = 0.0f64;
+    let shapes = [
+        (1, 1),
+        (7, 33),
+        (1000, 129),
+        (129, 5000),
+        (4096, 300),
+        (33, 70000),
+        (70000, 33),
+        (2048, 2048),
+    ];
+    for (si, &(m, n)) in shapes.iter().enumerate() {
+        for trans in [Transpose::N, Transpose::T] {
+            for (ii, &(incx, incy)) in [(1, 1), (2, -3), (-1, 2)].iter().enumerate() {
+                let lda = m + if (si + ii) % 2 == 0 { 0 } else { 3 };
+                let (alpha, beta) = if (si + ii) % 2 == 0 { (1.0, 0.0) } else { (-0.75, 0.5) };
+                let e = gemv_case::<T>(stream, &mut rng, trans, m, n, lda, incx, incy, alpha, beta);
+                let bound = if <T as GemmType>::NAME == "f32" { 1e-5 } else { 1e-12 };
+                assert!(
+                    e < bound,
+                    "gemv {} {trans:?} {m}x{n} inc {incx},{incy}: error {e:e}",
+                    <T as GemmType>::NAME
+                );
+                worst = worst.max(e);
+            }
+        }
+    }
+    println!("gemv {}: worst error {worst:.3e}", <T as GemmType>::NAME);
+}
+
+#[test]
+fn gemv_f32_and_f64() {
+    let Some(ctx) = gpu!("gemv_f32_and_f64") else { return };
+    let stream = ctx.new_stream().unwrap();
+    gemv_sweep::<f32>(&stream, 11);
+    gemv_sweep::<f64>(&stream, 12);
+    // alpha = 0: A and x not read.
+    let a = DeviceBuffer::from_slice(&stream, &[f32::NAN; 4]).unwrap();
+    let mut y = DeviceBuffer::from_slice(&stream, &[2.0f32; 2]).unwrap();
+    blas::gemv(Transpose::N, 2, 2, 0.0, &a, 2, &a, 1, 0.5, &mut y, 1).unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![1.0; 2]);
+    // Errors: lda < m, short x, zero increment; y untouched.
+    let b = DeviceBuffer::from_slice(&stream, &[1.0f32; 4]).unwrap();
+    for e in [
+        blas::gemv(Transpose::N, 2, 2, 1.0, &b, 1, &b, 1, 0.0, &mut y, 1).unwrap_err(),
+        blas::gemv(Transpose::N, 2, 2, 1.0, &b, 2, &b, 4, 0.0, &mut y, 1).unwrap_err(),
+        blas::gemv(Transpose::T, 2, 2, 1.0, &b, 2, &b, 0, 0.0, &mut y, 1).unwrap_err(),
+    ] {
+        assert!(matches!(e, cudrv::Error::InvalidArgument(_)), "{e}");
+    }
+    assert_eq!(y.to_vec().unwrap(), vec![1.0; 2]);
+}
