@@ -126,6 +126,31 @@ pub struct Check {
     pub detail: String,
 }
 
+impl Check {
+    /// A check of `kernel` on `case` from the error measured (or the failure to run it), passing
+    /// when the error is at most `tolerance`.
+    pub(crate) fn new(kernel: String, case: String, tolerance: f64, error: Result<f64>) -> Check {
+        let (error, detail) = match error {
+            Ok(e) => (e, String::new()),
+            Err(e) => (f64::INFINITY, e.to_string()),
+        };
+        let passed = error <= tolerance && detail.is_empty();
+        let detail = if !passed && detail.is_empty() {
+            "output differs from the CPU reference (or holds NaN)".into()
+        } else {
+            detail
+        };
+        Check {
+            kernel,
+            case,
+            error,
+            tolerance,
+            passed,
+            detail,
+        }
+    }
+}
+
 fn tolerance<T: Float>() -> f64 {
     if T::SUFFIX == "f32" {
         1e-5
@@ -150,24 +175,8 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn record<T: FromF64>(&mut self, kernel: String, case: String, tol: f64, result: Result<(Vec<T>, Vec<f64>)>) {
-        let (error, detail) = match result {
-            Ok((got, want)) => (rel_error(&got, &want), String::new()),
-            Err(e) => (f64::INFINITY, e.to_string()),
-        };
-        let passed = error <= tol && detail.is_empty();
-        let detail = if !passed && detail.is_empty() {
-            "output differs from the CPU reference (or holds NaN)".into()
-        } else {
-            detail
-        };
-        self.out.push(Check {
-            kernel,
-            case,
-            error,
-            tolerance: tol,
-            passed,
-            detail,
-        });
+        let error = result.map(|(got, want)| rel_error(&got, &want));
+        self.out.push(Check::new(kernel, case, tol, error));
     }
 
     fn elementwise<T: Float + FromF64>(&mut self, n: usize) {
