@@ -881,3 +881,22 @@ fn free_blocks_are_lent_to_other_streams_only_after_their_fence() {
     pool.free(d);
     drain_and_check_empty(&pool, vec![keep, b], &[S1, S2, S3]);
 }
+
+#[test]
+fn huge_segments_serve_only_huge_requests() {
+    let pool = pool(usize::MAX);
+    pool.set_quick_cache(false);
+    let big = pool.allocate(32 * MIB, S1).unwrap();
+    let big_addr = big.addr();
+    pool.free(big);
+    // A 2 MiB request must not carve the free 32 MiB segment (the next 32 MiB request needs it).
+    let mid = pool.allocate(2 * MIB, S1).unwrap();
+    assert!(
+        mid.addr() < big_addr || mid.addr() >= big_addr + (32 * MIB) as u64,
+        "a large request was carved from a huge segment"
+    );
+    let again = pool.allocate(32 * MIB, S1).unwrap();
+    assert_eq!(again.addr(), big_addr);
+    assert_eq!(pool.backing().reserves(), 2);
+    drain_and_check_empty(&pool, vec![mid, again], &[S1]);
+}

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::sizes::Kind;
+use super::sizes::{Kind, KINDS};
 use super::{Fence, StreamId};
 
 /// A cheap hasher for device addresses (multiples of 512): a multiply, with the well-mixed high
@@ -139,9 +139,9 @@ pub(crate) struct ShardState<F> {
     nodes: AddrMap<Node>,
     segments: AddrMap<Segment>,
     /// Free blocks by (size, addr), per [`Kind`].
-    free: [BTreeSet<(usize, u64)>; 2],
+    free: [BTreeSet<(usize, u64)>; KINDS],
     /// The free blocks that span a whole segment, by (size, addr), per [`Kind`].
-    idle: [BTreeSet<(usize, u64)>; 2],
+    idle: [BTreeSet<(usize, u64)>; KINDS],
     pending: Vec<PendingFree<F>>,
     /// The sequence number of the latest free.
     seq: u64,
@@ -160,8 +160,8 @@ impl<F: Fence> Default for ShardState<F> {
             counts: Counts::default(),
             nodes: AddrMap::default(),
             segments: AddrMap::default(),
-            free: [BTreeSet::new(), BTreeSet::new()],
-            idle: [BTreeSet::new(), BTreeSet::new()],
+            free: std::array::from_fn(|_| BTreeSet::new()),
+            idle: std::array::from_fn(|_| BTreeSet::new()),
             pending: Vec::new(),
             seq: 0,
             safe_seq: 0,
@@ -595,8 +595,8 @@ impl<F: Fence> ShardState<F> {
         assert_eq!(free_bytes, self.free_bytes);
         assert_eq!(pending_bytes, self.pending_bytes);
         assert_eq!(quick_count, self.quick.len(), "quick list and quick blocks differ");
-        assert_eq!(free_count, self.free[0].len() + self.free[1].len());
-        assert_eq!(idle_count, self.idle[0].len() + self.idle[1].len());
+        assert_eq!(free_count, self.free.iter().map(BTreeSet::len).sum::<usize>());
+        assert_eq!(idle_count, self.idle.iter().map(BTreeSet::len).sum::<usize>());
         let tiled: usize = self.segments.values().map(|seg| seg.size).sum();
         let in_nodes: usize = self.nodes.values().map(|n| n.size).sum();
         assert_eq!(tiled, in_nodes, "blocks outside any segment walk");

@@ -21,29 +21,39 @@ pub const LARGE_SEGMENT_THRESHOLD: usize = 10 << 20;
 /// The granularity of segments made for requests above [`LARGE_SEGMENT_THRESHOLD`]: 2 MiB.
 pub const LARGE_SEGMENT_ROUNDING: usize = 2 << 20;
 
-/// The two pools a segment (and each block carved from it) can belong to.
+/// The pools a segment (and each block carved from it) can belong to. Requests are served only
+/// from their own pool, so huge segments are never carved up by smaller requests (which would
+/// leave the next huge request without a whole block and make it reserve a new segment).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Kind {
     Small = 0,
     Large = 1,
+    Huge = 2,
 }
+
+/// How many [`Kind`]s there are.
+pub(crate) const KINDS: usize = 3;
 
 impl Kind {
     /// The pool a request of `rounded` bytes (already rounded) is served from.
     pub(crate) fn of(rounded: usize) -> Kind {
         if rounded <= SMALL_REQUEST_MAX {
             Kind::Small
-        } else {
+        } else if rounded <= LARGE_SEGMENT_THRESHOLD {
             Kind::Large
+        } else {
+            Kind::Huge
         }
     }
 
     /// Whether a free remainder of `bytes` is worth keeping as a block of its own when a block of
-    /// this kind is split. Small: any remainder (>= 512 B); large: more than 1 MiB.
+    /// this kind is split. Small: any remainder (>= 512 B); large: more than 1 MiB; huge: more
+    /// than the large-request threshold (a huge block only serves huge requests).
     pub(crate) fn worth_splitting(self, bytes: usize) -> bool {
         match self {
             Kind::Small => bytes >= MIN_BLOCK_SIZE,
             Kind::Large => bytes > SMALL_REQUEST_MAX,
+            Kind::Huge => bytes > LARGE_SEGMENT_THRESHOLD,
         }
     }
 }
