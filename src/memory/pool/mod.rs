@@ -13,7 +13,7 @@
 //! * Requests up to [`SMALL_REQUEST_MAX`] (1 MiB) are carved from [`SMALL_SEGMENT_SIZE`] (2 MiB)
 //!   segments; larger ones from [`LARGE_SEGMENT_SIZE`] (20 MiB) segments, or, above
 //!   [`LARGE_SEGMENT_THRESHOLD`] (10 MiB), from a segment of their own rounded up to
-//!   [`LARGE_SEGMENT_ROUNDING`] (2 MiB).
+//!   [`LARGE_SEGMENT_ROUNDING`] (2 MiB). The three size classes never share blocks.
 //! * A freed block is immediately reusable by later allocations *on the same stream* (stream order
 //!   makes that safe). Another stream may reuse the memory only after a fence recorded on the
 //!   owning stream after the free has completed; this happens a whole free segment at a time.
