@@ -76,6 +76,22 @@ impl FromF64 for f64 {
         self
     }
 }
+impl FromF64 for half::f16 {
+    fn from_f64(x: f64) -> Self {
+        half::f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        half::f16::to_f64(self)
+    }
+}
+impl FromF64 for half::bf16 {
+    fn from_f64(x: f64) -> Self {
+        half::bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        half::bf16::to_f64(self)
+    }
+}
 
 /// `‖out − ref‖₂ / ‖ref‖₂` (absolute norm when the reference is zero); infinite if any output
 /// is NaN or the lengths differ.

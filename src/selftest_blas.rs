@@ -7,46 +7,12 @@ use std::sync::Arc;
 use crate::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
 use crate::error::Result;
 use crate::memory::{DeviceBuffer, DeviceSlice};
-use crate::selftest::{rel_error, Check, Rng};
+use crate::selftest::{rel_error, Check, FromF64, Rng};
 use crate::stream::Stream;
 
-/// Values of a GEMM element type, converted through f64.
-trait Element: GemmType + Copy {
-    fn from_f64(x: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl Element for f32 {
-    fn from_f64(x: f64) -> Self {
-        x as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-impl Element for f64 {
-    fn from_f64(x: f64) -> Self {
-        x
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-impl Element for half::f16 {
-    fn from_f64(x: f64) -> Self {
-        half::f16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        half::f16::to_f64(self)
-    }
-}
-impl Element for half::bf16 {
-    fn from_f64(x: f64) -> Self {
-        half::bf16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        half::bf16::to_f64(self)
-    }
-}
+/// A GEMM element type whose values the checks build and compare through f64.
+trait Element: GemmType + FromF64 {}
+impl<T: GemmType + FromF64> Element for T {}
 
 fn activate(act: Activation, x: f64) -> f64 {
     use crate::ops::Activation as Op;
@@ -85,18 +51,10 @@ where
 {
     let (ra, ca) = if ta == Transpose::N { (m, k) } else { (k, m) };
     let (rb, cb) = if tb == Transpose::N { (k, n) } else { (n, k) };
-    let a: Vec<T> = rng
-        .vec::<f64>(ra * ca, -1.0, 1.0)
-        .into_iter()
-        .map(T::from_f64)
-        .collect();
-    let b: Vec<T> = rng
-        .vec::<f64>(rb * cb, -1.0, 1.0)
-        .into_iter()
-        .map(T::from_f64)
-        .collect();
-    let c0: Vec<T> = rng.vec::<f64>(m * n, -1.0, 1.0).into_iter().map(T::from_f64).collect();
-    let bias: Vec<T> = rng.vec::<f64>(m, -0.5, 0.5).into_iter().map(T::from_f64).collect();
+    let a: Vec<T> = rng.vec(ra * ca, -1.0, 1.0);
+    let b: Vec<T> = rng.vec(rb * cb, -1.0, 1.0);
+    let c0: Vec<T> = rng.vec(m * n, -1.0, 1.0);
+    let bias: Vec<T> = rng.vec(m, -0.5, 0.5);
     let (alpha, beta) = (0.75f32, -0.5f32);
     let at = |i: usize, p: usize| {
         if ta == Transpose::N {
@@ -192,9 +150,9 @@ fn gemv_case<T: Element + blas::GemvType>(
     n: usize,
 ) -> Result<f64> {
     let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
-    let a: Vec<T> = rng.vec::<f64>(m * n, -1.0, 1.0).into_iter().map(T::from_f64).collect();
-    let x: Vec<T> = rng.vec::<f64>(lx, -1.0, 1.0).into_iter().map(T::from_f64).collect();
-    let y0: Vec<T> = rng.vec::<f64>(ly, -1.0, 1.0).into_iter().map(T::from_f64).collect();
+    let a: Vec<T> = rng.vec(m * n, -1.0, 1.0);
+    let x: Vec<T> = rng.vec(lx, -1.0, 1.0);
+    let y0: Vec<T> = rng.vec(ly, -1.0, 1.0);
     let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
     let mut want = vec![0.0; ly];
     for (r, w) in want.iter_mut().enumerate() {
