@@ -229,7 +229,8 @@ class Nvrtc:
 
 def nvrtc_options(module: Module) -> list[str]:
     opts = [f"--gpu-architecture={module.arch}", "--std=c++17"]
-    opts += [f"-I{d}" for d in include_dirs()]
+    # ptx/ itself first, for the shared kernel headers (ptx/*.cuh); then the CUDA headers.
+    opts += [f"-I{d}" for d in [str(PTX_DIR), *include_dirs()]]
     return opts
 
 

@@ -229,7 +229,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         &mut covered,
     );
     if tc {
-        let k = Kernel::TensorCore;
+        let k = Kernel::MmaSync;
         sweep::<half::f16>(
             s,
             r,
@@ -274,6 +274,48 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             &mut out,
             &mut covered,
         );
+    }
+    if stream.context().compute_capability() == (9, 0) {
+        // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
+        // combinations pack their operands first, so a passing tf32 sweep covers the packer too.
+        let wide = [(Tile::Large, 'l'), (Tile::Wide, 'w')];
+        let k = Kernel::Wgmma;
+        sweep::<half::f16>(
+            s,
+            r,
+            "gemm_wg_f16",
+            MathMode::Exact,
+            k,
+            &wide,
+            2e-2,
+            &mut out,
+            &mut covered,
+        );
+        sweep::<half::bf16>(
+            s,
+            r,
+            "gemm_wg_bf16",
+            MathMode::Exact,
+            k,
+            &wide,
+            2e-2,
+            &mut out,
+            &mut covered,
+        );
+        sweep::<f32>(
+            s,
+            r,
+            "gemm_wg_tf32",
+            MathMode::Tf32,
+            k,
+            &wide,
+            5e-3,
+            &mut out,
+            &mut covered,
+        );
+        if covered.contains("gemm_wg_tf32_l_nn") && covered.contains("gemm_wg_tf32_w_nn") {
+            covered.insert("gemm_wg_pack_tf32".to_string());
+        }
     }
     // GEMV: a square case and a short-and-wide one whose long reduction (N) is split across
     // blocks and finished by the `gemv_finish` kernel.

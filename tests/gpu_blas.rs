@@ -546,6 +546,49 @@ fn gemm_bf16_tensor_cores_and_fallback() {
     );
 }
 
+/// The sm_90a kernels (wgmma + TMA), forced, on both of their tiles, and the mma.sync kernels
+/// forced on the same device. Compute capability 9.0 only.
+#[test]
+fn gemm_wgmma_hopper() {
+    let Some(ctx) = gpu!("gemm_wgmma_hopper") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_hopper: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    let wg = |math: MathMode, ld_align: usize| {
+        let mut v = Vec::new();
+        for tile in [Tile::Large, Tile::Wide] {
+            let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
+            for c in &mut cs {
+                c.tile = tile;
+                // tf32 packs m- or n-contiguous operands, for batch 1 only: batches take the
+                // best tensor-core kernel that applies.
+                if math == MathMode::Tf32 && c.batch > 1 {
+                    c.kernel = Kernel::TensorCore;
+                }
+            }
+            v.extend(cs);
+        }
+        v
+    };
+    sweep::<f16>(&stream, &mut Rng::new(21), &wg(MathMode::Exact, 8));
+    sweep::<bf16>(&stream, &mut Rng::new(22), &wg(MathMode::Exact, 8));
+    sweep::<f32>(&stream, &mut Rng::new(23), &wg(MathMode::Tf32, 4));
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(24),
+        &tile_cases(Kernel::MmaSync, MathMode::Exact, 8),
+    );
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(25),
+        &tile_cases(Kernel::MmaSync, MathMode::Tf32, 4),
+    );
+}
+
 #[test]
 fn gemm_f32_small_tiles_and_k_zero_and_alpha_zero() {
     let Some(ctx) = gpu!("gemm_f32_small_tiles_and_k_zero_and_alpha_zero") else {

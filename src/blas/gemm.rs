@@ -2,11 +2,13 @@
 
 use std::fmt::Debug;
 use std::mem::size_of;
+use std::sync::Arc;
 
+use super::tma::{self, TmaElement, TmaMatrix};
 use super::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
-use crate::memory::{use_on, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 
 /// Element types GEMM is built for: `f32`, `f64`, `half::f16`, `half::bf16`.
@@ -47,9 +49,15 @@ pub enum Kernel {
     Auto,
     /// The general CUDA-core kernel (any shape, leading dimension and alignment).
     Simt,
-    /// The tensor-core kernel; an error when the operands do not meet its alignment rules or the
-    /// type has no tensor-core path (f64, or f32 without [`MathMode::Tf32`]).
+    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies, else mma.sync); an error
+    /// when the operands do not meet the alignment rules or the type has no tensor-core path
+    /// (f32 without [`MathMode::Tf32`]).
     TensorCore,
+    /// The mma.sync tensor-core kernels (sm_80 and later), even on Hopper.
+    MmaSync,
+    /// The Hopper kernel: `wgmma` fed by the tensor memory accelerator (f16, bf16, tf32 on compute
+    /// capability 9.0); an error where it does not apply.
+    Wgmma,
 }
 
 /// The block tile of a [`Gemm`] (a tuning knob; [`Tile::Auto`] picks by shape).
@@ -60,9 +68,12 @@ pub enum Tile {
     Auto,
     /// 64 x 64 (every kernel family).
     Small,
-    /// 128 x 128 (tensor cores: 4 warps; f32 CUDA cores: 8 x 8 per thread; the f64, f16 and bf16
-    /// CUDA-core kernels and the f64 DMMA kernel have no large tile and use 64 x 64).
+    /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; f32 CUDA cores:
+    /// 8 x 8 per thread; the f64, f16 and bf16 CUDA-core kernels and the f64 DMMA kernel have no
+    /// large tile and use 64 x 64).
     Large,
+    /// 128 x 256 (wgmma only: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`.
+    Wide,
 }
 
 /// The kernels' parameter block (`struct GemmParams` in ptx/gemm_tc.cu and ptx/gemm_simt.cu).
@@ -95,6 +106,9 @@ unsafe impl DeviceRepr for GemmParams {}
 const MAX_BATCH_PER_LAUNCH: usize = 65535;
 /// Tensor-core pipeline depth (the kernels' STAGES).
 const TC_STAGES: u32 = 4;
+/// Dynamic shared memory of the wgmma kernels (both tiles): stages, epilogue chunks, alignment
+/// and barriers.
+const WG_SMEM: u32 = 4 * (128 + 256) * 128 + 2 * 64 * 36 * 4 + 2048;
 
 /// A GEMM description: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, built with
 /// [`Gemm::new`] and the setters, run with [`Gemm::run`] or [`Gemm::run_with_bias`].
@@ -427,14 +441,29 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if let Some((_, _, bias)) = bias {
             use_on(bias, &stream)?;
         }
-        run_kernel::<T>(&stream, &choice, params, self.batch)
+        match choice.family {
+            Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch),
+            _ => run_kernel::<T>(&stream, &choice, params, self.batch),
+        }
     }
+}
+
+/// The kernel families.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Simt,
+    MmaSync,
+    Dmma,
+    Wgmma,
 }
 
 /// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Choice {
     pub name: String,
+    pub family: Family,
+    /// wgmma tf32 only: X / Y are packed k-contiguous first (`gemm_wg_pack_tf32`).
+    pub pack: [bool; 2],
     /// Block tile (rows, columns) of the kernels' row-major D.
     pub tile: (usize, usize),
     pub smem: u32,
@@ -458,6 +487,12 @@ fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
         && (batch <= 1 || (params.sx % vec == 0 && params.sy % vec == 0))
 }
 
+/// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
+/// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128).
+fn wide_enough(plan: &Plan, batch: usize, sms: usize) -> bool {
+    tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch) >= sms / 2
+}
+
 #[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests
 pub(crate) fn choose_kernel(
     type_name: &str,
@@ -467,73 +502,210 @@ pub(crate) fn choose_kernel(
     tile: Tile,
     plan: &Plan,
     aligned: bool,
+    wgmma_ok: bool,
     cc: (u32, u32),
     sms: usize,
     batch: usize,
 ) -> Result<Choice> {
     let tc_name = match (type_name, math) {
         ("f32", MathMode::Tf32) => Some("tf32"),
+        ("f32", _) => None,
         (t, _) if tensor_type => Some(t),
         _ => None,
     };
-    let use_tc = match forced {
-        Kernel::TensorCore => {
-            let Some(_) = tc_name else {
-                bail_invalid!("gemm: {type_name} has no tensor-core kernel with {math:?} math");
-            };
-            if !aligned {
-                bail_invalid!(
-                    "gemm: the tensor-core kernel needs 16-byte aligned A and B and leading dimensions / strides that are multiples of 16 bytes"
-                );
-            }
-            if cc < (8, 0) {
-                bail_invalid!(
-                    "gemm: the tensor-core kernel needs compute capability 8.0, not {}.{}",
-                    cc.0,
-                    cc.1
-                );
-            }
-            true
+    let tensor_checks = || -> Result<()> {
+        if tc_name.is_none() {
+            bail_invalid!("gemm: {type_name} has no tensor-core kernel with {math:?} math");
         }
-        Kernel::Simt => false,
-        Kernel::Auto => tc_name.is_some() && aligned && cc >= (8, 0),
+        if !aligned {
+            bail_invalid!(
+                "gemm: the tensor-core kernel needs 16-byte aligned A and B and leading dimensions / strides that are multiples of 16 bytes"
+            );
+        }
+        if cc < (8, 0) {
+            bail_invalid!(
+                "gemm: the tensor-core kernel needs compute capability 8.0, not {}.{}",
+                cc.0,
+                cc.1
+            );
+        }
+        Ok(())
+    };
+    let wg_type = matches!(tc_name, Some("f16" | "bf16" | "tf32"));
+    let wg_possible = wg_type && aligned && wgmma_ok && cc == (9, 0);
+    // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
+    let family = match forced {
+        Kernel::Simt => Family::Simt,
+        Kernel::MmaSync => {
+            tensor_checks()?;
+            Family::MmaSync
+        }
+        Kernel::Wgmma => {
+            tensor_checks()?;
+            if !wg_possible {
+                bail_invalid!(
+                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with m- or n-contiguous operands needs batch 1"
+                );
+            }
+            if tile == Tile::Small {
+                bail_invalid!("gemm: the wgmma kernel has no 64 x 64 tile");
+            }
+            Family::Wgmma
+        }
+        Kernel::TensorCore => {
+            tensor_checks()?;
+            if wg_possible && tile != Tile::Small {
+                Family::Wgmma
+            } else {
+                Family::MmaSync
+            }
+        }
+        Kernel::Auto => {
+            if tc_name.is_none() || !aligned || cc < (8, 0) {
+                Family::Simt
+            } else if wg_possible && tile != Tile::Small {
+                // On the H100 the 128 x 128 wgmma tile beats the 64 x 64 mma.sync one down to
+                // 256^2 (1.8x cuBLAS against 1.3x for bf16), so Auto takes wgmma at every size.
+                Family::Wgmma
+            } else {
+                Family::MmaSync
+            }
+        }
     };
     let big = tiles(plan.m, plan.n, 128).saturating_mul(batch) >= sms;
-    let tile = match tile {
-        Tile::Auto if big => Tile::Large,
-        Tile::Auto => Tile::Small,
-        t => t,
+    let plain = |name: String, family, tile, smem, threads| Choice {
+        name,
+        family,
+        pack: [false; 2],
+        tile,
+        smem,
+        threads,
     };
-    if use_tc && type_name == "f64" {
-        // One DMMA configuration: 64 x 64, 4 warps, 3 stages of 20480 bytes.
-        Ok(Choice {
-            name: format!("gemm_dmma_f64_s_{}", plan.ops),
-            tile: (64, 64),
-            smem: 3 * 20480,
-            threads: 128,
-        })
-    } else if use_tc {
-        let t = tc_name.unwrap_or("f16");
-        let (size, tile, smem) = match tile {
-            Tile::Large => ('l', (128, 128), TC_STAGES * 80 * 256),
-            _ => ('s', (64, 64), TC_STAGES * 80 * 128),
-        };
-        Ok(Choice {
-            name: format!("gemm_tc_{t}_{size}_{}", plan.ops),
-            tile,
-            smem,
-            threads: 128,
-        })
-    } else {
-        let large = type_name == "f32" && tile == Tile::Large;
-        let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
-        Ok(Choice {
-            name: format!("gemm_simt_{type_name}_{size}_{}", plan.ops),
-            tile,
-            smem: 0,
-            threads: 256,
-        })
+    match family {
+        Family::Wgmma => {
+            let t = tc_name.unwrap_or("f16");
+            let wide = match tile {
+                Tile::Wide => true,
+                Tile::Large => false,
+                _ => wide_enough(plan, batch, sms),
+            };
+            let (letter, tile) = if wide { ('w', (128, 256)) } else { ('l', (128, 128)) };
+            // tf32 is read k-contiguous only: other operands are packed first and run as `tn`.
+            let xk = plan.ops.ends_with('n');
+            let yk = plan.ops.starts_with('t');
+            let (ops, pack) = if t == "tf32" {
+                ("tn".to_string(), [!xk, !yk])
+            } else {
+                (plan.ops.clone(), [false; 2])
+            };
+            Ok(Choice {
+                name: format!("gemm_wg_{t}_{letter}_{ops}"),
+                family,
+                pack,
+                tile,
+                smem: WG_SMEM,
+                threads: 384,
+            })
+        }
+        Family::MmaSync if type_name == "f64" => {
+            // One DMMA configuration: 64 x 64, 4 warps, 3 stages of 20480 bytes.
+            Ok(plain(
+                format!("gemm_dmma_f64_s_{}", plan.ops),
+                Family::Dmma,
+                (64, 64),
+                3 * 20480,
+                128,
+            ))
+        }
+        Family::MmaSync | Family::Dmma => {
+            let t = tc_name.unwrap_or("f16");
+            let large = match tile {
+                Tile::Auto => big,
+                Tile::Small => false,
+                Tile::Large | Tile::Wide => true,
+            };
+            let (size, tile, smem) = if large {
+                ('l', (128, 128), TC_STAGES * 80 * 256)
+            } else {
+                ('s', (64, 64), TC_STAGES * 80 * 128)
+            };
+            Ok(plain(
+                format!("gemm_tc_{t}_{size}_{}", plan.ops),
+                Family::MmaSync,
+                tile,
+                smem,
+                128,
+            ))
+        }
+        Family::Simt => {
+            let large = type_name == "f32"
+                && match tile {
+                    Tile::Auto => big,
+                    Tile::Small => false,
+                    Tile::Large | Tile::Wide => true,
+                };
+            let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
+            Ok(plain(
+                format!("gemm_simt_{type_name}_{size}_{}", plan.ops),
+                Family::Simt,
+                tile,
+                0,
+                256,
+            ))
+        }
     }
+}
+
+/// The element type the TMA moves for a GEMM type (`None` for f64: no wgmma path).
+fn tma_element<T: GemmType>() -> Option<TmaElement> {
+    match T::NAME {
+        "f16" => Some(TmaElement::F16),
+        "bf16" => Some(TmaElement::Bf16),
+        "f32" => Some(TmaElement::F32),
+        _ => None,
+    }
+}
+
+/// X and Y as the TMA sees them for the wgmma kernels, given whether each is k-contiguous.
+fn tma_operands(params: &GemmParams, element: TmaElement, xk: bool, yk: bool, batch: usize) -> [TmaMatrix; 2] {
+    let (m, n, k) = (params.m as u64, params.n as u64, params.k as u64);
+    let op = |address, contiguous_k: bool, rows, ld, stride| TmaMatrix {
+        address,
+        element,
+        inner: if contiguous_k { k } else { rows },
+        outer: if contiguous_k { rows } else { k },
+        ld,
+        batch: batch as u64,
+        stride,
+    };
+    [
+        op(params.x, xk, m, params.ldx as u64, params.sx as u64),
+        op(params.y, yk, n, params.ldy as u64, params.sy as u64),
+    ]
+}
+
+/// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
+/// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
+/// tf32, after packing (batch 1 only).
+fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, batch: usize) -> bool {
+    let Some(element) = tma_element::<T>() else {
+        return false;
+    };
+    if element == TmaElement::F32 && g_math != MathMode::Tf32 {
+        return false;
+    }
+    let max = tma::MAX_EXTENT as i64;
+    if params.k < 1 || params.m > max || params.n > max || params.k > max || batch > MAX_BATCH_PER_LAUNCH {
+        return false;
+    }
+    let xk = plan.ops.ends_with('n');
+    let yk = plan.ops.starts_with('t');
+    let [x, y] = tma_operands(params, element, xk, yk, batch);
+    if element == TmaElement::F32 && (!xk || !yk) {
+        // Packed operands are fresh, tight, 16-byte aligned buffers; the others must fit as given.
+        return batch == 1 && (!xk || x.fits()) && (!yk || y.fits());
+    }
+    x.fits() && y.fits()
 }
 
 fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Choice> {
@@ -550,6 +722,7 @@ fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream:
         g.tile,
         plan,
         tc_aligned(params, vec, g.batch),
+        wgmma_fits::<T>(g.math, plan, params, g.batch),
         ctx.compute_capability(),
         ctx.limits().multiprocessor_count as usize,
         g.batch,
@@ -593,6 +766,116 @@ fn run_kernel<T: GemmType>(stream: &Stream, choice: &Choice, params: GemmParams,
         }?;
         done += count;
     }
+    Ok(())
+}
+
+/// Packs an m- or n-contiguous f32 operand k-contiguous (rounded to tf32) into a new buffer on
+/// `stream`: `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`, `ld = k` rounded up
+/// to 4 (16 bytes). Returns the buffer and `ld`.
+fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
+    let ld = (k + 3) / 4 * 4;
+    let len = usize::try_from(count * ld)
+        .map_err(|_| crate::error::invalid(format_args!("gemm: tf32 pack size overflows")))?;
+    // SAFETY: every element the kernel reads from `out` (r < count, p < k) is written by the
+    // pack kernel below before the GEMM that reads it is queued on the same stream; the padding
+    // columns (k <= p < ld) are outside the tensor map and never read.
+    let out = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
+    let f = stream.context().kernel("gemm_wg_pack_tf32")?;
+    let (grid_x, grid_y) = ((count as u64).div_ceil(32), (k as u64).div_ceil(32));
+    if grid_x > i32::MAX as u64 || grid_y > 65535 {
+        bail_invalid!("gemm: tf32 operand of {count} x {k} is too large to pack");
+    }
+    let o = out.device_ptr();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&input).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
+    // SAFETY: gemm_wg_pack_tf32(float* out, const float* in, i64 count, i64 k, i64 ld_in,
+    // i64 ld_out) reads in[p * ld_in + r] for r < count, p < k (inside the operand, which `plan`
+    // checked) and writes out[r * ld + p], inside `out` (count * ld elements).
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (grid_x as u32, grid_y as u32, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    Ok((out, ld))
+}
+
+/// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and
+/// launches `(tx, ty, params)`.
+fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: GemmParams, batch: usize) -> Result<()> {
+    let Some(element) = tma_element::<T>() else {
+        bail_invalid!("gemm: {} has no wgmma kernel", T::NAME);
+    };
+    let f = stream.context().kernel(&choice.name)?;
+    if choice.smem > f.max_dynamic_shared_memory() {
+        f.set_max_dynamic_shared_memory(choice.smem)?;
+    }
+    // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
+    // the same stream after it.
+    let mut packed = Vec::new();
+    if choice.pack[0] {
+        let (buf, ld) = pack_tf32(stream, params.x, params.m, params.k, params.ldx)?;
+        (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, 0);
+        packed.push(buf);
+    }
+    if choice.pack[1] {
+        let (buf, ld) = pack_tf32(stream, params.y, params.n, params.k, params.ldy)?;
+        (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+        packed.push(buf);
+    }
+    let xk = choice.name.ends_with('n');
+    let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
+    let (bm, bn) = choice.tile;
+    let tiles = tiles2(params.m as usize, params.n as usize, choice.tile);
+    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    let bk = (128 / size_of::<T>()) as u32;
+    let sz = size_of::<T>() as u64;
+    let mut done = 0usize;
+    while done < batch {
+        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+        // The kernel numbers its tiles with 32-bit integers.
+        if tiles.saturating_mul(count) > i32::MAX as usize {
+            bail_invalid!(
+                "gemm: {} x {} in {count} batch entries is {} tiles, more than one launch holds",
+                params.m,
+                params.n,
+                tiles.saturating_mul(count)
+            );
+        }
+        let grid_x = tiles.saturating_mul(count).min(sms) as u32;
+        let mut p = params;
+        p.x += done as u64 * params.sx as u64 * sz;
+        p.y += done as u64 * params.sy as u64 * sz;
+        p.d += done as u64 * params.sd as u64 * sz;
+        p.batch = count as i32;
+        let [x, y] = tma_operands(&p, element, xk, yk, count);
+        let tx = if xk {
+            x.encode(bk, bm as u32)?
+        } else {
+            x.encode(64, bk)?
+        };
+        let ty = if yk {
+            y.encode(bk, bn as u32)?
+        } else {
+            y.encode(64, bk)?
+        };
+        let mut l = stream.launch_builder(&f);
+        l.arg(&tx).arg(&ty).arg(&p);
+        // SAFETY: the kernel takes (TensorMap, TensorMap, GemmParams) by value. The maps cover
+        // exactly the operands' m x k and k x n extents (TMA bounds zero-fill the rest of each
+        // box); `plan` checked that every element of D (rows < m, cols < n of each of `count`
+        // matrices at ldd / sd) and of the bias lies inside C and the bias.
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (grid_x, 1, 1),
+                block_dim: (choice.threads, 1, 1),
+                shared_mem_bytes: choice.smem,
+            })
+        }?;
+        done += count;
+    }
+    drop(packed);
     Ok(())
 }
 
@@ -749,8 +1032,9 @@ mod tests {
     fn dispatch_by_type_alignment_and_size() {
         let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096);
         let p = plan(&g, [1 << 24, 1 << 24, 1 << 24]).unwrap();
-        let c =
-            |t, tc, math, forced, aligned| choose_kernel(t, tc, math, forced, Tile::Auto, &p, aligned, (9, 0), 132, 1);
+        let c = |t, tc, math, forced, aligned| {
+            choose_kernel(t, tc, math, forced, Tile::Auto, &p, aligned, false, (9, 0), 132, 1)
+        };
         assert_eq!(
             c("f32", false, MathMode::Exact, Kernel::Auto, true).unwrap().name,
             "gemm_simt_f32_l_nn"
@@ -786,7 +1070,21 @@ mod tests {
             [1 << 20; 3],
         )
         .unwrap();
-        let pick = |t, tile, cc| choose_kernel(t, true, MathMode::Exact, Kernel::Auto, tile, &small, true, cc, 132, 1);
+        let pick = |t, tile, cc| {
+            choose_kernel(
+                t,
+                true,
+                MathMode::Exact,
+                Kernel::Auto,
+                tile,
+                &small,
+                true,
+                false,
+                cc,
+                132,
+                1,
+            )
+        };
         assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
         assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
         let l = pick("bf16", Tile::Large, (9, 0)).unwrap();
@@ -794,5 +1092,83 @@ mod tests {
             (l.name.as_str(), l.tile, l.threads, l.smem),
             ("gemm_tc_bf16_l_nn", (128, 128), 128, 81920)
         );
+    }
+
+    #[test]
+    fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
+        let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096);
+        let p = plan(&g, [1 << 24, 1 << 24, 1 << 24]).unwrap();
+        let c =
+            |t, math, forced, tile, ok, cc| choose_kernel(t, t != "f32", math, forced, tile, &p, true, ok, cc, 132, 1);
+        let e = MathMode::Exact;
+        let w = c("f16", e, Kernel::Auto, Tile::Auto, true, (9, 0)).unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.family, w.threads, w.tile),
+            ("gemm_wg_f16_w_nn", Family::Wgmma, 384, (128, 256))
+        );
+        assert_eq!(
+            c("bf16", e, Kernel::Auto, Tile::Large, true, (9, 0)).unwrap().name,
+            "gemm_wg_bf16_l_nn"
+        );
+        assert_eq!(
+            c("bf16", e, Kernel::Auto, Tile::Small, true, (9, 0)).unwrap().name,
+            "gemm_tc_bf16_s_nn"
+        );
+        assert_eq!(
+            c("f16", e, Kernel::MmaSync, Tile::Auto, true, (9, 0)).unwrap().name,
+            "gemm_tc_f16_l_nn"
+        );
+        // Not on other devices, and not when the operands do not suit the TMA.
+        assert_eq!(
+            c("f16", e, Kernel::Auto, Tile::Auto, true, (8, 0)).unwrap().name,
+            "gemm_tc_f16_l_nn"
+        );
+        assert_eq!(
+            c("f16", e, Kernel::Auto, Tile::Auto, false, (9, 0)).unwrap().name,
+            "gemm_tc_f16_l_nn"
+        );
+        assert!(c("f16", e, Kernel::Wgmma, Tile::Auto, false, (9, 0)).is_err());
+        assert!(c("f16", e, Kernel::Wgmma, Tile::Small, true, (9, 0)).is_err());
+        assert!(c("f64", e, Kernel::Wgmma, Tile::Auto, true, (9, 0)).is_err());
+        // tf32 reads k-contiguous operands only: nn packs both and runs the tn kernel.
+        let t = c("f32", MathMode::Tf32, Kernel::Wgmma, Tile::Wide, true, (9, 0)).unwrap();
+        assert_eq!((t.name.as_str(), t.pack), ("gemm_wg_tf32_w_tn", [false, true]));
+        let tn = plan(&Gemm::<f32>::new(Transpose::T, Transpose::N, 64, 64, 64), [1 << 20; 3]).unwrap();
+        let t = choose_kernel(
+            "f32",
+            false,
+            MathMode::Tf32,
+            Kernel::Wgmma,
+            Tile::Large,
+            &tn,
+            true,
+            true,
+            (9, 0),
+            132,
+            1,
+        )
+        .unwrap();
+        assert_eq!((t.name.as_str(), t.pack), ("gemm_wg_tf32_l_tn", [false, false]));
+        // Small problems take the 128 x 128 wgmma tile too.
+        let small = plan(
+            &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),
+            [1 << 20; 3],
+        )
+        .unwrap();
+        let s = choose_kernel(
+            "f16",
+            true,
+            e,
+            Kernel::Auto,
+            Tile::Auto,
+            &small,
+            true,
+            true,
+            (9, 0),
+            132,
+            1,
+        )
+        .unwrap();
+        assert_eq!(s.name, "gemm_wg_f16_l_nn");
     }
 }

@@ -7,14 +7,17 @@
 //! | type | math | kernels |
 //! |---|---|---|
 //! | `f32` | exact f32 on the CUDA cores ([`MathMode::Exact`], the default) | `gemm_simt` |
-//! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_tc` (mma.sync) |
-//! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_tc` (mma.sync) |
+//! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_wg_tf32` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync) |
+//! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_wg_f16` / `gemm_wg_bf16` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync) |
 //! | `f64` | f64 on the DMMA tensor cores (mma.sync m8n8k4), f64 accumulate | `gemm_tc` (`gemm_dmma_*`) |
 //!
 //! Tensor-core kernels need 16-byte aligned A and B and leading dimensions (and batch strides)
 //! that are multiples of 16 bytes (8 elements for f16/bf16, 4 for tf32, 2 for f64); other
 //! operands run on the general CUDA-core kernel (`gemm_simt`, f32/f64 math), which accepts any
-//! shape, leading dimension and alignment.
+//! shape, leading dimension and alignment. On Hopper (compute capability 9.0) the f16, bf16 and
+//! tf32 GEMMs run on the sm_90a kernels (warpgroup `wgmma` fed by the tensor memory
+//! accelerator) whenever `k >= 1` and `alpha != 0`; tf32 operands that are not k-contiguous are
+//! packed into a temporary buffer first (batch 1; batches with such operands use mma.sync).
 //!
 //! Every entry point validates the shapes, leading dimensions, strides and buffer lengths first
 //! and returns [`Error::InvalidArgument`](crate::Error::InvalidArgument) quoting the numbers; on
@@ -37,6 +40,7 @@
 
 mod gemm;
 mod gemv;
+mod tma;
 
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, Tile};
 pub use gemv::{gemv, GemvType};

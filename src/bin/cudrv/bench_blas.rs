@@ -9,7 +9,7 @@
 //! cudrv's figures alone.
 //!
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm), `--sizes 256,1024` (square sizes),
-//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,l` (gemm: force
+//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,l,w` (gemm: force
 //! block tiles, one row each).
 
 use std::ffi::c_void;
@@ -306,7 +306,8 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                         "auto" => Ok(Tile::Auto),
                         "s" => Ok(Tile::Small),
                         "l" => Ok(Tile::Large),
-                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, l"))),
+                        "w" => Ok(Tile::Wide),
+                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, l, w"))),
                     })
                     .collect::<Result<_>>()?
             }
@@ -314,7 +315,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --trials N --tiles auto,s,l"
+                     --no-skinny --trials N --tiles auto,s,l,w"
                 )))
             }
         }

@@ -1,0 +1,512 @@
+#pragma once
+// ptx/gemm_wg.cuh: the GEMM kernel template of the modules gemm_wg_f16, gemm_wg_bf16 and
+// gemm_wg_tf32 (one module per type, so a process JIT-compiles only the types it uses).
+//
+// GEMM on Hopper's warpgroup tensor cores (sm_90a): `wgmma.mma_async`
+// fed by the Tensor Memory Accelerator (`cp.async.bulk.tensor`), f16 / bf16 / tf32 inputs with f32
+// accumulation, fused epilogue. Compiled for compute_90a: the driver loads them only on cc 9.0.
+//
+// The problem is the row-major one of ptx/gemm_tc.cu (the Rust side maps cuBLAS's column-major
+// GEMM onto it, X = op(B)^T, Y = op(A)^T):
+//
+//   D[r][c] = act(alpha * sum_p X[r][p] * Y[p][c] + beta * D[r][c] + bias[c]),   r < m, c < n, p < k
+//
+//   X[r][p] at x[r * ldx + p] when X is k-contiguous ("xk"), else at x[r + p * ldx]
+//   Y[p][c] at y[c * ldy + p] when Y is k-contiguous ("yk"), else at y[p * ldy + c]
+//   D[r][c] at d[r * ldd + c]
+//
+// Kernel names: gemm_wg_<type>_<tile>_<opA><opB>, xk = (opB == 'n'), yk = (opA == 't') as in
+// gemm_tc. <type>: f16, bf16 (every op combination: wgmma reads m- or n-contiguous 16-bit tiles
+// through its transpose bits) and tf32 (f32 storage; wgmma reads tf32 only k-contiguous, so only
+// `tn` exists and the Rust side transposes other operands first). <tile>: l = 128 x 128,
+// w = 128 x 256 (rows x columns of D).
+//
+// Block: 3 warpgroups (384 threads), persistent: block b computes tiles b, b + gridDim.x, ...
+// Warpgroup 0 is the producer: one thread issues the TMA loads of each k-tile into a ring of
+// STAGES shared-memory stages and arms the stage's "full" mbarrier with the byte count; the TMA
+// completes the transaction. Warpgroups 1 and 2 are consumers: each owns 64 rows of the tile and
+// its accumulators (64 x BN f32 across 128 threads), waits on the stage's "full" barrier, issues
+// BK/16 (BK/8 for tf32) wgmma instructions reading both operands straight from shared memory,
+// and releases the stage on its "empty" barrier once the wgmma group that read it has completed
+// (one group stays in flight). The ring runs on across tiles, so the producer loads the next
+// tile while the consumers write the last one. The producer gives registers back with setmaxnreg
+// so the consumers can hold their accumulators.
+//
+// Epilogue: each consumer parks 32 accumulator columns at a time in its own shared-memory chunk.
+// C = alpha * A * B (beta 0, no bias, no activation) then leaves in 16-byte stores, 8 columns
+// per thread, where D's rows are 16-byte aligned. Anything else goes through a rolled loop, one
+// element per thread, so the beta / bias / activation code appears once per chunk.
+//
+// Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
+// wgmma's matrix descriptors name (swizzle mode 1):
+//   k-contiguous operand: box {BK, rows} (BK * sizeof(T) = 128 bytes), row r at r * 128 bytes;
+//     descriptor stride byte offset (8-row groups) 1024; a k step of 32 bytes moves the start.
+//   m/n-contiguous operand: boxes {64, BK}, one per 64 rows/columns, each 8 KiB (k row p at
+//     p * 128 bytes); leading byte offset (between 64-wide chunks) 8192, stride byte offset
+//     (8-k groups) 1024; a k step of 16 moves the start by 2048 bytes.
+// Out-of-range rows, columns and k read as zero (TMA bounds), so every shape runs unpadded.
+//
+// Launch contract:
+//   params (by value): TensorMap tx, TensorMap ty (3-D maps built by the Rust side with
+//   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above), then
+//   GemmParams p (x, y, d, bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act).
+//   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
+//   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
+//   18432 (epilogue chunks) + 2048 (alignment, barriers) bytes: 217088 for both tiles
+//   (w: 4 stages, l: 6 stages).
+//   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
+//   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
+//   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
+//   3 sigmoid, 4 tanh. m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+struct GemmParams {
+    unsigned long long x, y, d, bias;
+    long long m, n, k;
+    long long ldx, ldy, ldd;
+    long long sx, sy, sd;
+    double alpha, beta;
+    int act;
+    int batch;
+};
+
+// CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+enum : int { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SIGMOID = 3, ACT_TANH = 4 };
+
+__device__ __forceinline__ float activate(float v, int act) {
+    switch (act) {
+    case ACT_RELU: return v < 0.f ? 0.f : v;
+    case ACT_GELU: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    case ACT_SIGMOID: return 1.f / (1.f + expf(-v));
+    case ACT_TANH: return tanhf(v);
+    default: return v;
+    }
+}
+
+#define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WG_D16(i) WG_D4(i), WG_D4(i + 4), WG_D4(i + 8), WG_D4(i + 12)
+#define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
+#define WG_D128(i) WG_D64(i), WG_D64(i + 64)
+
+// wgmma with both operands in shared memory (descriptors da, db), D += A * B; TA / TB select the
+// m- / n-contiguous (transposed) reading of a 16-bit operand.
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_f16_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+                 "%128, %129, p, 1, 1, %131, %132;\n"
+                 "}\n"
+                 : WG_D128(0)
+                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_bf16_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+                 "%128, %129, p, 1, 1, %131, %132;\n"
+                 "}\n"
+                 : WG_D128(0)
+                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
+}
+
+__device__ __forceinline__ void wgmma_tf32_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+                 "%128, %129, p, 1, 1;\n"
+                 "}\n"
+                 : WG_D128(0)
+                 : "l"(da), "l"(db), "r"(scale));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1, %67, %68;\n"
+                 "}\n"
+                 : WG_D64(0)
+                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_bf16_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1, %67, %68;\n"
+                 "}\n"
+                 : WG_D64(0)
+                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
+}
+
+__device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1;\n"
+                 "}\n"
+                 : WG_D64(0)
+                 : "l"(da), "l"(db), "r"(scale));
+}
+
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from reading the accumulators before the last wgmma.wait_group (inside the
+// pipeline such a fence would count as a write and serialise the wgmma instructions).
+template <int N> __device__ __forceinline__ void fence_regs(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Matrix descriptor: start address, leading / stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// One TMA box of a 3-D map into shared memory at dst, completing on mbarrier bar.
+__device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
+template <typename T> struct Wg;
+template <> struct Wg<__half> {
+    enum { KSTEP = 16 };
+    static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_f16_n256<TA, TB>(d, a, b, scale);
+    }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_f16_n128<TA, TB>(d, a, b, scale);
+    }
+};
+template <> struct Wg<__nv_bfloat16> {
+    enum { KSTEP = 16 };
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_bf16_n256<TA, TB>(d, a, b, scale);
+    }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_bf16_n128<TA, TB>(d, a, b, scale);
+    }
+};
+template <> struct Wg<float> {
+    enum { KSTEP = 8 };
+    static __device__ __forceinline__ float to_f(float v) { return v; }
+    static __device__ __forceinline__ float from_f(float v) { return v; }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_tf32_n256(d, a, b, scale);
+    }
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
+        wgmma_tf32_n128(d, a, b, scale);
+    }
+};
+
+// Parks accumulator columns [q * COLS, (q + 1) * COLS) of a consumer's 64 rows in its chunk
+// (row stride LD floats). Fragment layout: for each 8-column block j, a thread holds rows
+// 16 * warp + lane / 4 (+ 8) and columns 8 j + 2 (lane % 4) (+ 1).
+template <int COLS, int LD, int N>
+__device__ __forceinline__ void park_chunk(float* chunk, const float (&d)[N], int q, int warp, int lane) {
+    float* w0 = chunk + (16 * warp + lane / 4) * LD + 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < COLS / 8; ++j) {
+        const int a = 4 * (q * COLS / 8 + j);
+        *reinterpret_cast<float2*>(w0 + 8 * j) = make_float2(d[a], d[a + 1]);
+        *reinterpret_cast<float2*>(w0 + 8 * LD + 8 * j) = make_float2(d[a + 2], d[a + 3]);
+    }
+}
+
+// Eight consecutive outputs in 16-byte stores (the address is 16-byte aligned).
+__device__ __forceinline__ void store8(__half* p, const float (&v)[8]) {
+    __half2 h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(h);
+}
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const float (&v)[8]) {
+    __nv_bfloat162 h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(h);
+}
+__device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+// The tile a block works on: batch entry bz, first row m0 and column n0 of D. Tiles are numbered
+// batch-major; within a batch entry they are rasterised in groups of 8 row-tiles that share
+// their column tiles in L2.
+struct TileCoord {
+    int bz, m0, n0;
+};
+template <int BM, int BN>
+__device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n) {
+    const int per_batch = tiles_m * tiles_n;
+    const int bz = t / per_batch, tile = t % per_batch;
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    const int tm = first_m + (tile % per_group) % gsize;
+    const int tn = (tile % per_group) / gsize;
+    return TileCoord{bz, tm * BM, tn * BN};
+}
+
+template <typename T, int BN, int STAGES, bool XK, bool YK>
+__device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const GemmParams& p) {
+    constexpr int BM = 128;
+    constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
+    constexpr int KSTEP = Wg<T>::KSTEP;
+    constexpr int X_BYTES = BM * 128;          // 16 KiB
+    constexpr int Y_BYTES = BN * 128;
+    constexpr int STAGE_BYTES = X_BYTES + Y_BYTES;
+    constexpr int NACC = BN / 2;               // accumulators per thread (64 x BN over 128 threads)
+    constexpr int EPI_COLS = 32;               // columns per epilogue chunk
+    constexpr int EPI_LD = EPI_COLS + 4;       // padded row of a chunk, floats
+    constexpr int EPI_BYTES = 64 * EPI_LD * 4; // one consumer's chunk
+    static_assert(XK || sizeof(T) == 2, "m-contiguous X needs a 16-bit type");
+    static_assert(YK || sizeof(T) == 2, "n-contiguous Y needs a 16-bit type");
+    extern __shared__ unsigned char smem_raw[];
+
+    // 1024-byte aligned stage ring (the swizzle pattern repeats every 1024 bytes), then the two
+    // consumers' epilogue chunks, then the barriers.
+    const unsigned raw = smem_addr(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned epi = base + STAGES * STAGE_BYTES;
+    const unsigned full = epi + 2 * EPI_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+    const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
+    const int total = tiles_m * tiles_n * p.batch;
+    const int ktiles = (int)((p.k + BK - 1) / BK);
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, 8);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    // Persistent: block b takes tiles b, b + gridDim.x, ... The stage ring and its phases run on
+    // across tiles, so the producer fills the next tile's stages during the consumers' epilogue.
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (tid == 0) {
+            int it = 0;
+            for (int t = blockIdx.x; t < total; t += gridDim.x) {
+                const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
+                const int zx = p.sx != 0 ? tc.bz : 0, zy = p.sy != 0 ? tc.bz : 0;
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                    const unsigned bar = full + 8 * s;
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    const unsigned xs = base + s * STAGE_BYTES, ys = xs + X_BYTES;
+                    const int k0 = kt * BK;
+                    if (XK) {
+                        tma_load(xs, tx, bar, k0, tc.m0, zx);
+                    } else {
+#pragma unroll
+                        for (int c = 0; c < BM / 64; ++c) tma_load(xs + c * 8192, tx, bar, tc.m0 + 64 * c, k0, zx);
+                    }
+                    if (YK) {
+                        tma_load(ys, ty, bar, k0, tc.n0, zy);
+                    } else {
+#pragma unroll
+                        for (int c = 0; c < BN / 64; ++c) tma_load(ys + c * 8192, ty, bar, tc.n0 + 64 * c, k0, zy);
+                    }
+                }
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int cw = wg - 1;  // consumer index: rows 64 * cw .. 64 * cw + 63 of the tile
+    const int lt = tid & 127, warp = lt / 32, lane = lt & 31;
+    const float alpha = (float)p.alpha, beta = (float)p.beta;
+    // Plain C = alpha * A * B stores straight from the accumulators; anything else (beta, bias,
+    // activation) goes through shared memory in 32-column chunks, so that code appears once per
+    // chunk rather than once per accumulator.
+    const bool plain = beta == 0.f && p.bias == 0 && p.act == ACT_NONE;
+    const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && p.d % 16 == 0;
+    float* chunk = reinterpret_cast<float*>(smem_raw + (epi - raw) + cw * EPI_BYTES);
+    float d[NACC];
+
+    // Issues the wgmma instructions of ring slot `it` once its data has landed.
+    auto mma_tile = [&](int it) {
+        const int s = it % STAGES;
+        mbar_wait(full + 8 * s, (it / STAGES) & 1);
+        const unsigned xs = base + s * STAGE_BYTES + cw * 8192, ys = base + s * STAGE_BYTES + X_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / KSTEP; ++kk) {
+            const unsigned long long da =
+                XK ? make_desc(xs + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(xs + kk * 2048, 8192, 1024);
+            const unsigned long long db =
+                YK ? make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(ys + kk * 2048, 8192, 1024);
+            Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1>(d, da, db, 1);
+        }
+        wgmma_commit();
+    };
+
+    int it = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) d[i] = 0.f;
+        // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
+        // accumulators' initial values reach a loop whose groups stay in flight across iterations.
+        mma_tile(it);
+        for (int kt = 1; kt < ktiles; ++kt) {
+            mma_tile(it + kt);
+            // The group before this one has finished reading its stage: hand that stage back.
+            wgmma_wait<1>();
+            if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
+        }
+        wgmma_wait<0>();
+        fence_regs(d);
+        if (lane == 0) mbar_arrive(empty + 8 * ((it + ktiles - 1) % STAGES));
+        it += ktiles;
+
+        // Epilogue (see the top of the file).
+
+        const long long row0 = (long long)tc.m0 + 64 * cw;
+        const long long rows = p.m - row0 < 64 ? p.m - row0 : 64;
+        const long long cols = p.n - tc.n0 < BN ? p.n - tc.n0 : BN;
+        T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
+        if (plain) {
+            // Through the chunk as well, but 8 consecutive columns per thread and one 16-byte
+            // store (two for f32) where D's rows are 16-byte aligned.
+#pragma unroll
+            for (int q = 0; q < BN / EPI_COLS; ++q) {
+                park_chunk<EPI_COLS, EPI_LD>(chunk, d, q, warp, lane);
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = lt / 4 + 32 * h, cl = 8 * (lt & 3), c = q * EPI_COLS + cl;
+                    if (r < rows && c < cols) {
+                        const float* src = chunk + r * EPI_LD + cl;
+                        const float4 lo = *reinterpret_cast<const float4*>(src);
+                        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+                        const float v[8] = {alpha * lo.x, alpha * lo.y, alpha * lo.z, alpha * lo.w,
+                                            alpha * hi.x, alpha * hi.y, alpha * hi.z, alpha * hi.w};
+                        T* out = D + r * p.ldd + c;
+                        if (vec16 && c + 8 <= cols) {
+                            store8(out, v);
+                        } else {
+#pragma unroll
+                            for (int e = 0; e < 8; ++e)
+                                if (c + e < cols) out[e] = Wg<T>::from_f(v[e]);
+                        }
+                    }
+                }
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            }
+            continue;
+        }
+        const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + tc.n0 : nullptr;
+#pragma unroll
+        for (int q = 0; q < BN / EPI_COLS; ++q) {
+            park_chunk<EPI_COLS, EPI_LD>(chunk, d, q, warp, lane);
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+#pragma unroll 1
+            for (int idx = lt; idx < 64 * EPI_COLS; idx += 128) {
+                const int r = idx / EPI_COLS, c = q * EPI_COLS + idx % EPI_COLS;
+                if (r < rows && c < cols) {
+                    float v = alpha * chunk[r * EPI_LD + idx % EPI_COLS];
+                    T* out = D + r * p.ldd + c;
+                    if (beta != 0.f) v += beta * Wg<T>::to_f(*out);
+                    if (bias) v += Wg<T>::to_f(bias[c]);
+                    *out = Wg<T>::from_f(activate(v, p.act));
+                }
+            }
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        }
+    }
+}
+
+#define GEMM_WG(NAME, T, BN, STAGES, XK, YK)                                                                   \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
+        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty, const GemmParams p) { \
+        gemm_wg<T, BN, STAGES, XK, YK>(&tx, &ty, p);                                                            \
+    }
+
+#define GEMM_WG_OPS(TNAME, T)                                                   \
+    GEMM_WG(gemm_wg_##TNAME##_w_nn, T, 256, 4, true, false)                     \
+    GEMM_WG(gemm_wg_##TNAME##_w_nt, T, 256, 4, false, false)                    \
+    GEMM_WG(gemm_wg_##TNAME##_w_tn, T, 256, 4, true, true)                      \
+    GEMM_WG(gemm_wg_##TNAME##_w_tt, T, 256, 4, false, true)                     \
+    GEMM_WG(gemm_wg_##TNAME##_l_nn, T, 128, 6, true, false)                     \
+    GEMM_WG(gemm_wg_##TNAME##_l_nt, T, 128, 6, false, false)                    \
+    GEMM_WG(gemm_wg_##TNAME##_l_tn, T, 128, 6, true, true)                      \
+    GEMM_WG(gemm_wg_##TNAME##_l_tt, T, 128, 6, false, true)
+

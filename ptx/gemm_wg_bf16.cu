@@ -1,0 +1,6 @@
+// cudrv module `gemm_wg_bf16`: bf16 GEMM kernels (sm_90a, wgmma + TMA); the kernel and its
+// launch contract are in ptx/gemm_wg.cuh.
+
+#include "gemm_wg.cuh"
+
+GEMM_WG_OPS(bf16, __nv_bfloat16)

@@ -1,0 +1,6 @@
+// cudrv module `gemm_wg_f16`: f16 GEMM kernels (sm_90a, wgmma + TMA); the kernel and its
+// launch contract are in ptx/gemm_wg.cuh.
+
+#include "gemm_wg.cuh"
+
+GEMM_WG_OPS(f16, __half)
