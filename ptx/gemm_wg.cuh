@@ -62,116 +62,62 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-struct GemmParams {
-    unsigned long long x, y, d, bias;
-    long long m, n, k;
-    long long ldx, ldy, ldd;
-    long long sx, sy, sd;
-    double alpha, beta;
-    int act;
-    int batch;
-};
+#include "gemm_common.cuh"
 
 // CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) TensorMap {
     unsigned long long opaque[16];
 };
 
-enum : int { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SIGMOID = 3, ACT_TANH = 4 };
-
-__device__ __forceinline__ float activate(float v, int act) {
-    switch (act) {
-    case ACT_RELU: return v < 0.f ? 0.f : v;
-    case ACT_GELU: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
-    case ACT_SIGMOID: return 1.f / (1.f + expf(-v));
-    case ACT_TANH: return tanhf(v);
-    default: return v;
-    }
-}
-
 #define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define WG_D16(i) WG_D4(i), WG_D4(i + 4), WG_D4(i + 8), WG_D4(i + 12)
 #define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
 #define WG_D128(i) WG_D64(i), WG_D64(i + 64)
 
-// wgmma with both operands in shared memory (descriptors da, db), D += A * B; TA / TB select the
-// m- / n-contiguous (transposed) reading of a 16-bit operand.
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_f16_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-                 "%128, %129, p, 1, 1, %131, %132;\n"
-                 "}\n"
-                 : WG_D128(0)
-                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
-}
+// The accumulator register lists of the wgmma instructions (64 x N f32 over 128 threads: N / 2
+// registers per thread).
+#define WG_REGS64 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define WG_REGS128 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "\
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "\
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "\
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "\
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_bf16_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-                 "%128, %129, p, 1, 1, %131, %132;\n"
-                 "}\n"
-                 : WG_D128(0)
-                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
-}
+// wgmma with both operands in shared memory (descriptors da, db): D += A * B when `scale` is
+// nonzero, D = A * B otherwise. For the 16-bit types TA / TB select the m- / n-contiguous
+// (transposed) reading of an operand; tf32 reads both k-contiguous.
+#define WG_MMA_16BIT(NAME, TY, N, NACC, REGS, DOPS, TAIL, SCALE)                                        \
+    template <int TA, int TB>                                                                           \
+    __device__ __forceinline__ void NAME(float(&d)[NACC], unsigned long long da, unsigned long long db, \
+                                         int scale) {                                                   \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " REGS ", " TAIL ";\n}\n" \
+                     : DOPS                                                                             \
+                     : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));                                 \
+    }
+#define WG_MMA_TF32(NAME, N, NACC, REGS, DOPS, TAIL, SCALE)                                              \
+    __device__ __forceinline__ void NAME(float(&d)[NACC], unsigned long long da, unsigned long long db, \
+                                         int scale) {                                                   \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " REGS ", " TAIL ";\n}\n"     \
+                     : DOPS                                                                             \
+                     : "l"(da), "l"(db), "r"(scale));                                                   \
+    }
 
-__device__ __forceinline__ void wgmma_tf32_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-                 "%128, %129, p, 1, 1;\n"
-                 "}\n"
-                 : WG_D128(0)
-                 : "l"(da), "l"(db), "r"(scale));
-}
-
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, p, 1, 1, %67, %68;\n"
-                 "}\n"
-                 : WG_D64(0)
-                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
-}
-
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_bf16_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, p, 1, 1, %67, %68;\n"
-                 "}\n"
-                 : WG_D64(0)
-                 : "l"(da), "l"(db), "r"(scale), "n"(TA), "n"(TB));
-}
-
-__device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, p, 1, 1;\n"
-                 "}\n"
-                 : WG_D64(0)
-                 : "l"(da), "l"(db), "r"(scale));
-}
-
+WG_MMA_16BIT(wgmma_f16_n256, "f16", 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1, %131, %132", "%130")
+WG_MMA_16BIT(wgmma_bf16_n256, "bf16", 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1, %131, %132", "%130")
+WG_MMA_16BIT(wgmma_f16_n128, "f16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
+WG_MMA_16BIT(wgmma_bf16_n128, "bf16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
+WG_MMA_TF32(wgmma_tf32_n256, 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1", "%130")
+WG_MMA_TF32(wgmma_tf32_n128, 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1", "%66")
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
@@ -397,7 +343,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // activation) goes through shared memory in 32-column chunks, so that code appears once per
     // chunk rather than once per accumulator.
     const bool plain = beta == 0.f && p.bias == 0 && p.act == ACT_NONE;
-    const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && p.d % 16 == 0;
+    // Rows of every batch entry 16-byte aligned: D, its row stride and its batch stride.
+    const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && (p.sd * (long long)sizeof(T)) % 16 == 0 &&
+                       p.d % 16 == 0;
     float* chunk = reinterpret_cast<float*>(smem_raw + (epi - raw) + cw * EPI_BYTES);
     float d[NACC];
 

@@ -156,6 +156,8 @@ struct Case {
     math: MathMode,
     kernel: Kernel,
     tile: Tile,
+    /// Extra elements between C matrices of a batch (beyond a multiple of 8).
+    c_gap: usize,
 }
 
 impl Case {
@@ -177,6 +179,7 @@ impl Case {
             math: MathMode::Exact,
             kernel: Kernel::Auto,
             tile: Tile::Auto,
+            c_gap: 0,
         }
     }
 }
@@ -219,7 +222,7 @@ fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
     let (sa, sb, sc) = (
         (one(a_dims, lda) + 8).div_ceil(8) * 8,
         (one(b_dims, ldb) + 8).div_ceil(8) * 8,
-        (one((m, n), ldc) + 8).div_ceil(8) * 8,
+        (one((m, n), ldc) + 8).div_ceil(8) * 8 + c.c_gap,
     );
     let len = |one: usize, s: usize| if batch > 1 { (batch - 1) * s + one } else { one }.max(1);
     let a_host: Vec<T> = (0..len(one(a_dims, lda), sa))
@@ -575,6 +578,29 @@ fn gemm_wgmma_hopper() {
         v
     };
     sweep::<f16>(&stream, &mut Rng::new(21), &wg(MathMode::Exact, 8));
+    // A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores
+    // must fall back for the misaligned batch entries.
+    let odd: Vec<Case> = OPS
+        .iter()
+        .map(|&(ta, tb)| {
+            let mut c = Case::new(ta, tb, 72, 40, 64);
+            (c.batch, c.c_gap, c.ld_align, c.kernel) = (3, 3, 8, Kernel::Wgmma);
+            c
+        })
+        .collect();
+    sweep::<f16>(&stream, &mut Rng::new(26), &odd);
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(27),
+        &odd.iter()
+            .map(|c| Case {
+                math: MathMode::Tf32,
+                ld_align: 4,
+                kernel: Kernel::TensorCore,
+                ..c.clone()
+            })
+            .collect::<Vec<_>>(),
+    );
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg(MathMode::Exact, 8));
     sweep::<f32>(&stream, &mut Rng::new(23), &wg(MathMode::Tf32, 4));
     sweep::<f16>(
