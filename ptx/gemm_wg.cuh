@@ -18,7 +18,7 @@
 // Kernel names: gemm_wg_<type>_<tile>_<opA><opB>, xk = (opB == 'n'), yk = (opA == 't') as in
 // gemm_tc. <type>: f16, bf16 (every op combination: wgmma reads m- or n-contiguous 16-bit tiles
 // through its transpose bits) and tf32 (f32 storage; wgmma reads tf32 only k-contiguous, so only
-// `tn` exists and the Rust side transposes other operands first). <tile>: l = 128 x 128,
+// `tn` exists and the Rust side packs other operands first). <tile>: n = 128 x 64, l = 128 x 128,
 // w = 128 x 256 (rows x columns of D).
 //
 // Block: 3 warpgroups (384 threads), persistent: block b computes tiles b, b + gridDim.x, ...
@@ -53,7 +53,7 @@
 //   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
 //   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
 //   18432 (epilogue chunks) + 2048 (alignment, barriers) bytes: 217088 for both tiles
-//   (w: 4 stages, l: 6 stages).
+//   (w: 4 stages, l: 6 stages, n: 8 stages).
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
 //   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
 //   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
@@ -71,11 +71,15 @@ struct __align__(64) TensorMap {
 
 #define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define WG_D16(i) WG_D4(i), WG_D4(i + 4), WG_D4(i + 8), WG_D4(i + 12)
-#define WG_D64(i) WG_D16(i), WG_D16(i + 16), WG_D16(i + 32), WG_D16(i + 48)
+#define WG_D32(i) WG_D16(i), WG_D16(i + 16)
+#define WG_D64(i) WG_D32(i), WG_D32(i + 32)
 #define WG_D128(i) WG_D64(i), WG_D64(i + 64)
 
 // The accumulator register lists of the wgmma instructions (64 x N f32 over 128 threads: N / 2
 // registers per thread).
+#define WG_REGS32 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define WG_REGS64 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
@@ -116,8 +120,11 @@ WG_MMA_16BIT(wgmma_f16_n256, "f16", 256, 128, WG_REGS128, WG_D128(0), "%128, %12
 WG_MMA_16BIT(wgmma_bf16_n256, "bf16", 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1, %131, %132", "%130")
 WG_MMA_16BIT(wgmma_f16_n128, "f16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
 WG_MMA_16BIT(wgmma_bf16_n128, "bf16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
+WG_MMA_16BIT(wgmma_f16_n64, "f16", 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1, %35, %36", "%34")
+WG_MMA_16BIT(wgmma_bf16_n64, "bf16", 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1, %35, %36", "%34")
 WG_MMA_TF32(wgmma_tf32_n256, 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1", "%130")
 WG_MMA_TF32(wgmma_tf32_n128, 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1", "%66")
+WG_MMA_TF32(wgmma_tf32_n64, 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1", "%34")
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
@@ -171,44 +178,40 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, uns
                  : "memory");
 }
 
+// Per-type pieces: the k step of one wgmma, conversions, and the wgmma for a tile width N
+// (the accumulator array holds N / 2 floats).
 template <typename T> struct Wg;
 template <> struct Wg<__half> {
     enum { KSTEP = 16 };
     static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
     static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_f16_n256<TA, TB>(d, a, b, scale);
-    }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_f16_n128<TA, TB>(d, a, b, scale);
+    template <int TA, int TB, int NACC>
+    static __device__ __forceinline__ void mma(float (&d)[NACC], unsigned long long a, unsigned long long b, int scale) {
+        if constexpr (NACC == 128) wgmma_f16_n256<TA, TB>(d, a, b, scale);
+        else if constexpr (NACC == 64) wgmma_f16_n128<TA, TB>(d, a, b, scale);
+        else wgmma_f16_n64<TA, TB>(d, a, b, scale);
     }
 };
 template <> struct Wg<__nv_bfloat16> {
     enum { KSTEP = 16 };
     static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
     static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_bf16_n256<TA, TB>(d, a, b, scale);
-    }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_bf16_n128<TA, TB>(d, a, b, scale);
+    template <int TA, int TB, int NACC>
+    static __device__ __forceinline__ void mma(float (&d)[NACC], unsigned long long a, unsigned long long b, int scale) {
+        if constexpr (NACC == 128) wgmma_bf16_n256<TA, TB>(d, a, b, scale);
+        else if constexpr (NACC == 64) wgmma_bf16_n128<TA, TB>(d, a, b, scale);
+        else wgmma_bf16_n64<TA, TB>(d, a, b, scale);
     }
 };
 template <> struct Wg<float> {
     enum { KSTEP = 8 };
     static __device__ __forceinline__ float to_f(float v) { return v; }
     static __device__ __forceinline__ float from_f(float v) { return v; }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_tf32_n256(d, a, b, scale);
-    }
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long a, unsigned long long b, int scale) {
-        wgmma_tf32_n128(d, a, b, scale);
+    template <int TA, int TB, int NACC>
+    static __device__ __forceinline__ void mma(float (&d)[NACC], unsigned long long a, unsigned long long b, int scale) {
+        if constexpr (NACC == 128) wgmma_tf32_n256(d, a, b, scale);
+        else if constexpr (NACC == 64) wgmma_tf32_n128(d, a, b, scale);
+        else wgmma_tf32_n64(d, a, b, scale);
     }
 };
 
@@ -361,7 +364,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 XK ? make_desc(xs + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(xs + kk * 2048, 8192, 1024);
             const unsigned long long db =
                 YK ? make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(ys + kk * 2048, 8192, 1024);
-            Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1>(d, da, db, 1);
+            Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1, NACC>(d, da, db, 1);
         }
         wgmma_commit();
     };
@@ -456,5 +459,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     GEMM_WG(gemm_wg_##TNAME##_l_nn, T, 128, 6, true, false)                     \
     GEMM_WG(gemm_wg_##TNAME##_l_nt, T, 128, 6, false, false)                    \
     GEMM_WG(gemm_wg_##TNAME##_l_tn, T, 128, 6, true, true)                      \
-    GEMM_WG(gemm_wg_##TNAME##_l_tt, T, 128, 6, false, true)
+    GEMM_WG(gemm_wg_##TNAME##_l_tt, T, 128, 6, false, true)                     \
+    GEMM_WG(gemm_wg_##TNAME##_n_nn, T, 64, 8, true, false)                      \
+    GEMM_WG(gemm_wg_##TNAME##_n_nt, T, 64, 8, false, false)                     \
+    GEMM_WG(gemm_wg_##TNAME##_n_tn, T, 64, 8, true, true)                       \
+    GEMM_WG(gemm_wg_##TNAME##_n_tt, T, 64, 8, false, true)
 

@@ -5,6 +5,7 @@
 
 GEMM_WG(gemm_wg_tf32_w_tn, float, 256, 4, true, true)
 GEMM_WG(gemm_wg_tf32_l_tn, float, 128, 6, true, true)
+GEMM_WG(gemm_wg_tf32_n_tn, float, 64, 8, true, true)
 
 // Packs an m- or n-contiguous f32 operand k-contiguous for the tf32 kernels (which read tf32
 // only k-contiguous), rounding to tf32 on the way (cvt.rna, as the mma.sync kernels do):

@@ -278,7 +278,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     if stream.context().compute_capability() == (9, 0) {
         // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
         // combinations pack their operands first, so a passing tf32 sweep covers the packer too.
-        let wide = [(Tile::Large, 'l'), (Tile::Wide, 'w')];
+        let wide = [(Tile::Narrow, 'n'), (Tile::Large, 'l'), (Tile::Wide, 'w')];
         let k = Kernel::Wgmma;
         sweep::<half::f16>(
             s,
@@ -313,7 +313,10 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             &mut out,
             &mut covered,
         );
-        if covered.contains("gemm_wg_tf32_l_nn") && covered.contains("gemm_wg_tf32_w_nn") {
+        if ["n", "l", "w"]
+            .iter()
+            .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))
+        {
             covered.insert("gemm_wg_pack_tf32".to_string());
         }
     }

@@ -563,7 +563,7 @@ fn gemm_wgmma_hopper() {
     let stream = ctx.new_stream().unwrap();
     let wg = |math: MathMode, ld_align: usize| {
         let mut v = Vec::new();
-        for tile in [Tile::Large, Tile::Wide] {
+        for tile in [Tile::Narrow, Tile::Large, Tile::Wide] {
             let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
             for c in &mut cs {
                 c.tile = tile;

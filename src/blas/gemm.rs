@@ -74,6 +74,9 @@ pub enum Tile {
     Large,
     /// 128 x 256 (wgmma only: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`.
     Wide,
+    /// 128 x 64 (wgmma only: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
+    /// leave multiprocessors idle with larger tiles); elsewhere the same as `Small`.
+    Narrow,
 }
 
 /// The kernels' parameter block (`struct GemmParams` in ptx/gemm_tc.cu and ptx/gemm_simt.cu).
@@ -488,7 +491,8 @@ fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
 }
 
 /// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
-/// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128).
+/// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128). Below that the
+/// 128 x 128 tile is taken from 3/4 of a wave of its tiles, and the 128 x 64 tile under that.
 fn wide_enough(plan: &Plan, batch: usize, sms: usize) -> bool {
     tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
@@ -584,12 +588,14 @@ pub(crate) fn choose_kernel(
     match family {
         Family::Wgmma => {
             let t = tc_name.unwrap_or("f16");
-            let wide = match tile {
-                Tile::Wide => true,
-                Tile::Large => false,
-                _ => wide_enough(plan, batch, sms),
+            let (letter, tile) = match tile {
+                Tile::Wide => ('w', (128, 256)),
+                Tile::Large => ('l', (128, 128)),
+                Tile::Narrow => ('n', (128, 64)),
+                _ if wide_enough(plan, batch, sms) => ('w', (128, 256)),
+                _ if tiles2(plan.m, plan.n, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
+                _ => ('n', (128, 64)),
             };
-            let (letter, tile) = if wide { ('w', (128, 256)) } else { ('l', (128, 128)) };
             // tf32 is read k-contiguous only: other operands are packed first and run as `tn`.
             let xk = plan.ops.ends_with('n');
             let yk = plan.ops.starts_with('t');
@@ -621,7 +627,7 @@ pub(crate) fn choose_kernel(
             let t = tc_name.unwrap_or("f16");
             let large = match tile {
                 Tile::Auto => big,
-                Tile::Small => false,
+                Tile::Small | Tile::Narrow => false,
                 Tile::Large | Tile::Wide => true,
             };
             let (size, tile, smem) = if large {
@@ -641,7 +647,7 @@ pub(crate) fn choose_kernel(
             let large = type_name == "f32"
                 && match tile {
                     Tile::Auto => big,
-                    Tile::Small => false,
+                    Tile::Small | Tile::Narrow => false,
                     Tile::Large | Tile::Wide => true,
                 };
             let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
@@ -1149,7 +1155,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((t.name.as_str(), t.pack), ("gemm_wg_tf32_l_tn", [false, false]));
-        // Small problems take the 128 x 128 wgmma tile too.
+        // Small problems take the 128 x 64 wgmma tile.
         let small = plan(
             &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),
             [1 << 20; 3],
@@ -1169,6 +1175,6 @@ mod tests {
             1,
         )
         .unwrap();
-        assert_eq!(s.name, "gemm_wg_f16_l_nn");
+        assert_eq!(s.name, "gemm_wg_f16_n_nn");
     }
 }

@@ -9,7 +9,7 @@
 //! cudrv's figures alone.
 //!
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm), `--sizes 256,1024` (square sizes),
-//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,l,w` (gemm: force
+//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
 //! block tiles, one row each).
 
 use std::ffi::c_void;
@@ -307,7 +307,8 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                         "s" => Ok(Tile::Small),
                         "l" => Ok(Tile::Large),
                         "w" => Ok(Tile::Wide),
-                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, l, w"))),
+                        "n" => Ok(Tile::Narrow),
+                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, w"))),
                     })
                     .collect::<Result<_>>()?
             }
@@ -315,7 +316,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --trials N --tiles auto,s,l,w"
+                     --no-skinny --trials N --tiles auto,s,n,l,w"
                 )))
             }
         }
