@@ -148,9 +148,10 @@ fn gemv_case<T: Element + blas::GemvType>(
     trans: Transpose,
     m: usize,
     n: usize,
+    lda: usize,
 ) -> Result<f64> {
     let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
-    let a: Vec<T> = rng.vec(m * n, -1.0, 1.0);
+    let a: Vec<T> = rng.vec((n - 1) * lda + m, -1.0, 1.0);
     let x: Vec<T> = rng.vec(lx, -1.0, 1.0);
     let y0: Vec<T> = rng.vec(ly, -1.0, 1.0);
     let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
@@ -159,9 +160,9 @@ fn gemv_case<T: Element + blas::GemvType>(
         let dot: f64 = (0..lx)
             .map(|c| {
                 let av = if trans == Transpose::N {
-                    a[r + c * m]
+                    a[r + c * lda]
                 } else {
-                    a[c + r * m]
+                    a[c + r * lda]
                 };
                 av.to_f64() * x[c].to_f64()
             })
@@ -171,7 +172,7 @@ fn gemv_case<T: Element + blas::GemvType>(
     let da = DeviceBuffer::from_slice(stream, &a)?;
     let dx = DeviceBuffer::from_slice(stream, &x)?;
     let mut dy = DeviceBuffer::from_slice(stream, &y0)?;
-    blas::gemv(trans, m, n, alpha, &da, m, &dx, 1, beta, &mut dy, 1)?;
+    blas::gemv(trans, m, n, alpha, &da, lda, &dx, 1, beta, &mut dy, 1)?;
     let got: Vec<f64> = dy.to_vec()?.into_iter().map(T::to_f64).collect();
     Ok(rel_error(&got, &want))
 }
@@ -320,22 +321,24 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             covered.insert("gemm_wg_pack_tf32".to_string());
         }
     }
-    // GEMV: a square case and a short-and-wide one whose long reduction (N) is split across
-    // blocks and finished by the `gemv_finish` kernel.
-    for (m, n) in [(1000, 777), (33, 200_000)] {
+    // GEMV. lda a multiple of 16 bytes runs the 16-byte-load kernels (`gemv_nv`, `gemv_tv`;
+    // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
+    // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
+    // one row block), so it also runs `gemv_finish`.
+    for (m, n, lda) in [(1000, 777, 1000), (1000, 777, 1001), (33, 200_000, 33)] {
         for trans in [Transpose::N, Transpose::T] {
-            for (t, tol) in [("f32", 1e-5), ("f64", 1e-12)] {
-                let result = if t == "f32" {
-                    gemv_case::<f32>(stream, &mut rng, trans, m, n)
-                } else {
-                    gemv_case::<f64>(stream, &mut rng, trans, m, n)
+            for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
+                let (result, vec) = match t {
+                    "f32" => (gemv_case::<f32>(stream, &mut rng, trans, m, n, lda), 4),
+                    "f64" => (gemv_case::<f64>(stream, &mut rng, trans, m, n, lda), 2),
+                    "f16" => (gemv_case::<half::f16>(stream, &mut rng, trans, m, n, lda), 8),
+                    _ => (gemv_case::<half::bf16>(stream, &mut rng, trans, m, n, lda), 8),
                 };
-                let name = format!("gemv_{}_{t}", letter_of(trans));
-                let check = Check::new(name.clone(), format!("{m}x{n}"), tol, result);
+                let wide = if lda % vec == 0 { "v" } else { "" };
+                let name = format!("gemv_{}{wide}_{t}", letter_of(trans));
+                let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
                 if check.passed {
                     covered.insert(name);
-                    // Only the short-and-wide N case splits its reduction (200000 columns over
-                    // one row block), so only it runs gemv_finish.
                     if trans == Transpose::N && n == 200_000 {
                         covered.insert(format!("gemv_finish_{t}"));
                     }

@@ -7,16 +7,36 @@ use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 
-/// Element types GEMV is built for: `f32` and `f64`.
+/// Element types GEMV is built for: `f32`, `f64`, and `f16` / `bf16` (f32 accumulation; `alpha`
+/// and `beta` are then taken as `f16` / `bf16` values).
 pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + super::sealed::Sealed {
     /// The kernel-name suffix.
     const NAME: &'static str;
+    /// Rows of a row tile of the 16-byte-load kernel `gemv_nv_<t>` (`32 * VEC * UR` in
+    /// ptx/gemv.cu).
+    const NV_ROWS: usize;
+    /// Bytes of the accumulator type (the element of the split-reduction workspace).
+    const ACC_BYTES: usize;
 }
 impl GemvType for f32 {
     const NAME: &'static str = "f32";
+    const NV_ROWS: usize = 128;
+    const ACC_BYTES: usize = 4;
 }
 impl GemvType for f64 {
     const NAME: &'static str = "f64";
+    const NV_ROWS: usize = 128;
+    const ACC_BYTES: usize = 8;
+}
+impl GemvType for half::f16 {
+    const NAME: &'static str = "f16";
+    const NV_ROWS: usize = 256;
+    const ACC_BYTES: usize = 4;
+}
+impl GemvType for half::bf16 {
+    const NAME: &'static str = "bf16";
+    const NV_ROWS: usize = 256;
+    const ACC_BYTES: usize = 4;
 }
 
 /// The kernels' parameter block (`struct GemvParams` in ptx/gemv.cu).
@@ -41,9 +61,16 @@ struct GemvParams {
 // SAFETY: repr(C) plain data matching the CUDA struct (8-byte fields, then two i32s).
 unsafe impl DeviceRepr for GemvParams {}
 
-/// Rows per block of `gemv_n` and columns per block of `gemv_t` (the kernels' constants).
+/// Rows of a row tile of the one-element-per-load `gemv_n` kernel, columns per block of the
+/// `gemv_t` kernels (one per warp), and threads per block of all of them.
 const N_ROWS: usize = 128;
 const T_COLS: usize = 8;
+const THREADS: u32 = 256;
+/// Shortest split of the reduction: columns (N), rows (T). T splits are also a multiple of
+/// `T_GRAIN` rows, which keeps the 16-byte loads of `gemv_tv` aligned.
+const N_MIN_CHUNK: usize = 256;
+const T_MIN_CHUNK: usize = 1024;
+const T_GRAIN: usize = 512;
 
 /// Elements a vector of `len` entries with increment `inc` spans.
 fn vec_span(len: usize, inc: isize) -> Option<usize> {
@@ -53,21 +80,51 @@ fn vec_span(len: usize, inc: isize) -> Option<usize> {
     (len - 1).checked_mul(inc.unsigned_abs())?.checked_add(1)
 }
 
-/// The split of the reduction: (splits, chunk) for `blocks` blocks over a reduction of `len`
-/// with at least `min_chunk` per split, aiming at `4 * sms` blocks in all.
-pub(crate) fn split(blocks: usize, len: usize, min_chunk: usize, sms: usize) -> (usize, usize) {
-    let want = (4 * sms).div_ceil(blocks.max(1)).max(1);
-    let most = len.div_ceil(min_chunk).max(1);
-    let splits = want.min(most).min(65535);
-    let chunk = len.div_ceil(splits).max(1);
-    (len.div_ceil(chunk).max(1), chunk)
+/// The launch shape for `base` independent blocks of work (row tiles for N, groups of 8 columns
+/// for T) over a reduction of `len`, when `slots` blocks fit on the device at once:
+/// `(grid_x, splits, chunk)`.
+///
+/// Every block of the grid is resident from the start (one wave), so no block runs in a second,
+/// partly empty wave. With at least `slots / 2` blocks of work the device is kept busy without
+/// splitting: when `base > slots`, each block loops over `ceil(base / slots)` of them. Fewer
+/// blocks of work split the reduction into chunks of at least `min_chunk` (a multiple of
+/// `grain`), as many as fit in the free slots; the kernels then write partial sums and
+/// `gemv_finish` adds them.
+pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slots: usize) -> (usize, usize, usize) {
+    let (base, len, slots, grain) = (base.max(1), len.max(1), slots.max(1), grain.max(1));
+    if 2 * base >= slots {
+        let per_block = base.div_ceil(slots);
+        return (base.div_ceil(per_block), 1, len);
+    }
+    let want = (slots / base).min(len.div_ceil(min_chunk.max(1))).clamp(1, 65535);
+    let chunk = len.div_ceil(want).next_multiple_of(grain);
+    (base, len.div_ceil(chunk), chunk)
 }
 
 /// cuBLAS-shaped GEMV (`cublas<t>gemv`): `y = alpha * op(A) x + beta * y` with A column-major
 /// `m x n` (leading dimension `lda`), `x` of length `n` (N) or `m` (T) and `y` of length `m` (N)
 /// or `n` (T), taken with increments `incx`, `incy` (negative increments walk the vector from its
 /// end, as in BLAS). `m == 0` or `n == 0` returns at once; `beta == 0` does not read `y`;
-/// `alpha == 0` does not read A or x.
+/// `alpha == 0` does not read A or x. The axpby is part of the same pass: `y = alpha A x + beta y`
+/// needs no separate scaling of `y`.
+///
+/// `f16` and `bf16` accumulate in `f32` and round `y` once. A 16-byte aligned A whose `lda` is a
+/// multiple of 16 bytes (4 `f32`, 2 `f64`, 8 `f16`/`bf16`) is read with 16-byte loads (for T,
+/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels.
+///
+/// ```no_run
+/// use cudrv::blas::{self, Transpose};
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // A = [[1, 3], [2, 4]] (column-major), x = [1, 1]: y = 2 A x + 0.5 y.
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0])?;
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 1.0])?;
+/// let mut y = DeviceBuffer::from_slice(&stream, &[2.0f32, 2.0])?;
+/// blas::gemv(Transpose::N, 2, 2, 2.0, &a, 2, &x, 1, 0.5, &mut y, 1)?;
+/// assert_eq!(y.to_vec()?, vec![9.0, 13.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn gemv<T: GemvType>(
     trans: Transpose,
@@ -132,30 +189,41 @@ pub fn gemv<T: GemvType>(
         }
     };
     let alpha: f64 = alpha.into();
-    let sms = stream.context().limits().multiprocessor_count as usize;
-    let (blocks, splits, chunk) = match trans {
+    let ctx = stream.context();
+    // 16-byte loads of A when its columns start 16-byte aligned; for T also of x, which must
+    // then be contiguous and aligned.
+    let vec = 16 / size_of::<T>();
+    let a_ptr = a.device_ptr();
+    let a_vec = a_ptr % 16 == 0 && lda % vec == 0;
+    let (name, base, len, min_chunk, grain, block) = match trans {
         Transpose::N => {
-            let blocks = m.div_ceil(N_ROWS);
-            let (s, c) = split(blocks, n, 256, sms);
-            (blocks, s, c)
+            let (k, rows) = if a_vec { ("nv", T::NV_ROWS) } else { ("n", N_ROWS) };
+            (k, m.div_ceil(rows), n, N_MIN_CHUNK, 1, (32, THREADS / 32, 1))
         }
         Transpose::T => {
-            let blocks = n.div_ceil(T_COLS);
-            let (s, c) = split(blocks, m, 1024, sms);
-            (blocks, s, c)
+            let k = if a_vec && incx == 1 && x.device_ptr() % 16 == 0 {
+                "tv"
+            } else {
+                "t"
+            };
+            (k, n.div_ceil(T_COLS), m, T_MIN_CHUNK, T_GRAIN, (THREADS, 1, 1))
         }
     };
+    let f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
+    let sms = ctx.limits().multiprocessor_count as usize;
+    let slots = f.max_active_blocks_per_multiprocessor(THREADS, 0)?.max(1) as usize * sms;
+    let (grid_x, splits, chunk) = plan(base, len, min_chunk, grain, slots);
     // alpha == 0: reduce over nothing (A and x are not read), leaving y = beta * y.
     let (splits, chunk) = if alpha == 0.0 { (1, 0) } else { (splits, chunk) };
     let work = if splits > 1 {
         // SAFETY: every element of the workspace is written by the gemv kernel before
         // gemv_finish reads it (each split writes all len_y of its partial sums).
-        Some(unsafe { DeviceBuffer::<T>::uninit(&stream, splits * len_y) }?)
+        Some(unsafe { DeviceBuffer::<u8>::uninit(&stream, splits * len_y * T::ACC_BYTES) }?)
     } else {
         None
     };
     let params = GemvParams {
-        a: a.device_ptr(),
+        a: a_ptr,
         x: start(x.device_ptr(), len_x, incx),
         y: start(y.device_ptr(), len_y, incy),
         work: work.as_ref().map_or(0, |w| w.device_ptr()),
@@ -170,20 +238,15 @@ pub fn gemv<T: GemvType>(
         splits: splits as i32,
         pad: 0,
     };
-    let ctx = stream.context();
-    let (name, block) = match trans {
-        Transpose::N => (format!("gemv_n_{}", T::NAME), (32, 8, 1)),
-        Transpose::T => (format!("gemv_t_{}", T::NAME), (256, 1, 1)),
-    };
-    let f = ctx.kernel(&name)?;
     let mut l = stream.launch_builder(&f);
     l.arg(&params);
-    // SAFETY: gemv_<op>_<t>(GemvParams) reads A (m x n at lda, checked), x and y at their
-    // increments (checked spans, pointers moved to element 0 for negative increments) and
-    // writes y or the workspace of splits * len_y elements.
+    // SAFETY: gemv_<op>_<t>(GemvParams) reads A (m x n at lda, checked; the 16-byte kernels only
+    // when A, lda and for T x are aligned as they need), x and y at their increments (checked
+    // spans, pointers moved to element 0 for negative increments) and writes y or the workspace
+    // of splits * len_y accumulators.
     unsafe {
         l.launch(LaunchConfig {
-            grid_dim: (blocks as u32, splits as u32, 1),
+            grid_dim: (grid_x as u32, splits as u32, 1),
             block_dim: block,
             shared_mem_bytes: 0,
         })
@@ -200,8 +263,8 @@ pub fn gemv<T: GemvType>(
         );
         let mut l = stream.launch_builder(&f);
         l.arg(&yp).arg(&wp).arg(&len).arg(&s).arg(&alpha).arg(&b).arg(&inc);
-        // SAFETY: gemv_finish_<t>(T* y, const T* work, i64 len, i32 splits, f64 alpha, f64 beta,
-        // i64 incy): reads splits * len workspace elements and len elements of y at incy.
+        // SAFETY: gemv_finish_<t>(T* y, const Acc* work, i64 len, i32 splits, f64 alpha, f64 beta,
+        // i64 incy): reads splits * len workspace accumulators and len elements of y at incy.
         unsafe {
             l.launch(LaunchConfig {
                 grid_dim: (len_y.div_ceil(256) as u32, 1, 1),
@@ -218,15 +281,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn splits_cover_the_reduction() {
-        for &(blocks, len, min) in &[(128, 16384, 256), (1, 7, 256), (32, 4096, 256), (2048, 16384, 1024)] {
-            let (s, c) = split(blocks, len, min, 132);
-            assert!(
-                s >= 1 && c >= 1 && s * c >= len && (s - 1) * c < len,
-                "{blocks} {len}: {s} x {c}"
-            );
+    fn plans_cover_the_work_in_one_wave() {
+        for &(base, len, min, grain) in &[
+            (128, 16384, 256, 1),
+            (1, 7, 256, 1),
+            (32, 4096, 256, 1),
+            (64, 8192, 256, 1),
+            (2048, 16384, 1024, 512),
+            (1, 200_000, 1024, 512),
+            (547, 70000, 256, 1),
+            (5, 3000, 1024, 512),
+        ] {
+            for slots in [132 * 4, 132 * 6, 7] {
+                let (gx, s, c) = plan(base, len, min, grain, slots);
+                let tag = format!("{base} {len} {slots}: {gx} x {s}, chunk {c}");
+                assert!(
+                    gx >= 1 && s >= 1 && c >= 1 && s * c >= len && (s - 1) * c < len,
+                    "{tag}"
+                );
+                assert!(gx * s <= slots.max(base.min(slots)), "{tag}");
+                assert!(gx <= base && (s == 1 || c % grain == 0), "{tag}");
+                assert!(s == 1 || c >= min.min(len) || s * base <= slots, "{tag}");
+            }
         }
-        assert_eq!(split(2048, 16384, 1024, 132).0, 1);
+        // 8192 x 8192 f32, N: 64 row tiles, 4 blocks per SM: 8 splits of 1024 columns.
+        assert_eq!(plan(64, 8192, 256, 1, 528), (64, 8, 1024));
+        // T: 1024 column groups over 792 slots: 512 blocks of 2 groups each.
+        assert_eq!(plan(1024, 8192, 1024, 512, 792), (512, 1, 8192));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! cuBLAS (none found, or `CUDRV_LIBCUBLAS` names a library that does not load) the table shows
 //! cudrv's figures alone.
 //!
-//! Options: `--types f32,tf32,f16,bf16,f64` (gemm), `--sizes 256,1024` (square sizes),
+//! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
+//! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
 //! block tiles, one row each).
 
@@ -197,11 +198,22 @@ mod cublas {
             }
         }
 
-        /// `y = A x` (trans 0) or `A^T x` (trans 1), f32, column-major A with lda = m.
+        /// `y = A x` (trans 0) or `A^T x` (trans 1), f32, column-major A with leading dimension
+        /// `lda`.
         ///
         /// # Safety
-        /// Device pointers of m*n, and n / m elements as the op needs.
-        pub unsafe fn sgemv(&self, trans: i32, m: usize, n: usize, a: u64, x: u64, y: u64) -> Result<(), String> {
+        /// Device pointers of (n - 1) * lda + m, and n / m elements as the op needs.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn sgemv(
+            &self,
+            trans: i32,
+            m: usize,
+            n: usize,
+            a: u64,
+            lda: usize,
+            x: u64,
+            y: u64,
+        ) -> Result<(), String> {
             let (one, zero) = (1.0f32, 0.0f32);
             // SAFETY: the caller's contract.
             let rc = unsafe {
@@ -212,7 +224,7 @@ mod cublas {
                     n as i32,
                     &one,
                     a as *const f32,
-                    m as i32,
+                    lda as i32,
                     x as *const f32,
                     1,
                     &zero,
@@ -526,16 +538,27 @@ where
     Ok((ours, Some(theirs), Some(diff)))
 }
 
+/// One GEMV row of the bench: op, m, n, lda.
+type GemvShape = (Transpose, usize, usize, usize);
+
 fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool, args: &[String]) -> Result<bool> {
-    let o = parse(args, "f32", &[1024, 4096, 8192, 16384, 32768])?;
-    let mut shapes: Vec<(Transpose, usize, usize)> = o.sizes.iter().map(|&s| (Transpose::N, s, s)).collect();
+    let o = parse(args, "f32", &[1024, 4096, 6144, 8192, 16384, 32768])?;
+    let mut shapes: Vec<GemvShape> = Vec::new();
+    for &s in &o.sizes {
+        shapes.push((Transpose::N, s, s, s));
+        if s <= 16384 {
+            shapes.push((Transpose::T, s, s, s));
+        }
+    }
     if o.skinny {
         shapes.extend([
-            (Transpose::T, 16384, 16384),
-            (Transpose::T, 32768, 8192),
-            (Transpose::T, 8192, 32768),
-            (Transpose::N, 32768, 8192),
-            (Transpose::N, 8192, 32768),
+            (Transpose::T, 32768, 8192, 32768),
+            (Transpose::T, 8192, 32768, 8192),
+            (Transpose::N, 32768, 8192, 32768),
+            (Transpose::N, 8192, 32768, 8192),
+            // lda = m + 1: columns not 16-byte aligned, so the element-wise kernels run.
+            (Transpose::N, 8192, 8192, 8193),
+            (Transpose::T, 8192, 8192, 8193),
         ]);
     }
     // The copy ceiling: a 1 GiB device-to-device copy, bytes read + written.
@@ -547,62 +570,140 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
         2.0 * (n * 4) as f64 / t / 1e9
     };
     println!(
-        "\nf32, y = op(A) x, beta = 0; GB/s = (m n + m + n) * 4 bytes / median time; device copy = {copy_bw:.0} GB/s{}",
+        "\ny = op(A) x, beta = 0; GB/s = (m n + m + n) * element bytes / median time; ratio = cuBLAS time / cudrv \
+         time; device copy = {copy_bw:.0} GB/s{}",
         if h100 { " (H100 HBM3 datasheet 3350)" } else { "" }
     );
+    println!("reference: cublasSgemv for f32, cublasGemmEx with one column (f32 compute) for the others");
     println!(
-        "{:<3} {:>13} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9}",
-        "op", "m x n", "cudrv", "cuBLAS", "us", "ratio", "%copy", "diff"
+        "{:<5} {:<3} {:>13} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9}",
+        "type", "op", "m x n", "lda", "cudrv", "cuBLAS", "us", "ratio", "%copy", "diff"
     );
     let mut ok = true;
-    for &(trans, m, n) in &shapes {
-        let mut rng = Rng::new((m + 3 * n) as u64);
-        let a = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(m * n, -1.0, 1.0))?;
-        let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
-        let x = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(lx, -1.0, 1.0))?;
-        let mut y = DeviceBuffer::from_slice(stream, &rng.vec::<f32>(ly, -1.0, 1.0))?;
-        let ours = time(stream, o.trials, || {
-            blas::gemv(trans, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1)
-        })?;
-        let bytes = ((m * n + m + n) * 4) as f64;
-        let (theirs, diff) = if let Some(cb) = cublas {
-            let mut y2 = DeviceBuffer::<f32>::zeroed(stream, ly)?;
-            let (pa, px, py) = (a.device_ptr(), x.device_ptr(), y2.device_ptr());
-            let t = time(stream, o.trials, || {
-                // SAFETY: a is m*n, x and y2 have the lengths the op needs.
-                unsafe { cb.sgemv(if trans == Transpose::N { 0 } else { 1 }, m, n, pa, px, py) }.map_err(err)
-            })?;
-            let (p, q) = (y.to_vec()?, y2.to_vec()?);
-            let (mut d, mut r) = (0.0f64, 0.0f64);
-            for (p, q) in p.iter().zip(&q) {
-                d += (*p as f64 - *q as f64).powi(2);
-                r += (*q as f64).powi(2);
+    for ty in &o.types {
+        for &shape in &shapes {
+            if ty != "f32" && shape.3 != shape.1 {
+                continue;
             }
-            let diff = if d.is_finite() {
-                (d / r.max(1e-300)).sqrt()
-            } else {
-                f64::INFINITY
+            let r = match ty.as_str() {
+                "f32" => one_gemv::<f32>(stream, cublas, shape, o.trials),
+                "f64" => one_gemv::<f64>(stream, cublas, shape, o.trials),
+                "f16" => one_gemv::<f16>(stream, cublas, shape, o.trials),
+                "bf16" => one_gemv::<bf16>(stream, cublas, shape, o.trials),
+                other => return Err(err(format!("unknown type {other:?}; choose f32, f64, f16, bf16"))),
+            }?;
+            let (trans, m, n, lda) = shape;
+            let bound = match ty.as_str() {
+                "f32" => 1e-5,
+                "f64" => 1e-12,
+                _ => 2e-2,
             };
-            y2.memset_bytes(0)?;
-            (Some(t), Some(diff))
-        } else {
-            (None, None)
-        };
-        let good = diff.map_or(true, |d| d < 1e-5);
-        ok &= good;
-        let ours_bw = bytes / ours / 1e9;
-        println!(
-            "{:<3} {:>13} {:>9.0} {:>9} {:>9.1} {:>7} {:>8.1} {:>9}{}",
-            if trans == Transpose::N { "N" } else { "T" },
-            format!("{m}x{n}"),
-            ours_bw,
-            theirs.map_or("-".into(), |t| format!("{:.0}", bytes / t / 1e9)),
-            ours * 1e6,
-            theirs.map_or("-".into(), |t| format!("{:.3}", t / ours)),
-            100.0 * ours_bw / copy_bw,
-            diff.map_or("-".into(), |d| format!("{d:.1e}")),
-            if good { "" } else { "  MISMATCH" }
-        );
+            let good = r.diff.map_or(true, |d| d < bound);
+            ok &= good;
+            let bytes = ((m * n + m + n) * r.bytes) as f64;
+            let ours_bw = bytes / r.ours / 1e9;
+            println!(
+                "{:<5} {:<3} {:>13} {:>6} {:>9.0} {:>9} {:>9.1} {:>7} {:>8.1} {:>9}{}",
+                ty,
+                if trans == Transpose::N { "N" } else { "T" },
+                format!("{m}x{n}"),
+                if lda == m {
+                    "m".to_string()
+                } else {
+                    format!("m+{}", lda - m)
+                },
+                ours_bw,
+                r.theirs.map_or("-".into(), |t| format!("{:.0}", bytes / t / 1e9)),
+                r.ours * 1e6,
+                r.theirs.map_or("-".into(), |t| format!("{:.3}", t / r.ours)),
+                100.0 * ours_bw / copy_bw,
+                r.diff.map_or("-".into(), |d| format!("{d:.1e}")),
+                if good { "" } else { "  MISMATCH" }
+            );
+        }
     }
     Ok(ok)
+}
+
+/// One GEMV measurement: seconds per call of cudrv and of cuBLAS, the relative difference of
+/// their results, and the element size.
+struct GemvRun {
+    ours: f64,
+    theirs: Option<f64>,
+    diff: Option<f64>,
+    bytes: usize,
+}
+
+fn one_gemv<T: BenchType + blas::GemvType>(
+    stream: &Arc<Stream>,
+    cublas: Option<&cublas::Cublas>,
+    (trans, m, n, lda): GemvShape,
+    trials: usize,
+) -> Result<GemvRun> {
+    let mut rng = Rng::new((m + 3 * n + lda) as u64);
+    let host = |len: usize, rng: &mut Rng| {
+        (0..len)
+            .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+            .collect::<Vec<T>>()
+    };
+    let a = DeviceBuffer::from_slice(stream, &host((n - 1) * lda + m, &mut rng))?;
+    let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
+    let x = DeviceBuffer::from_slice(stream, &host(lx, &mut rng))?;
+    let mut y = DeviceBuffer::from_slice(stream, &host(ly, &mut rng))?;
+    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+    let ours = time(stream, trials, || {
+        blas::gemv(trans, m, n, one, &a, lda, &x, 1, zero, &mut y, 1)
+    })?;
+    let bytes = std::mem::size_of::<T>();
+    let Some(cb) = cublas else {
+        return Ok(GemvRun {
+            ours,
+            theirs: None,
+            diff: None,
+            bytes,
+        });
+    };
+    let mut y2 = DeviceBuffer::from_slice(stream, &vec![zero; ly])?;
+    let (pa, px, py) = (a.device_ptr(), x.device_ptr(), y2.device_ptr());
+    let (a32, b32, a64, b64) = (1.0f32, 0.0f32, 1.0f64, 0.0f64);
+    let (ap, bp, compute): (*const c_void, *const c_void, i32) = if T::CUDA_TYPE == cublas::R_64F {
+        (&a64 as *const f64 as _, &b64 as *const f64 as _, cublas::COMPUTE_64F)
+    } else {
+        (&a32 as *const f32 as _, &b32 as *const f32 as _, cublas::COMPUTE_32F)
+    };
+    let theirs = time(stream, trials, || {
+        // SAFETY: a holds (n - 1) * lda + m elements (lda == m outside f32), x and y2 have the
+        // lengths the op needs; the scalars match the compute type.
+        unsafe {
+            if T::CUDA_TYPE == cublas::R_32F {
+                cb.sgemv(if trans == Transpose::N { 0 } else { 1 }, m, n, pa, lda, px, py)
+            } else if trans == Transpose::N {
+                // y (m x 1) = A (m x n) x (n x 1)
+                cb.gemm((m, 1, n), ap, pa, px, bp, py, T::CUDA_TYPE, compute)
+            } else {
+                // y^T (1 x n) = x^T (1 x m) A (m x n)
+                cb.gemm((1, n, m), ap, px, pa, bp, py, T::CUDA_TYPE, compute)
+            }
+        }
+        .map_err(err)
+    })?;
+    let (p, q) = (y.to_vec()?, y2.to_vec()?);
+    let (mut d, mut r) = (0.0f64, 0.0f64);
+    for (p, q) in p.iter().zip(&q) {
+        let (p, q) = (p.to_f64(), q.to_f64());
+        d += (p - q) * (p - q);
+        r += q * q;
+    }
+    let diff = if d.is_finite() {
+        (d / r.max(1e-300)).sqrt()
+    } else {
+        f64::INFINITY
+    };
+    y2.memset_bytes(0)?;
+    Ok(GemvRun {
+        ours,
+        theirs: Some(theirs),
+        diff: Some(diff),
+        bytes,
+    })
 }
