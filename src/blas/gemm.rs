@@ -60,8 +60,9 @@ pub enum Tile {
     Auto,
     /// 64 x 64 (every kernel family).
     Small,
-    /// 128 x 128 (tensor cores: 4 warps; f32 CUDA cores: 8 x 8 per thread; the f64, f16 and bf16
-    /// CUDA-core kernels and the f64 DMMA kernel have no large tile and use 64 x 64).
+    /// 128 x 128 (tensor cores: 4 warps; f32 CUDA cores: 8 x 8 per thread, or 128 x 256 with
+    /// 8 x 16 when A and B allow 16-byte copies; the f64, f16 and bf16 CUDA-core kernels and the
+    /// f64 DMMA kernel have no large tile and use 64 x 64).
     Large,
 }
 
@@ -499,6 +500,7 @@ pub(crate) fn choose_kernel(
         Kernel::Auto => tc_name.is_some() && aligned && cc >= (8, 0),
     };
     let big = tiles(plan.m, plan.n, 128).saturating_mul(batch) >= sms;
+    let forced_tile = tile;
     let tile = match tile {
         Tile::Auto if big => Tile::Large,
         Tile::Auto => Tile::Small,
@@ -524,12 +526,27 @@ pub(crate) fn choose_kernel(
             smem,
             threads: 128,
         })
-    } else {
-        let large = type_name == "f32" && tile == Tile::Large;
-        let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
+    } else if type_name == "f32" {
+        // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
+        // (`aligned` operands only), l = 128 x 128 (any operands), s = 64 x 64, and u = 32 x 32
+        // with 64 threads, chosen automatically for problems too small to fill the GPU with s.
+        let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+        let (size, tile, threads) = match (forced_tile, tile) {
+            (Tile::Auto, Tile::Small) if !fills((64, 64)) => ("u", (32, 32), 64),
+            (_, Tile::Large) if aligned => ("w", (128, 256), 256),
+            (_, Tile::Large) => ("l", (128, 128), 256),
+            _ => ("s", (64, 64), 256),
+        };
         Ok(Choice {
-            name: format!("gemm_simt_{type_name}_{size}_{}", plan.ops),
+            name: format!("gemm_simt_f32_{size}_{}", plan.ops),
             tile,
+            smem: 0,
+            threads,
+        })
+    } else {
+        Ok(Choice {
+            name: format!("gemm_simt_{type_name}_s_{}", plan.ops),
+            tile: (64, 64),
             smem: 0,
             threads: 256,
         })
@@ -753,6 +770,10 @@ mod tests {
             |t, tc, math, forced, aligned| choose_kernel(t, tc, math, forced, Tile::Auto, &p, aligned, (9, 0), 132, 1);
         assert_eq!(
             c("f32", false, MathMode::Exact, Kernel::Auto, true).unwrap().name,
+            "gemm_simt_f32_w_nn"
+        );
+        assert_eq!(
+            c("f32", false, MathMode::Exact, Kernel::Auto, false).unwrap().name,
             "gemm_simt_f32_l_nn"
         );
         assert_eq!(
@@ -789,6 +810,41 @@ mod tests {
         let pick = |t, tile, cc| choose_kernel(t, true, MathMode::Exact, Kernel::Auto, tile, &small, true, cc, 132, 1);
         assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
         assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
+        // f32 on the CUDA cores: u below one wave of 64 x 64 tiles, s up to one of 128 x 128.
+        let f32 = |n: usize, tile, aligned| {
+            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 26; 3]).unwrap();
+            let ch = choose_kernel(
+                "f32",
+                false,
+                MathMode::Exact,
+                Kernel::Auto,
+                tile,
+                &p,
+                aligned,
+                (9, 0),
+                132,
+                1,
+            );
+            let ch = ch.unwrap();
+            (ch.name, ch.tile, ch.threads)
+        };
+        assert_eq!(f32(512, Tile::Auto, true), ("gemm_simt_f32_u_nn".into(), (32, 32), 64));
+        assert_eq!(
+            f32(512, Tile::Small, true),
+            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
+        );
+        assert_eq!(
+            f32(1024, Tile::Auto, true),
+            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
+        );
+        assert_eq!(
+            f32(1024, Tile::Large, true),
+            ("gemm_simt_f32_w_nn".into(), (128, 256), 256)
+        );
+        assert_eq!(
+            f32(2048, Tile::Auto, false),
+            ("gemm_simt_f32_l_nn".into(), (128, 128), 256)
+        );
         let l = pick("bf16", Tile::Large, (9, 0)).unwrap();
         assert_eq!(
             (l.name.as_str(), l.tile, l.threads, l.smem),
