@@ -8,18 +8,22 @@
 //   else y[p * ldy + c];  D[r][c] at d[r * ldd + c].
 // Kernel names: gemm_simt_<type>_<tile>_<opA><opB> with cuBLAS's column-major ops:
 //   xk = (opB == 'n'), yk = (opA == 't').  <type>: f32, f64, f16, bf16.
-//   <tile>: l = 128x128 block tile, 8x8 outputs per thread (f32 only);
-//           s = 64x64, 4x4 outputs per thread.
+//   <tile> (BM x BN, threads, outputs per thread):
+//     f32 (gemm_f32_pipe below): w = 128x256, 256, 8x16, 16-byte copies of the operands that
+//       are not k-contiguous (x, y 16-byte aligned; ldx, ldy, sx, sy multiples of 4);
+//       l = 128x128, 256, 8x8; s = 64x64, 256, 4x4; u = 32x32, 64, 4x4.
+//     f64, f16, bf16 (gemm_simt below): s = 64x64, 256, 4x4.
 //
-// Launch contract: block = (256, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
+// Launch contract: block = (threads, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
 // batch <= 65535; no dynamic shared memory. beta == 0: D is not read. bias == 0: no bias.
 // act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh. k == 0 is allowed. m, n >= 1.
 //
-// Design: a BM x BK tile of X and a BK x BN tile of Y per step, loaded with bounds checks (zero
-// outside the matrix) into registers one step ahead, stored k-major into a double-buffered
-// shared tile (one barrier per step); each thread accumulates a TM x TN register block made of
-// four quadrants (rows ty*TM/2 + [0, TM/2) and BM/2 + ..., likewise for columns) so that a warp's
-// shared-memory reads are broadcasts (X) or consecutive 16-byte vectors (Y).
+// Design of gemm_simt (f64, f16, bf16): a BM x BK tile of X and a BK x BN tile of Y per step,
+// loaded with bounds checks (zero outside the matrix) into registers one step ahead, stored
+// k-major into a double-buffered shared tile (one barrier per step); each thread accumulates a
+// TM x TN register block made of four quadrants (rows ty*TM/2 + [0, TM/2) and BM/2 + ...,
+// likewise for columns) so that a warp's shared-memory reads are broadcasts (X) or consecutive
+// 16-byte vectors (Y). The f32 kernels are described at gemm_f32_pipe.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -205,6 +209,283 @@ __device__ __forceinline__ void gemm_simt(const GemmParams& p) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// f32: the pipelined kernel. Tiles of X and Y go straight from global to shared memory with
+// cp.async (sm_80), STAGES k-tiles in flight, one barrier per k-tile, and no register staging.
+// Every element is its own 4-byte copy whose source size is 0 outside the matrix (the copy then
+// zero-fills), so any shape, leading dimension and alignment works and a k-contiguous operand is
+// transposed on the way into the k-major shared tile. VEC: the operands that are not
+// k-contiguous are copied 16 bytes at a time instead (needs 16-byte aligned bases and leading
+// dimensions and batch strides that are multiples of 4; the host checks).
+//
+// Shared tiles are k-major, xs[kk][BM + 4] and ys[kk][BN + 4]: the 4-float pad keeps the
+// transposing copies of a k-contiguous operand conflict-free (a warp writes 32 / BK rows x BK
+// k's) and each row 16-byte aligned for LDS.128.
+//
+// Warps tile the block WM x WN; a warp's 32 threads tile the warp (WM / TM) x (WN / TN); a
+// thread's TM x TN outputs are TM / 4 x TN / 4 chunks of 4 x 4, chunk c of rows at
+// c * (WM * 4 / TM) + ty * 4 within the warp's rows (likewise for columns), so that every
+// fragment read is one LDS.128 and a warp's reads of one k cover WM + WN consecutive floats.
+//
+// The kernels (docs/kernels/gemm.md has the measurements behind the choices):
+//   l: 128 x 128, BK 8, 5 stages, 8 warps of 32 x 64, 8 x 8 per thread; 2 blocks per SM (at
+//      most 128 registers without spills); any operands.
+//   w: 128 x 256, BK 8, 3 stages, 8 warps of 64 x 64, 8 x 16 per thread (a quarter less
+//      shared-memory traffic per FMA than 8 x 8), one block per SM; VEC.
+//   s: 64 x 64, BK 8, 6 stages, 8 warps of 32 x 16, 4 x 4 per thread; any operands.
+//   u: 32 x 32, BK 8, 6 stages, 2 warps of 32 x 16, 4 x 4 per thread; any operands; for
+//      problems with fewer 64 x 64 tiles than multiprocessors.
+// ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+// 4-byte async copy; ok == false copies nothing and zero-fills the destination.
+__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, bool ok) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0)
+                 : "memory");
+}
+// 16-byte async copy of `bytes` (0..16) source bytes, the rest zero-filled.
+__device__ __forceinline__ void cp_async16(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Loads one operand's ROWS x BK tile per k-tile into a k-major shared tile s[BK][ROWS + 4].
+// KC: the operand is k-contiguous (element (r, k) at base[r * ld + k]), else row-contiguous
+// (at base[r + k * ld]).
+template <int ROWS, int BK, int NT, bool KC, bool VEC> struct TileLoad {
+    static constexpr int LD = ROWS + 4;
+    static constexpr bool V = VEC && !KC;
+    // Copies per thread per k-tile, and the step between a thread's copies: in rows (KC) or k's.
+    static constexpr int E = V ? ROWS * BK / (4 * NT) : ROWS * BK / NT;
+    static constexpr int STEP = KC ? NT / BK : (V ? NT / (ROWS / 4) : NT / ROWS);
+    static_assert(E >= 1 && E * (V ? 4 : 1) * NT == ROWS * BK, "the tile divides among the threads");
+    static_assert(KC ? NT % BK == 0 : (V ? NT % (ROWS / 4) == 0 : NT % ROWS == 0), "thread mapping");
+
+    const float* ptr;  // this thread's first element of the current k-tile
+    long long ld;      // the operand's leading dimension
+    int rows_left;     // rows from this thread's first row to the matrix edge, at most ROWS
+    int kk0;           // k of this thread's first element within the tile
+    int soff;          // shared offset (floats) of the first element within a stage
+
+    __device__ __forceinline__ TileLoad(const float* b, long long ld_, long long r0, long long nrows, int tid) {
+        ld = ld_;
+        int r;
+        if (KC) {
+            r = tid / BK, kk0 = tid % BK;
+            ptr = b + (r0 + r) * ld + kk0;
+        } else {
+            r = V ? (tid % (ROWS / 4)) * 4 : tid % ROWS;
+            kk0 = V ? tid / (ROWS / 4) : tid / ROWS;
+            ptr = b + (r0 + r) + kk0 * ld;
+        }
+        rows_left = (int)max(-1LL, min((long long)ROWS, nrows - r0 - r));
+        soff = kk0 * LD + r;
+    }
+    // Issues the copies of one k-tile (kleft: k's left in the matrix from this tile's start, at
+    // most BK) into the stage at shared address `st`, and moves on to the next k-tile. `any` is
+    // a valid global address, the source of the copies that read nothing.
+    __device__ __forceinline__ void load(unsigned st, int kleft, const float* any) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const float* src = ptr + e * STEP * ld;
+            if (KC) {
+                const bool ok = e * STEP < rows_left && kk0 < kleft;
+                cp_async4(st + 4u * (soff + e * STEP), ok ? src : any, ok);
+            } else if (V) {
+                const bool ok = kk0 + e * STEP < kleft && rows_left > 0;
+                cp_async16(st + 4u * (soff + e * STEP * LD), ok ? src : any, ok ? 4 * min(rows_left, 4) : 0);
+            } else {
+                const bool ok = kk0 + e * STEP < kleft && rows_left > 0;
+                cp_async4(st + 4u * (soff + e * STEP * LD), ok ? src : any, ok);
+            }
+        }
+        ptr += KC ? BK : BK * ld;
+    }
+};
+
+// One LDS.128 from shared address `a`. Inline PTX: with plain C++ float4 loads, NVRTC 12.0
+// sometimes splits one of them and adds an overlapping 8-byte load, differently from one compile
+// to the next, which would make the committed PTX irreproducible.
+__device__ __forceinline__ void lds4(float* d, unsigned a) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a));
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool XK, bool YK, bool VEC>
+__device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
+    constexpr int NT = (BM / WM) * (BN / WN) * 32;
+    constexpr int HM = TM / 4, HN = TN / 4;  // 4 x 4 chunks per thread
+    constexpr int CM = WM / HM, CN = WN / HN;  // rows (columns) between a thread's chunks
+    constexpr int XLD = BM + 4, YLD = BN + 4;
+    constexpr int XST = BK * XLD, YST = BK * YLD;  // floats per stage
+    constexpr int SMEM = STAGES * (XST + YST);  // the epilogue reuses it
+    static_assert((WM / TM) * (WN / TN) == 32, "a warp is 32 threads");
+    static_assert(TM % 4 == 0 && TN % 4 == 0 && STAGES >= 2, "4 x 4 chunks");
+    __shared__ __align__(16) float smem[SMEM];
+    float* const xs = smem;
+    float* const ys = smem + STAGES * XST;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = warp / (BN / WN), wn = warp % (BN / WN);
+    const int ty = lane / (WN / TN), tx = lane % (WN / TN);
+    const long long bz = blockIdx.y;
+    const float* X = reinterpret_cast<const float*>(p.x) + bz * p.sx;
+    const float* Y = reinterpret_cast<const float*>(p.y) + bz * p.sy;
+    float* D = reinterpret_cast<float*>(p.d) + bz * p.sd;
+
+    const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
+    const int tile = blockIdx.x;
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    const int tm = first_m + (tile % per_group) % gsize;
+    const int tn = (tile % per_group) / gsize;
+    const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
+
+    TileLoad<BM, BK, NT, XK, VEC> xl(X, p.ldx, m0, p.m, tid);
+    TileLoad<BN, BK, NT, YK, VEC> yl(Y, p.ldy, n0, p.n, tid);
+    const unsigned xs0 = smem_addr(xs), ys0 = smem_addr(ys);
+    const float* any = reinterpret_cast<const float*>(p.x);  // batch 0's X: a valid address
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+    const long long K = p.k;
+    const int KT = (int)((K + BK - 1) / BK);
+    auto kleft = [&](int kt) { return (int)min((long long)BK, K - (long long)kt * BK); };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) {
+            xl.load(xs0 + 4u * s * XST, kleft(s), any);
+            yl.load(ys0 + 4u * s * YST, kleft(s), any);
+        }
+        cp_async_commit();
+    }
+    const unsigned xw = xs0 + 4u * (wm * WM + ty * 4);  // this thread's fragments in a k-row
+    const unsigned yw = ys0 + 4u * (wn * WN + tx * 4);
+    int rs = 0, ws = STAGES - 1;  // the stage read now, the stage written now
+#pragma unroll 1
+    for (int kt = 0; kt < KT; ++kt) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();  // stage rs is complete for all threads; stage ws is free
+        if (kt + STAGES - 1 < KT) {
+            xl.load(xs0 + 4u * ws * XST, kleft(kt + STAGES - 1), any);
+            yl.load(ys0 + 4u * ws * YST, kleft(kt + STAGES - 1), any);
+        }
+        cp_async_commit();
+        const unsigned xr = xw + 4u * rs * XST;
+        const unsigned yr = yw + 4u * rs * YST;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int c = 0; c < HM; ++c) lds4(a + 4 * c, xr + 4u * (kk * XLD + c * CM));
+#pragma unroll
+            for (int c = 0; c < HN; ++c) lds4(b + 4 * c, yr + 4u * (kk * YLD + c * CN));
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+        ws = ws + 1 == STAGES ? 0 : ws + 1;
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the pipeline's shared memory is free for the epilogue
+
+    // Epilogue: the threads put their outputs into shared memory, then the block applies alpha,
+    // beta * D, bias and the activation with coalesced stores in a rolled loop (once per pass in
+    // the code: at most twice).
+    const float alpha = (float)p.alpha, beta = (float)p.beta;
+    const float* bias = reinterpret_cast<const float*>(p.bias);
+    const int cols = (int)min((long long)BN, p.n - n0);
+    float* const cbuf = smem;
+    constexpr int HLD = BN + 4;  // one row of 4 x 4 chunks per pass: BM / HM rows
+    if constexpr ((BM / HM) * HLD <= SMEM) {
+        // HM passes (1 or 2): pass h holds chunk-row h of every thread.
+#pragma unroll
+        for (int h = 0; h < HM; ++h) {
+#pragma unroll
+            for (int ii = 0; ii < 4; ++ii)
+#pragma unroll
+                for (int c = 0; c < HN; ++c) {
+                    float4 v;
+                    v.x = acc[h * 4 + ii][c * 4 + 0], v.y = acc[h * 4 + ii][c * 4 + 1];
+                    v.z = acc[h * 4 + ii][c * 4 + 2], v.w = acc[h * 4 + ii][c * 4 + 3];
+                    *reinterpret_cast<float4*>(&cbuf[(wm * CM + ty * 4 + ii) * HLD + wn * WN + c * CN + tx * 4]) = v;
+                }
+            __syncthreads();
+#pragma unroll 1
+            for (int e = tid; e < (BM / HM) * BN; e += NT) {
+                const int pr = e / BN, c = e % BN;
+                const long long r = m0 + (pr / CM) * WM + h * CM + pr % CM;
+                if (r >= p.m || c >= cols) continue;
+                float v = alpha * cbuf[pr * HLD + c];
+                float* dp = D + r * p.ldd + (n0 + c);
+                if (beta != 0.f) v += beta * *dp;
+                if (bias) v += bias[n0 + c];
+                if (p.act) v = activate(v, p.act);
+                *dp = v;
+            }
+            __syncthreads();
+        }
+    } else {
+        // TM passes in a rolled loop (acc is indexed with constants only, under `i == q`): pass
+        // q holds register row q of every thread, BM / TM rows.
+        constexpr int QLD = BN + 16, RW = WM / TM;  // RW: thread rows per warp
+        static_assert((BM / TM) * QLD <= SMEM, "the epilogue fits");
+#pragma unroll 1
+        for (int q = 0; q < TM; ++q) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                if (i == q) {
+#pragma unroll
+                    for (int c = 0; c < HN; ++c) {
+                        float4 v;
+                        v.x = acc[i][c * 4 + 0], v.y = acc[i][c * 4 + 1];
+                        v.z = acc[i][c * 4 + 2], v.w = acc[i][c * 4 + 3];
+                        *reinterpret_cast<float4*>(&cbuf[(wm * RW + ty) * QLD + wn * WN + c * CN + tx * 4]) = v;
+                    }
+                }
+            __syncthreads();
+            const int rofs = (q / 4) * CM + q % 4;  // the row of register row q, less ty * 4
+#pragma unroll 1
+            for (int e = tid; e < (BM / TM) * BN; e += NT) {
+                const int pr = e / BN, c = e % BN;
+                const long long r = m0 + (pr / RW) * WM + (pr % RW) * 4 + rofs;
+                if (r >= p.m || c >= cols) continue;
+                float v = alpha * cbuf[pr * QLD + c];
+                float* dp = D + r * p.ldd + (n0 + c);
+                if (beta != 0.f) v += beta * *dp;
+                if (bias) v += bias[n0 + c];
+                if (p.act) v = activate(v, p.act);
+                *dp = v;
+            }
+            __syncthreads();
+        }
+    }
+}
+
+#define GEMM_F32(NAME, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, XK, YK, VEC)                          \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB) NAME(GemmParams p) { \
+        gemm_f32_pipe<BM, BN, BK, WM, WN, TM, TN, STAGES, XK, YK, VEC>(p);                             \
+    }
+#define GEMM_F32_OPS(TILE, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, VEC)                              \
+    GEMM_F32(gemm_simt_f32_##TILE##_nn, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, true, false, VEC)    \
+    GEMM_F32(gemm_simt_f32_##TILE##_nt, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, false, false, VEC)   \
+    GEMM_F32(gemm_simt_f32_##TILE##_tn, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, true, true, VEC)     \
+    GEMM_F32(gemm_simt_f32_##TILE##_tt, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, false, true, VEC)
+
 #define GEMM_SIMT(NAME, T, A, BM, BN, BK, TM, TN, XK, YK)                                             \
     extern "C" __global__ void __launch_bounds__(256) NAME(GemmParams p) {                              \
         gemm_simt<T, A, BM, BN, BK, TM, TN, XK, YK>(p);                                                \
@@ -215,8 +496,10 @@ __device__ __forceinline__ void gemm_simt(const GemmParams& p) {
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tn, T, A, BM, BN, BK, TM, TN, true, true)                   \
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tt, T, A, BM, BN, BK, TM, TN, false, true)
 
-GEMM_SIMT_OPS(f32, float, float, l, 128, 128, 8, 8, 8)
-GEMM_SIMT_OPS(f32, float, float, s, 64, 64, 8, 4, 4)
+GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 2, false)
+GEMM_F32_OPS(w, 128, 256, 8, 64, 64, 8, 16, 3, 1, true)
+GEMM_F32_OPS(s, 64, 64, 8, 32, 16, 4, 4, 6, 2, false)
+GEMM_F32_OPS(u, 32, 32, 8, 32, 16, 4, 4, 6, 8, false)
 GEMM_SIMT_OPS(f64, double, double, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(f16, __half, float, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(bf16, __nv_bfloat16, float, s, 64, 64, 8, 4, 4)

@@ -41,6 +41,7 @@ fn gemm_case<T: Element>(
     rng: &mut Rng,
     (ta, tb): (Transpose, Transpose),
     (m, n, k): (usize, usize, usize),
+    pad: usize,
     math: MathMode,
     kernel: Kernel,
     tile: Tile,
@@ -51,24 +52,26 @@ where
 {
     let (ra, ca) = if ta == Transpose::N { (m, k) } else { (k, m) };
     let (rb, cb) = if tb == Transpose::N { (k, n) } else { (n, k) };
-    let a: Vec<T> = rng.vec(ra * ca, -1.0, 1.0);
-    let b: Vec<T> = rng.vec(rb * cb, -1.0, 1.0);
-    let c0: Vec<T> = rng.vec(m * n, -1.0, 1.0);
+    // Leading dimensions `pad` elements longer than the matrices.
+    let (lda, ldb, ldc) = (ra + pad, rb + pad, m + pad);
+    let a: Vec<T> = rng.vec(lda * ca, -1.0, 1.0);
+    let b: Vec<T> = rng.vec(ldb * cb, -1.0, 1.0);
+    let c0: Vec<T> = rng.vec(ldc * n, -1.0, 1.0);
     let bias: Vec<T> = rng.vec(m, -0.5, 0.5);
     let (alpha, beta) = (0.75f32, -0.5f32);
     let at = |i: usize, p: usize| {
         if ta == Transpose::N {
-            a[i + p * ra]
+            a[i + p * lda]
         } else {
-            a[p + i * ra]
+            a[p + i * lda]
         }
         .to_f64()
     };
     let bt = |p: usize, j: usize| {
         if tb == Transpose::N {
-            b[p + j * rb]
+            b[p + j * ldb]
         } else {
-            b[j + p * rb]
+            b[j + p * ldb]
         }
         .to_f64()
     };
@@ -76,7 +79,7 @@ where
     for j in 0..n {
         for i in 0..m {
             let dot: f64 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
-            let x = alpha as f64 * dot + beta as f64 * c0[i + j * m].to_f64() + bias[i].to_f64();
+            let x = alpha as f64 * dot + beta as f64 * c0[i + j * ldc].to_f64() + bias[i].to_f64();
             want[i + j * m] = activate(act, x);
         }
     }
@@ -87,12 +90,14 @@ where
     Gemm::<T::Scalar>::new(ta, tb, m, n, k)
         .alpha(T::Scalar::from(alpha))
         .beta(T::Scalar::from(beta))
+        .ld(lda, ldb, ldc)
         .math(math)
         .kernel(kernel)
         .tile(tile)
         .activation(act)
         .run_with_bias(&da, &db, &dbias, &mut dc)?;
-    let got: Vec<f64> = dc.to_vec()?.into_iter().map(T::to_f64).collect();
+    let out = dc.to_vec()?;
+    let got: Vec<f64> = (0..m * n).map(|e| out[e % m + (e / m) * ldc].to_f64()).collect();
     Ok(rel_error(&got, &want))
 }
 
@@ -105,7 +110,7 @@ fn sweep<T: Element>(
     prefix: &str,
     math: MathMode,
     kernel: Kernel,
-    tiles: &[(Tile, char)],
+    tiles: &[(Tile, char, usize)],
     tol: f64,
     out: &mut Vec<Check>,
     covered: &mut BTreeSet<String>,
@@ -115,14 +120,15 @@ fn sweep<T: Element>(
     use Transpose::{N, T as Tr};
     // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores.
     let shape = (136, 72, 48);
-    for &(tile, letter) in tiles {
+    for &(tile, letter, pad) in tiles {
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
             let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
             let name = format!("gemm {prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
-            let result = gemm_case::<T>(stream, rng, ops, shape, math, kernel, tile, act);
-            let check = Check::new(name, format!("136x72x48 +bias {act:?}"), tol, result);
+            let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, tile, act);
+            let what = format!("136x72x48 ld+{pad} +bias {act:?}");
+            let check = Check::new(name, what, tol, result);
             all &= check.passed;
             out.push(check);
         }
@@ -181,8 +187,17 @@ fn gemv_case<T: Element + blas::GemvType>(
 pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
     let mut rng = Rng::new(seed ^ 0xB1A5);
     let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
-    let both = [(Tile::Small, 's'), (Tile::Large, 'l')];
-    let small = [(Tile::Small, 's')];
+    let both = [(Tile::Small, 's', 0), (Tile::Large, 'l', 0)];
+    let small = [(Tile::Small, 's', 0)];
+    // f32 on the CUDA cores: w needs operands aligned for 16-byte copies, so l runs on
+    // leading dimensions one element longer than the matrices; u is the automatic choice for a
+    // problem this small (fewer 64 x 64 tiles than multiprocessors).
+    let f32_simt = [
+        (Tile::Small, 's', 0),
+        (Tile::Large, 'w', 0),
+        (Tile::Large, 'l', 1),
+        (Tile::Auto, 'u', 0),
+    ];
     let tc = stream.context().compute_capability() >= (8, 0);
     let (s, r) = (stream, &mut rng);
     sweep::<f32>(
@@ -191,7 +206,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         "gemm_simt_f32",
         MathMode::Exact,
         Kernel::Simt,
-        &both,
+        &f32_simt,
         1e-5,
         &mut out,
         &mut covered,
@@ -279,7 +294,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     if stream.context().compute_capability() == (9, 0) {
         // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
         // combinations pack their operands first, so a passing tf32 sweep covers the packer too.
-        let wide = [(Tile::Narrow, 'n'), (Tile::Large, 'l'), (Tile::Wide, 'w')];
+        let wide = [(Tile::Narrow, 'n', 0), (Tile::Large, 'l', 0), (Tile::Wide, 'w', 0)];
         let k = Kernel::Wgmma;
         sweep::<half::f16>(
             s,

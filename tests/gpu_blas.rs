@@ -489,6 +489,14 @@ fn gemm_f32_exact() {
         &mut Rng::new(13),
         &tile_cases(Kernel::Simt, MathMode::Exact, 1),
     );
+    // Leading dimensions that are multiples of 4: the large tile then takes the kernel with
+    // 16-byte copies (w), the automatic choice included.
+    sweep::<f32>(&stream, &mut Rng::new(14), &all_cases(Kernel::Auto, MathMode::Exact, 4));
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(15),
+        &tile_cases(Kernel::Simt, MathMode::Exact, 4),
+    );
 }
 
 #[test]

@@ -69,8 +69,8 @@ pub enum Tile {
     /// 64 x 64 (every kernel family).
     Small,
     /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; f32 CUDA cores:
-    /// 8 x 8 per thread; the f64, f16 and bf16 CUDA-core kernels and the f64 DMMA kernel have no
-    /// large tile and use 64 x 64).
+    /// 8 x 8 per thread, or 128 x 256 with 8 x 16 when A and B allow 16-byte copies; the f64, f16
+    /// and bf16 CUDA-core kernels and the f64 DMMA kernel have no large tile and use 64 x 64).
     Large,
     /// 128 x 256 (wgmma only: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`.
     Wide,
@@ -643,22 +643,34 @@ pub(crate) fn choose_kernel(
                 128,
             ))
         }
-        Family::Simt => {
-            let large = type_name == "f32"
-                && match tile {
-                    Tile::Auto => big,
-                    Tile::Small | Tile::Narrow => false,
-                    Tile::Large | Tile::Wide => true,
-                };
-            let (size, tile) = if large { ('l', (128, 128)) } else { ('s', (64, 64)) };
+        Family::Simt if type_name == "f32" => {
+            // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
+            // (`aligned` operands only), l = 128 x 128 (any operands), s = 64 x 64, and u = 32 x 32
+            // with 64 threads, chosen automatically for problems too small to fill the GPU with s.
+            let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+            let (size, tile, threads) = match tile {
+                Tile::Auto if big && aligned => ("w", (128, 256), 256),
+                Tile::Auto if big => ("l", (128, 128), 256),
+                Tile::Auto if !fills((64, 64)) => ("u", (32, 32), 64),
+                Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
+                Tile::Large | Tile::Wide => ("l", (128, 128), 256),
+                _ => ("s", (64, 64), 256),
+            };
             Ok(plain(
-                format!("gemm_simt_{type_name}_{size}_{}", plan.ops),
+                format!("gemm_simt_f32_{size}_{}", plan.ops),
                 Family::Simt,
                 tile,
                 0,
-                256,
+                threads,
             ))
         }
+        Family::Simt => Ok(plain(
+            format!("gemm_simt_{type_name}_s_{}", plan.ops),
+            Family::Simt,
+            (64, 64),
+            0,
+            256,
+        )),
     }
 }
 
@@ -1043,6 +1055,10 @@ mod tests {
         };
         assert_eq!(
             c("f32", false, MathMode::Exact, Kernel::Auto, true).unwrap().name,
+            "gemm_simt_f32_w_nn"
+        );
+        assert_eq!(
+            c("f32", false, MathMode::Exact, Kernel::Auto, false).unwrap().name,
             "gemm_simt_f32_l_nn"
         );
         assert_eq!(
@@ -1093,6 +1109,42 @@ mod tests {
         };
         assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
         assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
+        // f32 on the CUDA cores: u below one wave of 64 x 64 tiles, s up to one of 128 x 128.
+        let f32 = |n: usize, tile, aligned| {
+            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 26; 3]).unwrap();
+            let ch = choose_kernel(
+                "f32",
+                false,
+                MathMode::Exact,
+                Kernel::Auto,
+                tile,
+                &p,
+                aligned,
+                false,
+                (9, 0),
+                132,
+                1,
+            );
+            let ch = ch.unwrap();
+            (ch.name, ch.tile, ch.threads)
+        };
+        assert_eq!(f32(512, Tile::Auto, true), ("gemm_simt_f32_u_nn".into(), (32, 32), 64));
+        assert_eq!(
+            f32(512, Tile::Small, true),
+            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
+        );
+        assert_eq!(
+            f32(1024, Tile::Auto, true),
+            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
+        );
+        assert_eq!(
+            f32(1024, Tile::Large, true),
+            ("gemm_simt_f32_w_nn".into(), (128, 256), 256)
+        );
+        assert_eq!(
+            f32(2048, Tile::Auto, false),
+            ("gemm_simt_f32_l_nn".into(), (128, 128), 256)
+        );
         let l = pick("bf16", Tile::Large, (9, 0)).unwrap();
         assert_eq!(
             (l.name.as_str(), l.tile, l.threads, l.smem),
