@@ -239,7 +239,10 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             return Err(self.out_of_memory(bytes));
         };
         let kind = Kind::of(rounded);
-        if let Some(block) = self.serve_from_cache(shard, kind, rounded, bytes, stream) {
+        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
+            return Ok(self.hand_out(addr, size, bytes, stream));
+        }
+        if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
             return Ok(block);
         }
         let Some(mut seg_size) = segment_size(rounded) else {
@@ -249,7 +252,10 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         // since the threads before it (a backing call takes ~100 us on a GPU) may have freed
         // memory meanwhile. Deciding before the wait would reserve for every thread queued.
         let _turn = self.reserving.lock();
-        if let Some(block) = self.serve_from_cache(shard, kind, rounded, bytes, stream) {
+        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
+            return Ok(self.hand_out(addr, size, bytes, stream));
+        }
+        if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
             return Ok(block);
         }
         if let Some(excess) = self.over_budget(seg_size, rounded) {
@@ -278,39 +284,38 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         Ok(self.hand_out(addr, size, bytes, stream))
     }
 
-    /// Serves a request from cached memory that is ready for `stream` at once: its own quick
-    /// cache and free blocks, then an entirely free segment or a free block of another stream
-    /// whose last use is known finished.
-    fn serve_from_cache(
+    /// Serves a request from the stream's own quick cache or free blocks (the hit path).
+    /// Returns the block's address and size.
+    #[inline]
+    fn own_free(shard: &Shard<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        let mut st = shard.lock();
+        if let Some(hit) = st.alloc_quick(rounded) {
+            return Some(hit);
+        }
+        if st.has_pending() {
+            st.poll_pending();
+        }
+        if let Some(hit) = st.alloc_from_free(kind, rounded) {
+            return Some(hit);
+        }
+        if st.has_quick() {
+            // The quick cache may hold the pieces of a fitting block: coalesce and retry.
+            st.flush_quick();
+            return st.alloc_from_free(kind, rounded);
+        }
+        None
+    }
+
+    /// Serves a request from memory of another stream whose last use is known finished: an
+    /// entirely free segment (taken over), else a free block (lent).
+    fn other_streams_free(
         &self,
-        shard: &Arc<Shard<S::F>>,
+        shard: &Shard<S::F>,
         kind: Kind,
         rounded: usize,
         bytes: usize,
         stream: StreamId,
     ) -> Option<Block> {
-        {
-            let mut st = shard.lock();
-            if let Some((addr, size)) = st.alloc_quick(rounded) {
-                drop(st);
-                return Some(self.hand_out(addr, size, bytes, stream));
-            }
-            if st.has_pending() {
-                st.poll_pending();
-            }
-            if let Some((addr, size)) = st.alloc_from_free(kind, rounded) {
-                drop(st);
-                return Some(self.hand_out(addr, size, bytes, stream));
-            }
-            if st.has_quick() {
-                // The quick cache may hold the pieces of a fitting block: coalesce and retry.
-                st.flush_quick();
-                if let Some((addr, size)) = st.alloc_from_free(kind, rounded) {
-                    drop(st);
-                    return Some(self.hand_out(addr, size, bytes, stream));
-                }
-            }
-        }
         if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
             let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
             return Some(self.hand_out(addr, size, bytes, stream));
