@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use cudrv::memory::pool::{
     round_size, segment_size, Backing, BackingError, Block, CachingPool, Fence, FenceSource, PoolError, PoolStats,
-    StreamId, LARGE_SEGMENT_SIZE, SMALL_SEGMENT_SIZE,
+    ReserveBudget, StreamId, LARGE_SEGMENT_SIZE, SMALL_SEGMENT_SIZE,
 };
 use proptest::prelude::*;
 
@@ -117,19 +117,30 @@ impl Backing for FakeBacking {
     }
 }
 
+/// Which fences a stream's work is ordered after: per stream, the highest fence number.
+type Clock = HashMap<StreamId, u64>;
+
 /// Fences that complete when the test says so: per stream, a count of fences recorded and the
 /// count completed. `complete(s)` completes every fence recorded on `s` so far (as if the stream
 /// had drained), not later ones.
+///
+/// `wait(f, s)` orders the work queued on `s` from then on after `f`, and so after everything
+/// `f`'s stream was itself ordered after when `f` was recorded: each stream has a clock of the
+/// fences its new work comes after, and each fence carries its stream's clock.
 #[derive(Default)]
 struct FakeFences {
     streams: Arc<Mutex<HashMap<StreamId, (u64, u64)>>>,
     records: AtomicU64,
+    clocks: Mutex<HashMap<StreamId, Clock>>,
+    waits: AtomicU64,
 }
 
 struct FakeFence {
     streams: Arc<Mutex<HashMap<StreamId, (u64, u64)>>>,
     stream: StreamId,
     ticket: u64,
+    /// The fences this one comes after, itself included.
+    after: Clock,
 }
 
 impl Fence for FakeFence {
@@ -146,23 +157,66 @@ impl FenceSource for FakeFences {
         let mut map = self.streams.lock().unwrap();
         let entry = map.entry(stream).or_default();
         entry.0 += 1;
+        let mut after = self.clocks.lock().unwrap().get(&stream).cloned().unwrap_or_default();
+        after.insert(stream, entry.0);
         FakeFence {
             streams: self.streams.clone(),
             stream,
             ticket: entry.0,
+            after,
+        }
+    }
+
+    fn wait(&self, fence: &FakeFence, stream: StreamId) {
+        self.waits.fetch_add(1, SeqCst);
+        let mut clocks = self.clocks.lock().unwrap();
+        let clock = clocks.entry(stream).or_default();
+        for (&s, &t) in &fence.after {
+            let at = clock.entry(s).or_default();
+            *at = (*at).max(t);
         }
     }
 }
 
 impl FakeFences {
+    /// Completes every fence recorded on `stream` so far, and with them every fence `stream` was
+    /// made to wait on (its work could not have finished before them).
     fn complete(&self, stream: StreamId) {
         let mut map = self.streams.lock().unwrap();
         let entry = map.entry(stream).or_default();
         entry.1 = entry.0;
+        if let Some(clock) = self.clocks.lock().unwrap().get(&stream) {
+            for (&s, &t) in clock {
+                let entry = map.entry(s).or_default();
+                entry.1 = entry.1.max(t);
+            }
+        }
+    }
+
+    /// Fences of `stream` completed so far (fences complete in the order they were recorded).
+    fn completed(&self, stream: StreamId) -> u64 {
+        self.streams.lock().unwrap().get(&stream).map_or(0, |e| e.1)
     }
 
     fn records(&self) -> u64 {
         self.records.load(SeqCst)
+    }
+
+    /// Fences recorded on `stream` so far.
+    fn recorded(&self, stream: StreamId) -> u64 {
+        self.streams.lock().unwrap().get(&stream).map_or(0, |e| e.0)
+    }
+
+    /// Whether new work on `stream` is ordered after a fence of `on` numbered above `after`
+    /// (recorded after the first `after` fences of `on`).
+    fn waited(&self, stream: StreamId, on: StreamId, after: u64) -> bool {
+        let clocks = self.clocks.lock().unwrap();
+        clocks.get(&stream).and_then(|c| c.get(&on)).is_some_and(|&t| t > after)
+    }
+
+    /// Waits so far.
+    fn wait_count(&self) -> u64 {
+        self.waits.load(SeqCst)
     }
 }
 
@@ -578,6 +632,8 @@ enum Op {
     EmptyCache,
     Trim(usize),
     Limit(Option<usize>),
+    /// A reserve budget: (multiple in tenths, slack in MiB), or none.
+    Budget(Option<(u8, u8)>),
 }
 
 fn size_strategy() -> impl Strategy<Value = usize> {
@@ -598,15 +654,18 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::EmptyCache),
         1 => (0usize..(8 * MIB)).prop_map(Op::Trim),
         1 => prop::option::of(0usize..(64 * MIB)).prop_map(Op::Limit),
+        1 => prop::option::of((10u8..=15, 0u8..=8)).prop_map(Op::Budget),
     ]
 }
 
 /// A range freed on some streams: it may be reused on stream X only when every stream of
-/// `users` other than X has completed (drained) since the free.
+/// `users` other than X has drained since the free, or a fence of it recorded after the free has
+/// completed, or X was made to wait on one. Each user comes with its drain epoch and the number
+/// of fences recorded on it at the free.
 struct Dirty {
     start: u64,
     end: u64,
-    users: Vec<(StreamId, u64)>,
+    users: Vec<(StreamId, u64, u64)>,
 }
 
 /// The model: live blocks with the streams they are used on, per-stream drain epochs, and the
@@ -623,16 +682,19 @@ impl Model {
         self.epoch.get(&s).copied().unwrap_or(0)
     }
 
-    fn check_reuse(&mut self, b: &Block) {
+    fn check_reuse(&mut self, b: &Block, fences: &FakeFences) {
         let (start, end) = (b.addr(), b.addr() + b.size() as u64);
         let epoch = &self.epoch;
         self.dirty
-            .retain(|d| d.users.iter().any(|(u, e)| epoch.get(u).copied().unwrap_or(0) == *e));
+            .retain(|d| d.users.iter().any(|(u, e, _)| epoch.get(u).copied().unwrap_or(0) == *e));
         for d in &self.dirty {
             if d.start < end && start < d.end {
-                for &(u, e) in &d.users {
+                for &(u, e, recorded) in &d.users {
                     assert!(
-                        u == b.stream() || self.epoch(u) != e,
+                        u == b.stream()
+                            || self.epoch(u) != e
+                            || fences.completed(u) > recorded
+                            || fences.waited(b.stream(), u, recorded),
                         "{b:?} reuses [{:#x}, {:#x}) while stream {u:?} may still use it",
                         d.start,
                         d.end
@@ -653,7 +715,7 @@ fn run_model(capacity: usize, ops: Vec<Op>) {
                 match pool.allocate(n, s) {
                     Ok(b) => {
                         assert_eq!((b.requested(), b.stream()), (n, s));
-                        m.check_reuse(&b);
+                        m.check_reuse(&b, pool.fence_source());
                         m.live.push((b, vec![s]));
                     }
                     Err(PoolError::OutOfMemory { .. }) => {
@@ -676,7 +738,10 @@ fn run_model(capacity: usize, ops: Vec<Op>) {
                 m.dirty.push(Dirty {
                     start: b.addr(),
                     end: b.addr() + b.size() as u64,
-                    users: users.iter().map(|&u| (u, m.epoch(u))).collect(),
+                    users: users
+                        .iter()
+                        .map(|&u| (u, m.epoch(u), pool.fence_source().recorded(u)))
+                        .collect(),
                 });
                 pool.free(b);
             }
@@ -704,6 +769,10 @@ fn run_model(capacity: usize, ops: Vec<Op>) {
                 }
             }
             Op::Limit(limit) => pool.set_limit(limit),
+            Op::Budget(budget) => pool.set_reserve_budget(budget.map(|(tenths, slack)| ReserveBudget {
+                multiple: f64::from(tenths) / 10.0,
+                slack: usize::from(slack) * MIB,
+            })),
             Op::Free(_) | Op::RecordStream(..) => {}
         }
         let blocks: Vec<&Block> = m.live.iter().map(|(b, _)| b).collect();
@@ -899,4 +968,137 @@ fn huge_segments_serve_only_huge_requests() {
     assert_eq!(again.addr(), big_addr);
     assert_eq!(pool.backing().reserves(), 2);
     drain_and_check_empty(&pool, vec![mid, again], &[S1]);
+}
+
+/// A pool whose reserve budget is its peak allocated bytes exactly: every segment beyond what was
+/// allocated at once is over budget.
+fn tight_budget_pool() -> Pool {
+    let pool = pool(usize::MAX);
+    pool.set_quick_cache(false);
+    pool.set_reserve_budget(Some(ReserveBudget {
+        multiple: 1.0,
+        slack: 0,
+    }));
+    pool
+}
+
+#[test]
+fn over_budget_a_free_segment_of_another_stream_is_taken_after_a_wait() {
+    let pool = tight_budget_pool();
+    let fences = pool.fence_source();
+    let a = pool.allocate(32 * MIB, S1).unwrap();
+    let addr = a.addr();
+    let recorded = fences.recorded(S1);
+    pool.free(a);
+    // S1 may still be using it, but S2 gets it at once by waiting on a fence of S1.
+    let b = pool.allocate(32 * MIB, S2).unwrap();
+    assert_eq!(b.addr(), addr);
+    assert!(fences.waited(S2, S1, recorded), "S2 was not made to wait on S1");
+    assert_eq!(pool.backing().reserves(), 1);
+    let st = pool.stats();
+    assert_eq!((st.waited_reuses, st.cross_stream_reuses, st.cache_misses), (1, 1, 1));
+    // S2's own use is not known finished: S3 gets the memory only by waiting on S2 too.
+    let recorded = fences.recorded(S2);
+    pool.free(b);
+    let c = pool.allocate(32 * MIB, S3).unwrap();
+    assert_eq!(c.addr(), addr);
+    assert!(fences.waited(S3, S2, recorded));
+    assert_eq!(pool.stats().waited_reuses, 2);
+    drain_and_check_empty(&pool, vec![c], &[S1, S2, S3]);
+}
+
+#[test]
+fn without_a_budget_nothing_is_taken_before_its_fence() {
+    let pool = tight_budget_pool();
+    pool.set_reserve_budget(None);
+    assert_eq!(pool.reserve_budget(), None);
+    let a = pool.allocate(32 * MIB, S1).unwrap();
+    let addr = a.addr();
+    pool.free(a);
+    let b = pool.allocate(32 * MIB, S2).unwrap();
+    assert_ne!(b.addr(), addr);
+    assert_eq!(pool.fence_source().wait_count(), 0);
+    assert_eq!(pool.stats().waited_reuses, 0);
+    drain_and_check_empty(&pool, vec![b], &[S1, S2]);
+}
+
+#[test]
+fn over_budget_a_free_block_is_lent_after_a_wait() {
+    let pool = tight_budget_pool();
+    let fences = pool.fence_source();
+    let keep = pool.allocate(MIB / 2, S1).unwrap();
+    let a = pool.allocate(MIB / 2, S1).unwrap();
+    let addr = a.addr();
+    let recorded = fences.recorded(S1);
+    pool.free(a);
+    // The segment is not entirely free (keep), so the freed block itself is lent.
+    let b = pool.allocate(MIB / 2, S2).unwrap();
+    assert_eq!((b.addr(), b.stream()), (addr, S2));
+    assert!(fences.waited(S2, S1, recorded));
+    assert_eq!(pool.backing().reserves(), 1);
+    // Back home only after S2's work with it: S1 cannot reuse it before S2's fence completes.
+    pool.free(b);
+    let c = pool.allocate(MIB / 2, S1).unwrap();
+    assert_ne!(c.addr(), addr);
+    drain_and_check_empty(&pool, vec![keep, c], &[S1, S2]);
+}
+
+#[test]
+fn over_budget_a_block_waiting_on_other_streams_is_lent_after_waiting_on_them_all() {
+    let pool = tight_budget_pool();
+    let fences = pool.fence_source();
+    let a = pool.allocate(32 * MIB, S1).unwrap();
+    let addr = a.addr();
+    pool.record_stream(&a, S2);
+    let (on_s1, on_s2) = (fences.recorded(S1), fences.recorded(S2));
+    pool.free(a);
+    assert_eq!(pool.stats().pending_bytes, (32 * MIB) as u64);
+    let b = pool.allocate(32 * MIB, S3).unwrap();
+    assert_eq!(b.addr(), addr);
+    assert!(fences.waited(S3, S1, on_s1), "S3 was not made to wait on S1");
+    assert!(fences.waited(S3, S2, on_s2), "S3 was not made to wait on S2");
+    let st = check_quiescent(&pool, std::slice::from_ref(&b));
+    assert_eq!((st.pending_bytes, st.waited_reuses, st.segments), (0, 1, 1));
+    drain_and_check_empty(&pool, vec![b], &[S1, S2, S3]);
+}
+
+#[test]
+fn over_budget_idle_segments_are_released_before_reserving() {
+    let pool = tight_budget_pool();
+    let a = pool.allocate(32 * MIB, S1).unwrap();
+    pool.free(a);
+    // Nothing of the large kind is cached: the idle huge segment goes back first.
+    let b = pool.allocate(4 * MIB, S1).unwrap();
+    let st = check_quiescent(&pool, std::slice::from_ref(&b));
+    assert_eq!(st.budget_released_bytes, (32 * MIB) as u64);
+    assert_eq!(st.reserved_bytes, LARGE_SEGMENT_SIZE as u64);
+    assert_eq!(st.peak_reserved_bytes, (32 * MIB) as u64);
+    assert_eq!(pool.backing().releases(), 1);
+    drain_and_check_empty(&pool, vec![b], &[S1]);
+}
+
+#[test]
+fn the_default_budget_leaves_small_pools_alone() {
+    let pool = pool(usize::MAX);
+    assert_eq!(pool.reserve_budget(), Some(ReserveBudget::default()));
+    // Alternating sizes of different kinds: both stay cached, nothing waits or is released.
+    for _ in 0..10 {
+        let a = pool.allocate(32 * MIB, S1).unwrap();
+        pool.free(a);
+        let b = pool.allocate(4 * MIB, S2).unwrap();
+        pool.free(b);
+    }
+    let st = pool.stats();
+    assert_eq!((st.cache_misses, st.budget_released_bytes, st.waited_reuses), (2, 0, 0));
+    assert_eq!(pool.backing().releases(), 0);
+    drain_and_check_empty(&pool, vec![], &[S1, S2]);
+}
+
+#[test]
+#[should_panic(expected = "reserve budget")]
+fn a_budget_below_the_peak_is_refused() {
+    pool(usize::MAX).set_reserve_budget(Some(ReserveBudget {
+        multiple: 0.9,
+        slack: 0,
+    }));
 }

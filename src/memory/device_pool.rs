@@ -137,6 +137,21 @@ impl FenceSource for EventFences {
             spare: self.spare.clone(),
         }
     }
+
+    fn wait(&self, fence: &EventFence, stream: StreamId) {
+        let Some(event) = &fence.event else { return };
+        // The null stream means the current context's: make it this pool's.
+        let _ = bind_raw(self.ctx.0);
+        // SAFETY: the event is live (owned by the fence); the stream id is a live stream handle of
+        // this context (the pool hands memory only to streams it is allocating on). The wait
+        // captures the event's current record, so the event may be recycled afterwards.
+        let code = unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0, 0) };
+        if code != CUresult::CUDA_SUCCESS {
+            // Without the device-side dependency, wait on the host so the memory is truly free.
+            // SAFETY: as above.
+            let _ = unsafe { sys::cuEventSynchronize(event.0) };
+        }
+    }
 }
 
 fn create_event(ctx: RawContext) -> Option<EventHandle> {

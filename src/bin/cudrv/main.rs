@@ -116,6 +116,11 @@ fn memory_report(ctx: &std::sync::Arc<Context>) -> Result<()> {
     println!("  caching allocator    {}", if ctx.caching() { "on" } else { "off" });
     println!("  pool limit           {}", show(pool.limit()));
     println!("  release threshold    {}", show(pool.release_threshold()));
+    let budget = pool
+        .reserve_budget()
+        .map(|b| format!("{}x peak allocated, at least {} B above it", b.multiple, b.slack))
+        .unwrap_or_else(|| "none".into());
+    println!("  reserve budget       {budget}");
     println!("  pool stats (after allocating and freeing 4 KiB, 1 MiB, 64 MiB twice each):");
     println!("  {}", ctx.memory_stats().to_json());
     Ok(())

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::shard::{Counts, FreeOutcome, Served, ShardState};
-use super::sizes::{round_size, segment_size, Kind};
+use super::sizes::{round_size, segment_size, Kind, LARGE_SEGMENT_ROUNDING};
 use super::{Backing, BackingError, Block, FenceSource, PoolStats, StreamId};
 
 /// Why [`CachingPool::allocate`] failed.
@@ -72,9 +72,41 @@ struct Counters {
     allocated: AtomicUsize,
     peak_allocated: AtomicUsize,
     peak_reserved: AtomicUsize,
+    /// Bytes released to keep within the reserve budget.
+    budget_released: AtomicU64,
 }
 
 type Shard<F> = Mutex<ShardState<F>>;
+
+/// A soft cap on the bytes a [`CachingPool`] reserves from its backing: the larger of
+/// `multiple` times the most bytes ever allocated at once and that peak plus `slack` (the request
+/// being served counts as allocated). See [`CachingPool::set_reserve_budget`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReserveBudget {
+    /// Reserved bytes allowed per peak allocated byte (at least 1).
+    pub multiple: f64,
+    /// Bytes always allowed above the peak allocated bytes, however small the peak.
+    pub slack: usize,
+}
+
+impl Default for ReserveBudget {
+    /// 1.1 times the peak allocated bytes, and at least 40 MiB (two large segments) above it, so
+    /// that small pools never wait or release.
+    fn default() -> Self {
+        ReserveBudget {
+            multiple: 1.1,
+            slack: 2 * super::LARGE_SEGMENT_SIZE,
+        }
+    }
+}
+
+/// Memory of another stream obtained by waiting on fences.
+enum Acquired {
+    /// An entirely free segment, to be added to the allocating stream's shard.
+    Segment { addr: u64, size: usize },
+    /// A block lent by `home`'s shard.
+    Block { home: StreamId, addr: u64, size: usize },
+}
 
 /// A stream-ordered caching allocator over a [`Backing`], generic over how stream progress is
 /// observed ([`FenceSource`]).
@@ -100,6 +132,12 @@ pub struct CachingPool<B: Backing, S: FenceSource> {
     limit: AtomicUsize,
     release_threshold: AtomicUsize,
     quick: AtomicBool,
+    /// The reserve budget's multiple in thousandths, or [`UNSET`] for none.
+    budget_milli: AtomicUsize,
+    /// The reserve budget's slack in bytes.
+    budget_slack: AtomicUsize,
+    /// Held by the thread that is about to reserve a segment (see `allocate_from`).
+    reserving: Mutex<()>,
 }
 
 impl<B: Backing, S: FenceSource> std::fmt::Debug for CachingPool<B, S> {
@@ -114,10 +152,10 @@ impl<B: Backing, S: FenceSource> std::fmt::Debug for CachingPool<B, S> {
 }
 
 impl<B: Backing, S: FenceSource> CachingPool<B, S> {
-    /// A pool with nothing reserved, no limit and no release threshold (it keeps everything it
-    /// caches until [`empty_cache`](Self::empty_cache), [`trim`](Self::trim) or an OOM).
+    /// A pool with nothing reserved, no limit, no release threshold, and the default
+    /// [reserve budget](Self::set_reserve_budget).
     pub fn new(backing: B, fences: S) -> Self {
-        CachingPool {
+        let pool = CachingPool {
             backing,
             fences,
             id: NEXT_POOL_ID.fetch_add(1, Relaxed),
@@ -126,7 +164,12 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             limit: AtomicUsize::new(UNSET),
             release_threshold: AtomicUsize::new(UNSET),
             quick: AtomicBool::new(true),
-        }
+            budget_milli: AtomicUsize::new(UNSET),
+            budget_slack: AtomicUsize::new(0),
+            reserving: Mutex::new(()),
+        };
+        pool.set_reserve_budget(Some(ReserveBudget::default()));
+        pool
     }
 
     /// The backing the pool reserves from.
@@ -196,41 +239,89 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             return Err(self.out_of_memory(bytes));
         };
         let kind = Kind::of(rounded);
-        {
-            let mut st = shard.lock();
-            if let Some((addr, size)) = st.alloc_quick(rounded) {
-                drop(st);
-                return Ok(self.hand_out(addr, size, bytes, stream));
-            }
-            if st.has_pending() {
-                st.poll_pending();
-            }
-            if let Some((addr, size)) = st.alloc_from_free(kind, rounded) {
-                drop(st);
-                return Ok(self.hand_out(addr, size, bytes, stream));
-            }
-            if st.has_quick() {
-                // The quick cache may hold the pieces of a fitting block: coalesce and retry.
-                st.flush_quick();
-                if let Some((addr, size)) = st.alloc_from_free(kind, rounded) {
-                    drop(st);
+        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
+            return Ok(self.hand_out(addr, size, bytes, stream));
+        }
+        if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
+            return Ok(block);
+        }
+        let Some(mut seg_size) = segment_size(rounded) else {
+            return Err(self.out_of_memory(bytes));
+        };
+        // Going to the backing: one thread at a time, and each looks again once it is its turn,
+        // since the threads before it (a backing call takes ~100 us on a GPU) may have freed
+        // memory meanwhile. Deciding before the wait would reserve for every thread queued.
+        let _turn = self.reserving.lock();
+        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
+            return Ok(self.hand_out(addr, size, bytes, stream));
+        }
+        if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
+            return Ok(block);
+        }
+        if let Some(excess) = self.over_budget(seg_size, rounded) {
+            // Rather than grow past the budget: memory other streams freed, waiting on the
+            // device for their work with it; else room made by releasing entirely free segments.
+            match self.acquire_by_waiting(stream, kind, rounded) {
+                Some(Acquired::Segment { addr, size: seg }) => {
+                    let size = Self::carve_segment(shard, addr, seg, kind, rounded, Served::Waited);
                     return Ok(self.hand_out(addr, size, bytes, stream));
+                }
+                Some(Acquired::Block { home, addr, size }) => {
+                    return Ok(self.hand_out_from(addr, size, bytes, stream, home));
+                }
+                None => {
+                    let released = self.trim(self.cached().saturating_sub(excess));
+                    if kind == Kind::Large && released < excess {
+                        // Still over: a segment of the request's size, not a shared one.
+                        seg_size = rounded.next_multiple_of(LARGE_SEGMENT_ROUNDING);
+                    }
+                    self.counters.budget_released.fetch_add(released as u64, Relaxed);
                 }
             }
         }
-        if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
-            let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
-            return Ok(self.hand_out(addr, size, bytes, stream));
-        }
-        if let Some((home, addr, size)) = self.borrow_from_other_streams(stream, kind, rounded) {
-            return Ok(self.hand_out_from(addr, size, bytes, stream, home));
-        }
-        let Some(seg_size) = segment_size(rounded) else {
-            return Err(self.out_of_memory(bytes));
-        };
         let addr = self.reserve_segment(seg_size, bytes)?;
         let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::Miss);
         Ok(self.hand_out(addr, size, bytes, stream))
+    }
+
+    /// Serves a request from the stream's own quick cache or free blocks (the hit path).
+    /// Returns the block's address and size.
+    #[inline]
+    fn own_free(shard: &Shard<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        let mut st = shard.lock();
+        if let Some(hit) = st.alloc_quick(rounded) {
+            return Some(hit);
+        }
+        if st.has_pending() {
+            st.poll_pending();
+        }
+        if let Some(hit) = st.alloc_from_free(kind, rounded) {
+            return Some(hit);
+        }
+        if st.has_quick() {
+            // The quick cache may hold the pieces of a fitting block: coalesce and retry.
+            st.flush_quick();
+            return st.alloc_from_free(kind, rounded);
+        }
+        None
+    }
+
+    /// Serves a request from memory of another stream whose last use is known finished: an
+    /// entirely free segment (taken over), else a free block (lent).
+    fn other_streams_free(
+        &self,
+        shard: &Shard<S::F>,
+        kind: Kind,
+        rounded: usize,
+        bytes: usize,
+        stream: StreamId,
+    ) -> Option<Block> {
+        if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
+            let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
+            return Some(self.hand_out(addr, size, bytes, stream));
+        }
+        self.borrow_from_other_streams(stream, kind, rounded)
+            .map(|(home, addr, size)| self.hand_out_from(addr, size, bytes, stream, home))
     }
 
     /// Frees `block`.
@@ -390,6 +481,48 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         }
     }
 
+    /// Sets the reserve budget: a soft cap on the bytes reserved from the backing, relative to the
+    /// most bytes ever allocated at once (see [`ReserveBudget`]; the default is
+    /// `Some(ReserveBudget::default())`, 1.1 times that peak; `None` turns it off).
+    ///
+    /// When nothing the allocating stream may use at once fits a request and a new segment would
+    /// take the reserved total past the budget, the pool first looks for memory another stream has
+    /// freed but may still be using on the device: an entirely free segment, a free block, or a
+    /// freed block waiting on the streams that used it. It makes the allocating stream wait for
+    /// that use on the device ([`FenceSource::wait`]; the host does not block) and hands the
+    /// memory over. Only when there is none does it release entirely free segments (which can be
+    /// of other sizes) to make room before it reserves. Over budget, allocations may therefore
+    /// order one stream's work after another's, and memory may go back to the backing and be
+    /// reserved again later. With `None`, the pool reserves whenever nothing cached is ready at
+    /// once, and keeps what it reserves.
+    ///
+    /// # Panics
+    ///
+    /// If the multiple is below 1 or not finite.
+    pub fn set_reserve_budget(&self, budget: Option<ReserveBudget>) {
+        let Some(budget) = budget else {
+            self.budget_milli.store(UNSET, Relaxed);
+            return;
+        };
+        let m = budget.multiple;
+        assert!(
+            m.is_finite() && m >= 1.0,
+            "a reserve budget of {m} times the peak allocated bytes"
+        );
+        self.budget_slack.store(budget.slack, Relaxed);
+        self.budget_milli.store((m * 1000.0).round() as usize, Relaxed);
+    }
+
+    /// The reserve budget (see [`set_reserve_budget`](Self::set_reserve_budget)).
+    pub fn reserve_budget(&self) -> Option<ReserveBudget> {
+        Some(self.budget_milli.load(Relaxed))
+            .filter(|&m| m != UNSET)
+            .map(|m| ReserveBudget {
+                multiple: m as f64 / 1000.0,
+                slack: self.budget_slack.load(Relaxed),
+            })
+    }
+
     /// The release threshold (see [`set_release_threshold`](Self::set_release_threshold)).
     pub fn release_threshold(&self) -> Option<usize> {
         Some(self.release_threshold.load(Relaxed)).filter(|&b| b != UNSET)
@@ -423,6 +556,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             n.hits += s.hits;
             n.misses += s.misses;
             n.cross_stream += s.cross_stream;
+            n.waited += s.waited;
             n.active_blocks += s.active_blocks;
         }
         let allocated = c.allocated.load(Relaxed);
@@ -442,6 +576,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             cache_misses: n.misses,
             hit_rate: ratio(n.hits, n.allocations),
             cross_stream_reuses: n.cross_stream,
+            waited_reuses: n.waited,
             segments: c.segments.load(Relaxed),
             reserved_bytes: reserved as u64,
             allocated_bytes: allocated as u64,
@@ -458,6 +593,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             },
             oom_retries: c.oom_retries.load(Relaxed),
             oom_failures: c.oom_failures.load(Relaxed),
+            budget_released_bytes: c.budget_released.load(Relaxed),
         }
     }
 
@@ -520,7 +656,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         how: Served,
     ) -> usize {
         let mut st = shard.lock();
-        st.add_segment(addr, seg_size, kind);
+        st.add_segment(addr, seg_size, kind, how != Served::Waited);
         st.carve(addr, rounded, how)
     }
 
@@ -595,19 +731,132 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         kind: Kind,
         rounded: usize,
     ) -> Option<(StreamId, u64, usize)> {
-        let others: Vec<(StreamId, Arc<Shard<S::F>>)> = self
-            .shards
+        self.lend_best_fit(&self.other_shards(stream), stream, kind, rounded, true)
+            .map(|(home, addr, size, _)| (home, addr, size))
+    }
+
+    /// The other streams' shards.
+    fn other_shards(&self, stream: StreamId) -> Vec<(StreamId, Arc<Shard<S::F>>)> {
+        self.shards
             .read()
             .iter()
             .filter(|(s, _)| **s != stream)
             .map(|(s, shard)| (*s, shard.clone()))
-            .collect();
-        others.into_iter().find_map(|(home, shard)| {
-            shard
-                .lock()
-                .lend(kind, rounded, stream)
-                .map(|(addr, size)| (home, addr, size))
+            .collect()
+    }
+
+    /// Takes out the smallest entirely free segment among `others`' that fits, whether or not its
+    /// last use is known finished. Returns the owner, address, size, and whether the taker must
+    /// wait on a fence recorded on the owner.
+    fn take_idle_best_fit(
+        &self,
+        others: &[(StreamId, Arc<Shard<S::F>>)],
+        kind: Kind,
+        rounded: usize,
+    ) -> Option<(StreamId, u64, usize, bool)> {
+        let (_, home, shard) = others
+            .iter()
+            .filter_map(|(home, shard)| {
+                let fit = shard.lock().idle_fit(kind, rounded);
+                fit.map(|(size, _)| (size, *home, shard))
+            })
+            .min_by_key(|&(size, home, _)| (size, home))?;
+        // Another thread may have taken it since: then any shard's fit will do.
+        let taken = shard.lock().take_idle_waiting(kind, rounded).map(|got| (home, got));
+        taken
+            .or_else(|| {
+                others.iter().find_map(|(home, shard)| {
+                    let got = shard.lock().take_idle_waiting(kind, rounded);
+                    got.map(|got| (*home, got))
+                })
+            })
+            .map(|(home, (addr, size, fence))| (home, addr, size, fence))
+    }
+
+    /// Lends `stream` the best-fitting free block among `others`' (see [`ShardState::lend`] for
+    /// `safe`). Returns the lender, address, size, and whether `stream` must wait on a fence
+    /// recorded on the lender.
+    fn lend_best_fit(
+        &self,
+        others: &[(StreamId, Arc<Shard<S::F>>)],
+        stream: StreamId,
+        kind: Kind,
+        rounded: usize,
+        safe: bool,
+    ) -> Option<(StreamId, u64, usize, bool)> {
+        let (_, home, shard) = others
+            .iter()
+            .filter_map(|(home, shard)| {
+                let fit = shard.lock().lendable(kind, rounded, safe);
+                fit.map(|(size, _)| (size, *home, shard))
+            })
+            .min_by_key(|&(size, home, _)| (size, home))?;
+        // Another thread may have taken it since: then any shard's fit will do.
+        let lent = shard.lock().lend(kind, rounded, stream, safe).map(|got| (home, got));
+        lent.or_else(|| {
+            others.iter().find_map(|(home, shard)| {
+                let got = shard.lock().lend(kind, rounded, stream, safe);
+                got.map(|got| (*home, got))
+            })
         })
+        .map(|(home, (addr, size, fence))| (home, addr, size, fence))
+    }
+
+    /// By how many bytes reserving `seg_size` more would exceed the reserve budget (counting this
+    /// request of `rounded` bytes as allocated), or `None` when it would not or no budget is set.
+    fn over_budget(&self, seg_size: usize, rounded: usize) -> Option<usize> {
+        let milli = self.budget_milli.load(Relaxed);
+        if milli == UNSET {
+            return None;
+        }
+        let c = &self.counters;
+        let high = c
+            .peak_allocated
+            .load(Relaxed)
+            .max(c.allocated.load(Relaxed).saturating_add(rounded));
+        let budget = (high / 1000)
+            .saturating_mul(milli)
+            .max(high.saturating_add(self.budget_slack.load(Relaxed)));
+        let after = c.reserved.load(Relaxed).saturating_add(seg_size);
+        after.checked_sub(budget).filter(|&excess| excess > 0)
+    }
+
+    /// Finds memory of another stream that fits the request but whose last use may not have
+    /// finished, and makes `stream` wait on fences for that use, on the device. In order of
+    /// preference: an entirely free segment (taken over), a free block (lent), a freed block still
+    /// waiting on the fences of streams that used it (lent whole). A fence is recorded on the
+    /// owning stream when its frees are not known finished; the fences of the streams that used a
+    /// waiting block are waited on too.
+    fn acquire_by_waiting(&self, stream: StreamId, kind: Kind, rounded: usize) -> Option<Acquired> {
+        let others = self.other_shards(stream);
+        let found = self
+            .take_idle_best_fit(&others, kind, rounded)
+            .map(|(home, addr, size, fence)| (home, Acquired::Segment { addr, size }, fence, Vec::new()))
+            .or_else(|| {
+                self.lend_best_fit(&others, stream, kind, rounded, false)
+                    .map(|(home, addr, size, fence)| (home, Acquired::Block { home, addr, size }, fence, Vec::new()))
+            })
+            .or_else(|| {
+                others.iter().find_map(|(home, shard)| {
+                    let got = shard.lock().lend_pending(kind, rounded, stream);
+                    got.map(|(addr, size, fence, users)| {
+                        let block = Acquired::Block {
+                            home: *home,
+                            addr,
+                            size,
+                        };
+                        (*home, block, fence, users)
+                    })
+                })
+            });
+        let (home, acquired, fence, users) = found?;
+        if fence {
+            self.fences.wait(&self.fences.record(home), stream);
+        }
+        for user in &users {
+            self.fences.wait(user, stream);
+        }
+        Some(acquired)
     }
 
     /// Reserves a segment of `seg_size` bytes, releasing the cache and retrying once when the

@@ -20,6 +20,10 @@
 //! * A block used on more streams ([`CachingPool::record_stream`]) is held back when freed until a
 //!   fence recorded on each of those streams at free time has completed.
 //! * When the backing runs out, the pool releases every fully free cached segment and retries once.
+//! * A [`ReserveBudget`] (default: 1.1 times the peak allocated bytes, and at least 40 MiB above
+//!   it) bounds what the pool reserves: a request that would reserve past it first takes memory
+//!   another stream freed, making its stream wait on that stream's fences on the device
+//!   ([`FenceSource::wait`]), then releases entirely free segments.
 //!
 //! ```
 //! use cudrv::memory::pool::{
@@ -48,6 +52,7 @@
 //!     fn record(&self, _stream: StreamId) -> Done {
 //!         Done
 //!     }
+//!     fn wait(&self, _fence: &Done, _stream: StreamId) {}
 //! }
 //!
 //! let pool = CachingPool::new(Bump(AtomicU64::new(1 << 20)), Fences);
@@ -72,7 +77,7 @@ mod stats;
 mod traits;
 
 pub use block::Block;
-pub use caching::{CachingPool, PoolError, ShardHandle};
+pub use caching::{CachingPool, PoolError, ReserveBudget, ShardHandle};
 pub use sizes::{
     round_size, segment_size, LARGE_SEGMENT_ROUNDING, LARGE_SEGMENT_SIZE, LARGE_SEGMENT_THRESHOLD, MIN_BLOCK_SIZE,
     SMALL_REQUEST_MAX, SMALL_SEGMENT_SIZE,

@@ -118,6 +118,7 @@ pub(crate) struct Counts {
     pub(crate) hits: u64,
     pub(crate) misses: u64,
     pub(crate) cross_stream: u64,
+    pub(crate) waited: u64,
     pub(crate) active_blocks: u64,
 }
 
@@ -126,8 +127,11 @@ pub(crate) struct Counts {
 pub(crate) enum Served {
     /// From the stream's own free blocks.
     Hit,
-    /// From a segment taken over from another stream.
+    /// From a segment taken over from another stream, or a block lent by one.
     CrossStream,
+    /// Like `CrossStream`, from memory whose last use is not known finished: the allocating
+    /// stream is made to wait on a fence first.
+    Waited,
     /// From a new segment.
     Miss,
 }
@@ -175,13 +179,23 @@ impl<F: Fence> Default for ShardState<F> {
 
 impl<F: Fence> ShardState<F> {
     /// Adds a segment (new from the backing, or taken from another shard) as one free block.
-    pub(crate) fn add_segment(&mut self, addr: u64, size: usize, kind: Kind) {
+    /// `settled`: every earlier use of its memory is known finished. Otherwise (it was taken over
+    /// by waiting on fences, so earlier uses are only ordered before this stream's later work)
+    /// it counts as freed now, so other streams get it only after a fence recorded on this stream
+    /// from now on has completed.
+    pub(crate) fn add_segment(&mut self, addr: u64, size: usize, kind: Kind, settled: bool) {
+        let last_free_seq = if settled {
+            0
+        } else {
+            self.seq += 1;
+            self.seq
+        };
         let old = self.segments.insert(
             addr,
             Segment {
                 size,
                 kind,
-                last_free_seq: 0,
+                last_free_seq,
             },
         );
         assert!(old.is_none(), "segment {addr:#x} added twice");
@@ -215,6 +229,11 @@ impl<F: Fence> ShardState<F> {
             Served::CrossStream => {
                 c.hits += 1;
                 c.cross_stream += 1;
+            }
+            Served::Waited => {
+                c.hits += 1;
+                c.cross_stream += 1;
+                c.waited += 1;
             }
             Served::Miss => c.misses += 1,
         }
@@ -394,25 +413,91 @@ impl<F: Fence> ShardState<F> {
         Some((addr, size))
     }
 
+    /// The smallest entirely free segment of `kind` that holds `rounded` bytes, as (size,
+    /// address), whether or not its last free is known finished.
+    pub(crate) fn idle_fit(&mut self, kind: Kind, rounded: usize) -> Option<(usize, u64)> {
+        self.poll_migration();
+        self.idle[kind as usize].range((rounded, 0)..).next().copied()
+    }
+
+    /// Takes out (for another stream that will wait on a fence recorded on this stream) the
+    /// smallest entirely free segment of `kind` that holds `rounded` bytes, whether or not its
+    /// last free is known finished. Returns its address, size, and whether a fence is needed
+    /// (`false` when its frees are known finished).
+    pub(crate) fn take_idle_waiting(&mut self, kind: Kind, rounded: usize) -> Option<(u64, usize, bool)> {
+        let (size, addr) = self.idle_fit(kind, rounded)?;
+        let fence = self.segments[&addr].last_free_seq > self.safe_seq;
+        self.remove_segment(addr);
+        Some((addr, size, fence))
+    }
+
+    /// The best-fitting free block of `kind` holding `rounded` bytes that another stream may
+    /// borrow: only from segments whose frees are all known finished when `safe`, else from any
+    /// (the borrower then waits on a fence). Returns its (size, address).
+    pub(crate) fn lendable(&mut self, kind: Kind, rounded: usize, safe: bool) -> Option<(usize, u64)> {
+        self.poll_migration();
+        self.free[kind as usize]
+            .range((rounded, 0)..)
+            .find(|(_, a)| !safe || self.segments[&self.nodes[a].segment].last_free_seq <= self.safe_seq)
+            .copied()
+    }
+
+    /// Lends the best-fitting free block of `kind` holding `rounded` bytes (see
+    /// [`lendable`](Self::lendable) for `safe`), marked as used on `borrower` (so freeing it waits
+    /// on a fence on `borrower`). Counted as a cross-stream hit of this shard, a waited one when a
+    /// fence is needed. Returns its address, size, and whether the borrower must wait on a fence
+    /// recorded on this stream first (never when `safe`).
+    pub(crate) fn lend(
+        &mut self,
+        kind: Kind,
+        rounded: usize,
+        borrower: StreamId,
+        safe: bool,
+    ) -> Option<(u64, usize, bool)> {
+        let (_, addr) = self.lendable(kind, rounded, safe)?;
+        let fence = self.segments[&self.nodes[&addr].segment].last_free_seq > self.safe_seq;
+        let size = self.carve(addr, rounded, if fence { Served::Waited } else { Served::CrossStream });
+        if let State::Allocated(streams) = &mut self.node_mut(addr).state {
+            streams.push(borrower);
+        }
+        Some((addr, size, fence))
+    }
+
+    /// Lends (to a `borrower` that will wait on the returned fences, and on a fence recorded on
+    /// this stream when the third value says so) the smallest freed block of `kind` still
+    /// waiting on fences of the streams that used it, among those that hold `rounded` bytes
+    /// with a remainder not worth splitting. The block is handed over whole, marked as used on
+    /// `borrower`. Counted as a waited cross-stream hit of this shard.
+    pub(crate) fn lend_pending(
+        &mut self,
+        kind: Kind,
+        rounded: usize,
+        borrower: StreamId,
+    ) -> Option<(u64, usize, bool, Vec<F>)> {
+        self.poll_migration();
+        let (i, size) = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let node = &self.nodes[&p.addr];
+                let fits = node.size >= rounded
+                    && self.segments[&node.segment].kind == kind
+                    && !kind.worth_splitting(node.size - rounded);
+                fits.then_some((i, node.size))
+            })
+            .min_by_key(|&(_, size)| size)?;
+        let p = self.pending.swap_remove(i);
+        self.pending_bytes -= size;
+        self.count_allocation(Served::Waited);
+        self.node_mut(p.addr).state = State::Allocated(vec![borrower]);
+        Some((p.addr, size, p.seq > self.safe_seq, p.fences))
+    }
+
     /// Whether another stream should record a migration fence on this stream: some entirely free
     /// segment waits on a free not yet known finished, and no fence is in flight. `Some(seq)`
     /// puts the shard in the recording state; the caller must then record a fence and call
     /// [`set_migration`](Self::set_migration) with `seq`.
-    /// Lends the best-fitting free block of `kind` holding `rounded` bytes from a segment whose
-    /// frees are all known finished, marked as used on `borrower` (so freeing it waits on a fence
-    /// on `borrower`). Counted as a cross-stream hit of this shard. Returns (addr, size).
-    pub(crate) fn lend(&mut self, kind: Kind, rounded: usize, borrower: StreamId) -> Option<(u64, usize)> {
-        self.poll_migration();
-        let &(_, addr) = self.free[kind as usize]
-            .range((rounded, 0)..)
-            .find(|(_, a)| self.segments[&self.nodes[a].segment].last_free_seq <= self.safe_seq)?;
-        let size = self.carve(addr, rounded, Served::CrossStream);
-        if let State::Allocated(streams) = &mut self.node_mut(addr).state {
-            streams.push(borrower);
-        }
-        Some((addr, size))
-    }
-
     pub(crate) fn migration_fence_wanted(&mut self) -> Option<u64> {
         self.poll_migration();
         if !matches!(self.migration, Migration::None) {
@@ -626,7 +711,7 @@ mod tests {
 
     fn shard_with_small_segment() -> ShardState<Flag> {
         let mut s = ShardState::default();
-        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small, true);
         s.check();
         s
     }
@@ -667,7 +752,7 @@ mod tests {
     #[test]
     fn large_remainders_of_one_mib_or_less_stay_attached() {
         let mut s: ShardState<Flag> = ShardState::default();
-        s.add_segment(SEG, LARGE_SEGMENT_SIZE, Kind::Large);
+        s.add_segment(SEG, LARGE_SEGMENT_SIZE, Kind::Large, true);
         let (addr, size) = s.alloc_from_free(Kind::Large, LARGE_SEGMENT_SIZE - (1 << 20)).unwrap();
         assert_eq!((addr, size), (SEG, LARGE_SEGMENT_SIZE));
         s.check();
@@ -709,7 +794,7 @@ mod tests {
         let mut s = shard_with_small_segment();
         // A fresh segment has never been used: anyone may take it.
         assert_eq!(s.take_idle(Kind::Small, 512), Some((SEG, SMALL_SEGMENT_SIZE)));
-        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small, true);
         let (addr, _) = s.alloc_from_free(Kind::Small, 512).unwrap();
         let out = s.free(addr).unwrap();
         assert_eq!(
@@ -734,9 +819,9 @@ mod tests {
     #[test]
     fn drain_picks_the_smallest_covering_segment() {
         let mut s: ShardState<Flag> = ShardState::default();
-        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small);
-        s.add_segment(2 * SEG, LARGE_SEGMENT_SIZE, Kind::Large);
-        s.add_segment(3 * SEG, 40 << 20, Kind::Large);
+        s.add_segment(SEG, SMALL_SEGMENT_SIZE, Kind::Small, true);
+        s.add_segment(2 * SEG, LARGE_SEGMENT_SIZE, Kind::Large, true);
+        s.add_segment(3 * SEG, 40 << 20, Kind::Large, true);
         assert_eq!(s.drain_idle(3 << 20), vec![(2 * SEG, LARGE_SEGMENT_SIZE)]);
         assert_eq!(
             s.drain_idle(50 << 20),

@@ -76,7 +76,9 @@ pub fn round_size(bytes: usize) -> Option<usize> {
 /// The size of the segment the pool reserves when a request of `rounded` bytes (a result of
 /// [`round_size`]) finds nothing cached: [`SMALL_SEGMENT_SIZE`] for small requests,
 /// [`LARGE_SEGMENT_SIZE`] up to [`LARGE_SEGMENT_THRESHOLD`], else `rounded` rounded up to
-/// [`LARGE_SEGMENT_ROUNDING`]. `None` when that overflows.
+/// [`LARGE_SEGMENT_ROUNDING`]. `None` when that overflows. (Over its
+/// [reserve budget](super::CachingPool::set_reserve_budget), the pool reserves a large request's
+/// own size rounded up to [`LARGE_SEGMENT_ROUNDING`] instead of a shared large segment.)
 ///
 /// ```
 /// use cudrv::memory::pool::segment_size;

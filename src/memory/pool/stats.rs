@@ -19,9 +19,13 @@ pub struct PoolStats {
     /// `cache_hits / allocations`, 0 when there were none.
     #[serde(serialize_with = "finite_or_zero")]
     pub hit_rate: f64,
-    /// Allocations served by an entirely free segment taken over from another stream (counted in
-    /// `cache_hits` too).
+    /// Allocations served by memory of another stream: an entirely free segment taken over, or a
+    /// free block lent (counted in `cache_hits` too).
     pub cross_stream_reuses: u64,
+    /// Allocations served by memory of another stream whose last use was not known to have
+    /// finished, after making the allocating stream wait for it on the device instead of reserving
+    /// a new segment (counted in `cross_stream_reuses` too).
+    pub waited_reuses: u64,
     /// Segments currently reserved from the backing.
     pub segments: u64,
     /// Bytes currently reserved from the backing.
@@ -49,6 +53,9 @@ pub struct PoolStats {
     pub oom_retries: u64,
     /// Allocations that failed with [`PoolError::OutOfMemory`](super::PoolError::OutOfMemory).
     pub oom_failures: u64,
+    /// Bytes of entirely free segments released to keep the reserved total within the
+    /// [reserve budget](super::CachingPool::set_reserve_budget).
+    pub budget_released_bytes: u64,
 }
 
 impl PoolStats {
@@ -57,7 +64,7 @@ impl PoolStats {
     /// ```
     /// let json = cudrv::memory::pool::PoolStats::default().to_json();
     /// assert!(json.starts_with("{\"allocations\":0,"));
-    /// assert!(json.ends_with("\"oom_failures\":0}"));
+    /// assert!(json.ends_with("\"budget_released_bytes\":0}"));
     /// ```
     pub fn to_json(&self) -> String {
         // A flat struct of numbers always serializes.
@@ -98,6 +105,7 @@ mod tests {
             "cache_misses",
             "hit_rate",
             "cross_stream_reuses",
+            "waited_reuses",
             "segments",
             "reserved_bytes",
             "allocated_bytes",
@@ -110,6 +118,7 @@ mod tests {
             "fragmentation",
             "oom_retries",
             "oom_failures",
+            "budget_released_bytes",
         ];
         assert_eq!(json.matches(':').count(), keys.len());
         let mut at = 0;

@@ -68,4 +68,16 @@ pub trait FenceSource: Send + Sync {
     /// [`CachingPool::record_stream`](super::CachingPool::record_stream), possibly after every
     /// block of that stream has been freed.
     fn record(&self, stream: StreamId) -> Self::F;
+
+    /// Makes all work enqueued on `stream` from now on wait until `fence` has completed, without
+    /// blocking the host (on a GPU: `cuStreamWaitEvent(stream, event, 0)`). When it returns, the
+    /// pool treats memory freed before `fence` was recorded as usable on `stream`. If the
+    /// dependency cannot be set up, the implementation must wait for the fence on the host
+    /// instead (on a GPU: `cuEventSynchronize`).
+    ///
+    /// The pool calls this without holding any of its locks, only for fences it recorded with
+    /// [`record`](Self::record) (on another stream than `stream`, or on streams that used a
+    /// block), and only for `stream`s it is about to hand memory to. It drops the fence right
+    /// after, so the dependency must not need the fence to stay alive.
+    fn wait(&self, fence: &Self::F, stream: StreamId);
 }
