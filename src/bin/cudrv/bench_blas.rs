@@ -402,6 +402,21 @@ impl BenchType for bf16 {
 }
 
 /// H100 SXM datasheet peaks, TFLOP/s (docs/PERFORMANCE.md, ANCHORS.md).
+/// ‖ours − theirs‖ / ‖theirs‖ (infinite when a result is not finite).
+fn rel_diff<T: BenchType>(ours: &[T], theirs: &[T]) -> f64 {
+    let (mut d, mut r) = (0.0f64, 0.0f64);
+    for (&p, &q) in ours.iter().zip(theirs) {
+        let (p, q) = (p.to_f64(), q.to_f64());
+        d += (p - q) * (p - q);
+        r += q * q;
+    }
+    if d.is_finite() {
+        (d / r.max(1e-300)).sqrt()
+    } else {
+        f64::INFINITY
+    }
+}
+
 fn peak(ty: &str) -> f64 {
     match ty {
         "f32" => 67.0,
@@ -522,18 +537,7 @@ where
         // SAFETY: a, b, c2 hold m*k, k*n, m*n elements of T; the scalars match the compute type.
         unsafe { cb.gemm((m, n, k), ap, pa, pb, bp, pc, T::CUDA_TYPE, compute) }.map_err(err)
     })?;
-    let (x, y) = (c.to_vec()?, c2.to_vec()?);
-    let (mut d, mut r) = (0.0f64, 0.0f64);
-    for (p, q) in x.iter().zip(&y) {
-        let (p, q) = (p.to_f64(), q.to_f64());
-        d += (p - q) * (p - q);
-        r += q * q;
-    }
-    let diff = if d.is_finite() {
-        (d / r.max(1e-300)).sqrt()
-    } else {
-        f64::INFINITY
-    };
+    let diff = rel_diff(&c.to_vec()?, &c2.to_vec()?);
     c2.memset_bytes(0)?;
     Ok((ours, Some(theirs), Some(diff)))
 }
@@ -687,18 +691,7 @@ fn one_gemv<T: BenchType + blas::GemvType>(
         }
         .map_err(err)
     })?;
-    let (p, q) = (y.to_vec()?, y2.to_vec()?);
-    let (mut d, mut r) = (0.0f64, 0.0f64);
-    for (p, q) in p.iter().zip(&q) {
-        let (p, q) = (p.to_f64(), q.to_f64());
-        d += (p - q) * (p - q);
-        r += q * q;
-    }
-    let diff = if d.is_finite() {
-        (d / r.max(1e-300)).sqrt()
-    } else {
-        f64::INFINITY
-    };
+    let diff = rel_diff(&y.to_vec()?, &y2.to_vec()?);
     y2.memset_bytes(0)?;
     Ok(GemvRun {
         ours,
