@@ -1102,3 +1102,66 @@ fn a_budget_below_the_peak_is_refused() {
         slack: 0,
     }));
 }
+
+#[test]
+fn totals_stay_exact_when_a_second_stream_arrives_during_solo_hits() {
+    // One stream: the totals are updated under its shard lock. A second stream's first
+    // allocation switches the pool to atomic updates while four threads keep hitting the cache
+    // of the first; no update may be lost on either side of the switch.
+    let pool = Arc::new(pool(usize::MAX));
+    let warm: Vec<Block> = (0..4).map(|_| pool.allocate(4096, S1).unwrap()).collect();
+    for b in warm {
+        pool.free(b);
+    }
+    let start = Arc::new(std::sync::Barrier::new(5));
+    let hitters: Vec<_> = (0..4)
+        .map(|t| {
+            let (pool, start) = (pool.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let mut held = Vec::new();
+                for i in 0..50_000u64 {
+                    held.push(pool.allocate(4096 + 512 * ((i + t) % 3) as usize, S1).unwrap());
+                    if held.len() > 2 {
+                        pool.free(held.remove(0));
+                    }
+                }
+                for b in held {
+                    pool.free(b);
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let mut others = Vec::new();
+    for s in 2..6 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        others.push(pool.allocate(1 << 20, StreamId(s)).unwrap());
+    }
+    for h in hitters {
+        h.join().unwrap();
+    }
+    let st = check_quiescent(&pool, &others);
+    assert_eq!(st.allocated_bytes, 4 << 20);
+    drain_and_check_empty(&pool, others, &[S1, StreamId(2), StreamId(3), StreamId(4), StreamId(5)]);
+}
+
+#[test]
+fn peak_allocated_is_exact_on_one_stream_and_after_a_second_arrives() {
+    let pool = pool(usize::MAX);
+    let a = pool.allocate(3 << 20, S1).unwrap();
+    pool.free(a);
+    let b = pool.allocate(1 << 20, S1).unwrap();
+    assert_eq!(pool.stats().peak_allocated_bytes, 3 << 20);
+    // A hit from the quick cache that raises the total above the earlier peak.
+    let a = pool.allocate(3 << 20, S1).unwrap();
+    assert_eq!(pool.stats().peak_allocated_bytes, 4 << 20);
+    let c = pool.allocate(2 << 20, S2).unwrap();
+    assert_eq!(pool.stats().peak_allocated_bytes, 6 << 20);
+    pool.free(a);
+    let d = pool.allocate(3 << 20, S1).unwrap();
+    assert_eq!(pool.stats().peak_allocated_bytes, 6 << 20);
+    let st = check_quiescent(&pool, &[&b, &c, &d]);
+    assert_eq!(st.allocated_bytes, 6 << 20);
+    drain_and_check_empty(&pool, vec![b, c, d], &[S1, S2]);
+}

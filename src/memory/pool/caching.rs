@@ -60,8 +60,9 @@ const UNSET: usize = usize::MAX;
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The pool-wide totals, updated with relaxed atomics outside the shard locks. (Per-stream event
-/// counts live in the shards.)
+/// The pool-wide totals, updated with relaxed atomics. (Per-stream event counts live in the
+/// shards.) `allocated` and `peak_allocated` change only under a shard lock, with a plain
+/// load and store while the pool has one shard (see [`CachingPool::add_allocated`]).
 #[derive(Default)]
 struct Counters {
     oom_retries: AtomicU64,
@@ -77,6 +78,17 @@ struct Counters {
 }
 
 type Shard<F> = Mutex<ShardState<F>>;
+
+/// Shows that the caller holds a shard's lock: made only from the state behind the guard.
+#[derive(Clone, Copy)]
+struct Locked<'a, F>(std::marker::PhantomData<&'a ShardState<F>>);
+
+impl<'a, F> Locked<'a, F> {
+    #[inline]
+    fn by(_state: &'a ShardState<F>) -> Self {
+        Locked(std::marker::PhantomData)
+    }
+}
 
 /// A soft cap on the bytes a [`CachingPool`] reserves from its backing: the larger of
 /// `multiple` times the most bytes ever allocated at once and that peak plus `slack` (the request
@@ -120,7 +132,13 @@ enum Acquired {
 /// ids to shards (written only the first time a stream is seen); byte totals and counters are
 /// atomics. A thread holds at most one shard lock at a time, and never one while calling the
 /// [`Backing`] or [`FenceSource::record`]. The hit path (a free block of the stream fits) takes
-/// the map's read lock and the stream's shard lock once.
+/// the stream's shard lock once (the map's read lock too, unless a [`ShardHandle`] is used).
+///
+/// While the pool has a single shard (a program that allocates on one stream), every change of
+/// the allocated total happens under that shard's lock, so the total is updated with a plain
+/// load and store instead of a locked read-modify-write: on the hit path that saves two of the
+/// six atomic read-modify-writes of an allocate-and-free pair. The second shard ends that, once
+/// for good, before it can be used (see [`shard`](Self::shard)).
 pub struct CachingPool<B: Backing, S: FenceSource> {
     // Fields drop in order: the shards (and the fences they hold) before the fence source, so a
     // source that recycles fence resources sees them all come back before it is dropped.
@@ -132,6 +150,8 @@ pub struct CachingPool<B: Backing, S: FenceSource> {
     limit: AtomicUsize,
     release_threshold: AtomicUsize,
     quick: AtomicBool,
+    /// The pool has at most one shard (see the type's documentation).
+    solo: AtomicBool,
     /// The reserve budget's multiple in thousandths, or [`UNSET`] for none.
     budget_milli: AtomicUsize,
     /// The reserve budget's slack in bytes.
@@ -164,6 +184,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             limit: AtomicUsize::new(UNSET),
             release_threshold: AtomicUsize::new(UNSET),
             quick: AtomicBool::new(true),
+            solo: AtomicBool::new(true),
             budget_milli: AtomicUsize::new(UNSET),
             budget_slack: AtomicUsize::new(0),
             reserving: Mutex::new(()),
@@ -239,8 +260,8 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             return Err(self.out_of_memory(bytes));
         };
         let kind = Kind::of(rounded);
-        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
-            return Ok(self.hand_out(addr, size, bytes, stream));
+        if let Some((addr, size)) = self.own_free(shard, kind, rounded) {
+            return Ok(self.make_block(addr, size, bytes, stream, stream));
         }
         if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
             return Ok(block);
@@ -252,8 +273,8 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         // since the threads before it (a backing call takes ~100 us on a GPU) may have freed
         // memory meanwhile. Deciding before the wait would reserve for every thread queued.
         let _turn = self.reserving.lock();
-        if let Some((addr, size)) = Self::own_free(shard, kind, rounded) {
-            return Ok(self.hand_out(addr, size, bytes, stream));
+        if let Some((addr, size)) = self.own_free(shard, kind, rounded) {
+            return Ok(self.make_block(addr, size, bytes, stream, stream));
         }
         if let Some(block) = self.other_streams_free(shard, kind, rounded, bytes, stream) {
             return Ok(block);
@@ -263,8 +284,8 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             // device for their work with it; else room made by releasing entirely free segments.
             match self.acquire_by_waiting(stream, kind, rounded) {
                 Some(Acquired::Segment { addr, size: seg }) => {
-                    let size = Self::carve_segment(shard, addr, seg, kind, rounded, Served::Waited);
-                    return Ok(self.hand_out(addr, size, bytes, stream));
+                    let size = self.carve_segment(shard, addr, seg, kind, rounded, Served::Waited);
+                    return Ok(self.make_block(addr, size, bytes, stream, stream));
                 }
                 Some(Acquired::Block { home, addr, size }) => {
                     return Ok(self.hand_out_from(addr, size, bytes, stream, home));
@@ -280,30 +301,27 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             }
         }
         let addr = self.reserve_segment(seg_size, bytes)?;
-        let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::Miss);
-        Ok(self.hand_out(addr, size, bytes, stream))
+        let size = self.carve_segment(shard, addr, seg_size, kind, rounded, Served::Miss);
+        Ok(self.make_block(addr, size, bytes, stream, stream))
     }
 
-    /// Serves a request from the stream's own quick cache or free blocks (the hit path).
-    /// Returns the block's address and size.
+    /// Serves a request from the stream's own quick cache or free blocks (the hit path), and
+    /// accounts its bytes. Returns the block's address and size.
     #[inline]
-    fn own_free(shard: &Shard<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+    fn own_free(&self, shard: &Shard<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
         let mut st = shard.lock();
-        if let Some(hit) = st.alloc_quick(rounded) {
-            return Some(hit);
-        }
-        if st.has_pending() {
-            st.poll_pending();
-        }
-        if let Some(hit) = st.alloc_from_free(kind, rounded) {
-            return Some(hit);
-        }
-        if st.has_quick() {
-            // The quick cache may hold the pieces of a fitting block: coalesce and retry.
-            st.flush_quick();
-            return st.alloc_from_free(kind, rounded);
-        }
-        None
+        let hit = st.alloc_quick(rounded).or_else(|| {
+            if st.has_pending() {
+                st.poll_pending();
+            }
+            st.alloc_from_free(kind, rounded).or_else(|| {
+                // The quick cache may hold the pieces of a fitting block: coalesce and retry.
+                st.has_quick().then(|| st.flush_quick())?;
+                st.alloc_from_free(kind, rounded)
+            })
+        })?;
+        self.add_allocated(hit.1, Locked::by(&st));
+        Some(hit)
     }
 
     /// Serves a request from memory of another stream whose last use is known finished: an
@@ -317,8 +335,8 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         stream: StreamId,
     ) -> Option<Block> {
         if let Some((addr, seg_size)) = self.take_from_other_streams(stream, kind, rounded) {
-            let size = Self::carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
-            return Some(self.hand_out(addr, size, bytes, stream));
+            let size = self.carve_segment(shard, addr, seg_size, kind, rounded, Served::CrossStream);
+            return Some(self.make_block(addr, size, bytes, stream, stream));
         }
         self.borrow_from_other_streams(stream, kind, rounded)
             .map(|(home, addr, size)| self.hand_out_from(addr, size, bytes, stream, home))
@@ -367,16 +385,23 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             && self.limit.load(Relaxed) == UNSET
             && self.release_threshold.load(Relaxed) == UNSET
         {
-            if let Some(size) = shard.lock().free_quick(block.addr) {
-                self.counters.allocated.fetch_sub(size, Relaxed);
+            let mut st = shard.lock();
+            if let Some(size) = st.free_quick(block.addr) {
+                self.sub_allocated(size, Locked::by(&st));
                 return;
             }
         }
-        let outcome = shard.lock().free(block.addr);
+        let outcome = {
+            let mut st = shard.lock();
+            let outcome = st.free(block.addr);
+            if outcome.is_some() {
+                self.sub_allocated(block.size, Locked::by(&st));
+            }
+            outcome
+        };
         let Some(outcome) = outcome else {
             panic!("block at {:#x} is not allocated", block.addr);
         };
-        self.counters.allocated.fetch_sub(block.size, Relaxed);
         match outcome {
             FreeOutcome::Freed {
                 became_idle,
@@ -629,11 +654,26 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     }
 
     /// The shard of `stream`, made on first use.
+    ///
+    /// Making the second shard ends the solo accounting (see the type's documentation) before
+    /// the new shard can be used by anyone: with the map's write lock held, `solo` is cleared and
+    /// the first shard's lock is taken and released once, so a plain update of the totals that
+    /// began under it has finished, and every later one sees `solo` cleared.
     fn shard(&self, stream: StreamId) -> Arc<Shard<S::F>> {
         if let Some(shard) = self.shards.read().get(&stream) {
             return shard.clone();
         }
-        self.shards.write().entry(stream).or_default().clone()
+        let mut shards = self.shards.write();
+        if let Some(shard) = shards.get(&stream) {
+            return shard.clone();
+        }
+        if self.solo.load(Relaxed) && !shards.is_empty() {
+            self.solo.store(false, Relaxed);
+            for shard in shards.values() {
+                drop(shard.lock());
+            }
+        }
+        shards.entry(stream).or_default().clone()
     }
 
     fn all_shards(&self) -> Vec<Arc<Shard<S::F>>> {
@@ -648,6 +688,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// Adds a segment (new, or taken from another stream) to `shard` and carves the block at its
     /// start. Returns the block's size.
     fn carve_segment(
+        &self,
         shard: &Shard<S::F>,
         addr: u64,
         seg_size: usize,
@@ -657,21 +698,57 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     ) -> usize {
         let mut st = shard.lock();
         st.add_segment(addr, seg_size, kind, how != Served::Waited);
-        st.carve(addr, rounded, how)
+        let size = st.carve(addr, rounded, how);
+        self.add_allocated(size, Locked::by(&st));
+        size
     }
 
-    /// Accounts an allocation's bytes and makes its handle.
-    fn hand_out(&self, addr: u64, size: usize, requested: usize, stream: StreamId) -> Block {
-        self.hand_out_from(addr, size, requested, stream, stream)
+    /// Adds `size` bytes to the allocated total and its peak. The caller holds a shard lock
+    /// (`_held`): while the pool is solo, that lock orders every change of the totals, so a
+    /// plain load and store suffice.
+    #[inline]
+    fn add_allocated(&self, size: usize, _held: Locked<'_, S::F>) {
+        let c = &self.counters;
+        if self.solo.load(Relaxed) {
+            let now = c.allocated.load(Relaxed) + size;
+            c.allocated.store(now, Relaxed);
+            if now > c.peak_allocated.load(Relaxed) {
+                c.peak_allocated.store(now, Relaxed);
+            }
+        } else {
+            let now = c.allocated.fetch_add(size, Relaxed) + size;
+            if now > c.peak_allocated.load(Relaxed) {
+                c.peak_allocated.fetch_max(now, Relaxed);
+            }
+        }
     }
 
-    /// Accounts an allocation's bytes and makes its handle, for memory of `home`'s shard.
+    /// Takes `size` bytes off the allocated total (under a shard lock, as for
+    /// [`add_allocated`](Self::add_allocated)).
+    #[inline]
+    fn sub_allocated(&self, size: usize, _held: Locked<'_, S::F>) {
+        let c = &self.counters;
+        if self.solo.load(Relaxed) {
+            c.allocated.store(c.allocated.load(Relaxed) - size, Relaxed);
+        } else {
+            c.allocated.fetch_sub(size, Relaxed);
+        }
+    }
+
+    /// Accounts the bytes of memory lent by `home`'s shard (never solo: lending needs two
+    /// shards) and makes the block's handle.
     fn hand_out_from(&self, addr: u64, size: usize, requested: usize, stream: StreamId, home: StreamId) -> Block {
+        debug_assert!(!self.solo.load(Relaxed), "memory lent in a solo pool");
         let c = &self.counters;
         let now = c.allocated.fetch_add(size, Relaxed) + size;
         if now > c.peak_allocated.load(Relaxed) {
             c.peak_allocated.fetch_max(now, Relaxed);
         }
+        self.make_block(addr, size, requested, stream, home)
+    }
+
+    /// The handle of an allocation whose bytes are accounted.
+    fn make_block(&self, addr: u64, size: usize, requested: usize, stream: StreamId, home: StreamId) -> Block {
         Block {
             addr,
             size,
