@@ -344,7 +344,12 @@ impl<F: Fence> ShardState<F> {
     /// Takes the newest quick-cached block of exactly `rounded` bytes, counted as a hit.
     pub(crate) fn alloc_quick(&mut self, rounded: usize) -> Option<(u64, usize)> {
         let at = self.quick.iter().rposition(|&(size, _)| size == rounded)?;
-        let (size, addr) = self.quick.remove(at);
+        // Usually the newest entry: popping it spares `remove`'s memmove call.
+        let (size, addr) = if at + 1 == self.quick.len() {
+            self.quick.pop()?
+        } else {
+            self.quick.remove(at)
+        };
         self.node_mut(addr).state = State::Allocated(Vec::new());
         self.count_allocation(Served::Hit);
         Some((addr, size))
