@@ -851,6 +851,8 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
         (1000, 129),
         (129, 5000),
         (4096, 300),
+        // A split reduction (1000 columns over 32 row tiles) with a partial last tile.
+        (4001, 1000),
         (33, 70000),
         (70000, 33),
         (2048, 2048),
