@@ -322,12 +322,12 @@ impl<F: Fence> ShardState<F> {
         })
     }
 
-    /// Frees the allocated block at `addr` into the quick cache if it was used on no other stream
-    /// and the cache has room. Returns its size, or `None` (then use [`free`](Self::free)).
+    /// Frees the allocated block at `addr` into the quick cache if it was used on no other
+    /// stream. Returns its size, or `None` (then use [`free`](Self::free)). A full cache first
+    /// returns its oldest block to the free sets, so that the sizes in use now keep their place
+    /// (otherwise blocks of sizes no longer requested, left by earlier work, would send every
+    /// free of the current size down the coalescing path for good).
     pub(crate) fn free_quick(&mut self, addr: u64) -> Option<usize> {
-        if self.quick.len() >= QUICK_MAX {
-            return None;
-        }
         let node = self.nodes.get_mut(&addr)?;
         match &node.state {
             State::Allocated(streams) if streams.is_empty() => {}
@@ -335,6 +335,12 @@ impl<F: Fence> ShardState<F> {
         }
         node.state = State::Quick;
         let size = node.size;
+        if self.quick.len() >= QUICK_MAX {
+            let (_, oldest) = self.quick.remove(0);
+            self.seq += 1;
+            let seq = self.seq;
+            self.mark_free(oldest, seq);
+        }
         self.quick.push((size, addr));
         self.counts.frees += 1;
         self.counts.active_blocks -= 1;
@@ -737,6 +743,27 @@ mod tests {
         assert_eq!(s.largest_free(), SMALL_SEGMENT_SIZE);
         assert_eq!(s.idle[0].len(), 1);
         assert_eq!(s.nodes.len(), 1);
+    }
+
+    #[test]
+    fn a_full_quick_cache_makes_room_for_the_newest_block() {
+        let mut s = shard_with_small_segment();
+        let blocks: Vec<_> = (0..=QUICK_MAX)
+            .map(|i| s.alloc_from_free(Kind::Small, 512 * (i + 1)).unwrap())
+            .collect();
+        for b in &blocks[..QUICK_MAX] {
+            assert_eq!(s.free_quick(b.0), Some(b.1));
+        }
+        s.check();
+        // Full: the oldest (512 B) goes back to the free sets, the newest is cached.
+        let last = blocks[QUICK_MAX];
+        assert_eq!(s.free_quick(last.0), Some(last.1));
+        s.check();
+        assert_eq!(s.quick.len(), QUICK_MAX);
+        assert!(matches!(s.nodes[&blocks[0].0].state, State::Free));
+        assert_eq!(s.alloc_quick(last.1), Some(last));
+        assert_eq!(s.alloc_quick(512), None);
+        s.check();
     }
 
     #[test]
