@@ -30,6 +30,7 @@
 #include <cuda_fp16.h>
 
 #include "gemm_common.cuh"
+#include "gemm_cp_async.cuh"
 
 template <typename T> struct Tc;
 template <> struct Tc<__half> {
@@ -72,18 +73,6 @@ __device__ __forceinline__ unsigned to_tf32(unsigned bits) {
     return r;
 }
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 __device__ __forceinline__ void ldsm_x4(unsigned r[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -93,31 +82,6 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned r[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
-}
-
-// Copies a tile of `outer` rows x `inner` contiguous elements into shared memory (row stride
-// `SLD` elements) with 16-byte cp.async; rows >= outer_lim or elements >= inner_lim read as zero.
-template <typename T, int OUTER, int INNER, int SLD, int NT>
-__device__ __forceinline__ void load_tile(unsigned sdst, const T* g, long long ld, long long outer0,
-                                          long long outer_lim, long long inner0, long long inner_lim, int tid) {
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int CPR = INNER / VEC;
-    constexpr int CH = OUTER * CPR;
-    static_assert(CH % NT == 0, "tile chunks must divide among the threads");
-#pragma unroll
-    for (int it = 0; it < CH / NT; ++it) {
-        const int i = tid + it * NT;
-        const int o = i / CPR, c = (i % CPR) * VEC;
-        const long long go = outer0 + o, gi = inner0 + c;
-        int bytes = 0;
-        const T* src = g;
-        if (go < outer_lim && gi < inner_lim) {
-            const long long rem = inner_lim - gi;
-            bytes = (rem >= VEC ? VEC : (int)rem) * (int)sizeof(T);
-            src = g + go * ld + gi;
-        }
-        cp_async16(sdst + (unsigned)((o * SLD + c) * (int)sizeof(T)), src, bytes);
-    }
 }
 
 template <typename T, int BM, int BN, int WM, int WN, int STAGES, bool XK, bool YK>

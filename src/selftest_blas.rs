@@ -291,6 +291,22 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             &mut covered,
         );
     }
+    if tc && stream.context().compute_capability() >= (9, 0) {
+        // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
+        // this small.
+        let dmma90 = [(Tile::Small, 's', 0), (Tile::Large, 'l', 0), (Tile::Auto, 'u', 0)];
+        sweep::<f64>(
+            s,
+            r,
+            "gemm_dmma90_f64",
+            MathMode::Exact,
+            Kernel::TensorCore,
+            &dmma90,
+            1e-12,
+            &mut out,
+            &mut covered,
+        );
+    }
     if stream.context().compute_capability() == (9, 0) {
         // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
         // combinations pack their operands first, so a passing tf32 sweep covers the packer too.

@@ -512,6 +512,37 @@ fn gemm_f64_dmma_and_simt() {
         &all_cases(Kernel::TensorCore, MathMode::Exact, 2),
     );
     sweep::<f64>(&stream, &mut Rng::new(18), &all_cases(Kernel::Simt, MathMode::Exact, 2));
+    // The sm_80 m8n8k4 kernel, forced (on Hopper the tensor-core default is the sm_90 kernel).
+    sweep::<f64>(
+        &stream,
+        &mut Rng::new(19),
+        &all_cases(Kernel::MmaSync, MathMode::Exact, 2),
+    );
+    if ctx.compute_capability() < (9, 0) {
+        println!("SKIPPED the sm_90 DMMA tiles: they need compute capability 9.0");
+        return;
+    }
+    // The sm_90 DMMA kernels on the forced tiles s and l (u is the automatic tile of the small
+    // cases above, l of big_cases), with all shapes, ops, layouts, epilogues and batches.
+    // Mid-size problems: the automatic tile there is s (64 x 64).
+    let mid: Vec<Case> = OPS
+        .iter()
+        .enumerate()
+        .map(|(i, &(ta, tb))| {
+            let mut c = Case::new(ta, tb, 1000, 1000, 40 + 9 * i);
+            (c.kernel, c.ld_align, c.beta, c.bias) = (Kernel::TensorCore, 2, 0.5, i % 2 == 0);
+            c.layout = if i < 2 { Layout::ColMajor } else { Layout::RowMajor };
+            c
+        })
+        .collect();
+    sweep::<f64>(&stream, &mut Rng::new(39), &mid);
+    for (seed, tile) in [(40, Tile::Small), (42, Tile::Large)] {
+        let mut cs = all_cases(Kernel::TensorCore, MathMode::Exact, 2);
+        for c in &mut cs {
+            c.tile = tile;
+        }
+        sweep::<f64>(&stream, &mut Rng::new(seed), &cs);
+    }
 }
 
 #[test]

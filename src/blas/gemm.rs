@@ -49,11 +49,12 @@ pub enum Kernel {
     Auto,
     /// The general CUDA-core kernel (any shape, leading dimension and alignment).
     Simt,
-    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies, else mma.sync); an error
+    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies; for f64 on compute
+    /// capability 9.0 and later the sm_90 DMMA kernels (m16n8k4 / m16n8k8); else mma.sync); an error
     /// when the operands do not meet the alignment rules or the type has no tensor-core path
     /// (f32 without [`MathMode::Tf32`]).
     TensorCore,
-    /// The mma.sync tensor-core kernels (sm_80 and later), even on Hopper.
+    /// The sm_80 mma.sync tensor-core kernels, even on Hopper (for f64: the m8n8k4 DMMA kernel).
     MmaSync,
     /// The Hopper kernel: `wgmma` fed by the tensor memory accelerator (f16, bf16, tf32 on compute
     /// capability 9.0); an error where it does not apply.
@@ -68,9 +69,10 @@ pub enum Tile {
     Auto,
     /// 64 x 64 (every kernel family).
     Small,
-    /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; f32 CUDA cores:
-    /// 8 x 8 per thread, or 128 x 256 with 8 x 16 when A and B allow 16-byte copies; the f64, f16
-    /// and bf16 CUDA-core kernels and the f64 DMMA kernel have no large tile and use 64 x 64).
+    /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; sm_90 f64 DMMA:
+    /// 8 warps; f32 CUDA cores: 8 x 8 per thread, or 128 x 256 with 8 x 16 when A and
+    /// B allow 16-byte copies; the f64, f16 and bf16 CUDA-core kernels and the sm_80 f64 DMMA
+    /// kernel have no large tile and use 64 x 64).
     Large,
     /// 128 x 256 (wgmma only: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`.
     Wide,
@@ -497,6 +499,30 @@ fn wide_enough(plan: &Plan, batch: usize, sms: usize) -> bool {
     tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
 
+/// The f64 sm_90 DMMA tile letter: `l` (128 x 128) for Large and Wide, `s` (64 x 64) for Small
+/// and Narrow; automatically `l` from one wave of its tiles, then `s` from one wave of its tiles,
+/// else `u` (32 x 32) for problems too small to fill the GPU.
+fn dmma90_tile(tile: Tile, plan: &Plan, batch: usize, sms: usize) -> char {
+    let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+    match tile {
+        Tile::Large | Tile::Wide => 'l',
+        Tile::Small | Tile::Narrow => 's',
+        Tile::Auto if fills((128, 128)) => 'l',
+        Tile::Auto if fills((64, 64)) => 's',
+        Tile::Auto => 'u',
+    }
+}
+
+/// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
+/// shared memory is `stages * 8 * (BK + 4) * (rows + columns)` bytes.
+fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
+    match letter {
+        'l' => ((128, 128), 256, 16, 4),
+        's' => ((64, 64), 128, 16, 3),
+        _ => ((32, 32), 128, 16, 4),
+    }
+}
+
 #[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests
 pub(crate) fn choose_kernel(
     type_name: &str,
@@ -613,8 +639,20 @@ pub(crate) fn choose_kernel(
                 threads: 384,
             })
         }
+        Family::MmaSync if type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync => {
+            // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu).
+            let letter = dmma90_tile(tile, plan, batch, sms);
+            let (tile, threads, bk, stages) = dmma90_config(letter);
+            Ok(plain(
+                format!("gemm_dmma90_f64_{letter}_{}", plan.ops),
+                Family::Dmma,
+                tile,
+                stages * 8 * (bk + 4) * (tile.0 + tile.1) as u32,
+                threads,
+            ))
+        }
         Family::MmaSync if type_name == "f64" => {
-            // One DMMA configuration: 64 x 64, 4 warps, 3 stages of 20480 bytes.
+            // The sm_80 DMMA kernel (m8n8k4): 64 x 64, 4 warps, 3 stages of 20480 bytes.
             Ok(plain(
                 format!("gemm_dmma_f64_s_{}", plan.ops),
                 Family::Dmma,
@@ -1079,7 +1117,7 @@ mod tests {
         );
         assert_eq!(
             c("f64", true, MathMode::Exact, Kernel::Auto, true).unwrap().name,
-            "gemm_dmma_f64_s_nn"
+            "gemm_dmma90_f64_l_nn"
         );
         assert_eq!(
             c("f64", true, MathMode::Exact, Kernel::Auto, false).unwrap().name,
@@ -1149,6 +1187,65 @@ mod tests {
         assert_eq!(
             (l.name.as_str(), l.tile, l.threads, l.smem),
             ("gemm_tc_bf16_l_nn", (128, 128), 128, 81920)
+        );
+    }
+
+    #[test]
+    fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
+        let pick = |n: usize, batch: usize, forced, tile, cc| {
+            let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, n);
+            let p = g.plan([1 << 26; 3], None).unwrap();
+            let ch = choose_kernel(
+                "f64",
+                true,
+                MathMode::Exact,
+                forced,
+                tile,
+                &p,
+                true,
+                false,
+                cc,
+                132,
+                batch,
+            );
+            let ch = ch.unwrap();
+            (ch.name, ch.tile, ch.smem, ch.threads)
+        };
+        let h = (9, 0);
+        // Automatic tiles on 132 SMs: l from 132 tiles of 128 x 128, s from 132 of 64 x 64, u below.
+        assert_eq!(
+            pick(4096, 1, Kernel::Auto, Tile::Auto, h),
+            ("gemm_dmma90_f64_l_nt".into(), (128, 128), 163840, 256)
+        );
+        assert_eq!(pick(1536, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_l_nt");
+        assert_eq!(
+            pick(1024, 1, Kernel::Auto, Tile::Auto, h),
+            ("gemm_dmma90_f64_s_nt".into(), (64, 64), 61440, 128)
+        );
+        assert_eq!(pick(768, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
+        assert_eq!(
+            pick(512, 1, Kernel::Auto, Tile::Auto, h),
+            ("gemm_dmma90_f64_u_nt".into(), (32, 32), 40960, 128)
+        );
+        assert_eq!(pick(512, 4, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
+        // Forced tiles, and forced families.
+        assert_eq!(
+            pick(256, 1, Kernel::TensorCore, Tile::Small, h).0,
+            "gemm_dmma90_f64_s_nt"
+        );
+        assert_eq!(pick(256, 1, Kernel::Auto, Tile::Narrow, h).0, "gemm_dmma90_f64_s_nt");
+        assert_eq!(pick(256, 1, Kernel::Auto, Tile::Large, h).0, "gemm_dmma90_f64_l_nt");
+        assert_eq!(pick(256, 1, Kernel::Auto, Tile::Wide, h).0, "gemm_dmma90_f64_l_nt");
+        assert_eq!(
+            pick(4096, 1, Kernel::MmaSync, Tile::Auto, h),
+            ("gemm_dmma_f64_s_nt".into(), (64, 64), 61440, 128)
+        );
+        // Before Hopper: the m8n8k4 kernel.
+        assert_eq!(pick(4096, 1, Kernel::Auto, Tile::Auto, (8, 0)).0, "gemm_dmma_f64_s_nt");
+        assert_eq!(pick(4096, 1, Kernel::Auto, Tile::Large, (8, 9)).0, "gemm_dmma_f64_s_nt");
+        assert_eq!(
+            pick(4096, 1, Kernel::Auto, Tile::Auto, (10, 0)).0,
+            "gemm_dmma90_f64_l_nt"
         );
     }
 

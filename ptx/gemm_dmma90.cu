@@ -1,0 +1,254 @@
+// cudrv module `gemm_dmma90`: f64 GEMM on the DMMA shapes that Hopper adds (sm_90 and later):
+// mma.sync m16n8k4 / m16n8k8 .f64, f64 accumulation, fused epilogue. The sm_80 kernels (m8n8k4,
+// gemm_dmma_f64_s_* in gemm_tc.cu) reach only about half of Hopper's f64 tensor rate.
+//
+// The problem, the operand layouts (xk, yk), GemmParams and the epilogue are those of gemm_tc.cu:
+//   D[r][c] = act(alpha * sum_p X[r][p] * Y[p][c] + beta * D[r][c] + bias[c]),   r < m, c < n, p < k
+//   X[r][p] at x[r * ldx + p] when xk, else x[r + p * ldx]; Y[p][c] at y[c * ldy + p] when yk, else
+//   y[p * ldy + c]; D[r][c] at d[r * ldd + c].
+//
+// Kernel names: gemm_dmma90_f64_<tile>_<opA><opB> (xk = opB == 'n', yk = opA == 't'), tiles:
+//   l = 128 x 128, 8 warps (2 x 4) of 64 x 32, m16n8k4, 4 stages  (256 threads, 163840 bytes)
+//   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
+//   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
+// BK = 16. Dynamic shared memory = STAGES * 8 * (BK + 4) * (BM + BN) bytes (the opt-in above
+// 48 KiB is needed for l and s). The template also takes BK = 32 and m16n8k16 shapes; see
+// docs/kernels/gemm.md for the configurations measured and dropped.
+//
+// Launch contract: block = (32 * WM * WN, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1);
+// x, y 16-byte aligned; ldx, ldy (and sx, sy for batches) even: cp.async moves 16 bytes (two
+// doubles) at a time, partial chunks at the edges are zero-filled through cp.async's src-size.
+// beta == 0: D is not read. bias == 0: no bias. k == 0 is allowed. m, n >= 1.
+//
+// Fragments (PTX ISA, mma.m16n8k{4,8,16} .f64), g = lane / 4, t = lane % 4, j < k / 4:
+//   a[2j] = A[g][4j + t], a[2j + 1] = A[g + 8][4j + t];  b[j] = B[4j + t][g];
+//   c0, c1 = C[g][2t], C[g][2t + 1];  c2, c3 = C[g + 8][2t], C[g + 8][2t + 1].
+// Shared tiles keep the global layout: k-contiguous tiles are [rows][BK + 4], m- or n-contiguous
+// ones [BK][cols + 4]. Either way the row stride is 4 (mod 16) doubles, so the 64-bit fragment
+// reads of each half-warp (g = 0..3 or 4..7, t = 0..3) fall on 16 distinct bank pairs:
+// g * 20 + t, or t * (cols + 4) + g, are distinct mod 16.
+
+#include "gemm_common.cuh"
+#include "gemm_cp_async.cuh"
+
+// One m16n8k<KS> DMMA: a holds KS / 2 doubles, b KS / 4 (the layouts above, j < KS / 4).
+template <int KS> __device__ __forceinline__ void dmma(double c[4], const double* a, const double* b);
+template <> __device__ __forceinline__ void dmma<16>(double c[4], const double* a, const double* b) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+        "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+        : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+          "d"(b[1]), "d"(b[2]), "d"(b[3]));
+}
+template <> __device__ __forceinline__ void dmma<4>(double c[4], const double* a, const double* b) {
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+        : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+}
+template <> __device__ __forceinline__ void dmma<8>(double c[4], const double* a, const double* b) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+}
+
+// One thread's share of copying an operand tile (OUTER rows x INNER contiguous doubles, shared
+// row stride SLD) with 16-byte cp.async. The chunk column c is the same for all of a thread's
+// chunks (NT is a multiple of the chunks per row), its rows are r0, r0 + RSTEP, ...; so the copy
+// keeps one pointer and one column test, and per k-tile only the offset changes.
+template <int OUTER, int INNER, int SLD, int NT> struct TileCopy {
+    static constexpr int CPR = INNER / 2;
+    static constexpr int N = OUTER * CPR / NT;
+    static constexpr int RSTEP = NT / CPR;
+    static_assert(NT % CPR == 0 && N * NT == OUTER * CPR, "a tile's chunks must divide among the threads");
+    const double* base;  // the operand (a valid address for the zero-byte copies)
+    const double* src;   // element (r0, c) of the tile at offset (0, 0)
+    long long ld, outer, inner;  // remaining rows / columns from (r0, c) at offset (0, 0)
+    unsigned dst;
+    __device__ __forceinline__ TileCopy(const double* g, long long ld_, long long outer0, long long outer_lim,
+                                        long long inner0, long long inner_lim, int tid) {
+        const int r0 = tid / CPR, c = (tid % CPR) * 2;
+        ld = ld_;
+        base = g;
+        src = g + (outer0 + r0) * ld_ + inner0 + c;
+        outer = outer_lim - outer0 - r0;
+        inner = inner_lim - inner0 - c;
+        dst = (unsigned)((r0 * SLD + c) * 8);
+    }
+    // Copies the tile displaced by (d_outer, d_inner) into the shared tile at `sdst`; rows or
+    // columns past the operand's edge read as zero.
+    __device__ __forceinline__ void copy(unsigned sdst, long long d_outer, long long d_inner) const {
+        const long long left = inner - d_inner;
+        const int bytes = left >= 2 ? 16 : (left == 1 ? 8 : 0);
+        const double* p = src + d_outer * ld + d_inner;
+#pragma unroll
+        for (int it = 0; it < N; ++it) {
+            const bool ok = bytes != 0 && d_outer + it * RSTEP < outer;
+            cp_async16(sdst + dst + (unsigned)(it * RSTEP * SLD * 8), ok ? p + it * RSTEP * ld : base, ok ? bytes : 0);
+        }
+    }
+};
+
+template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, bool XK, bool YK>
+__device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
+    constexpr int NT = WM * WN * 32;
+    constexpr int LDK = BK + 4, LDXM = BM + 4, LDYN = BN + 4;
+    // An even number of k-steps per k-tile: each k-tile then starts on fragment buffer 0.
+    constexpr int KSTEPS = BK / KS;
+    static_assert(BK % 16 == 0 && BK % KS == 0 && KSTEPS % 2 == 0 && STAGES >= 2, "k tiling");
+    // Both layouts of a tile fit in LDK * rows doubles (BK * (cols + 4) <= 20 * cols for cols >= 16).
+    constexpr int XS_ELEMS = BM * LDK, YS_ELEMS = BN * LDK;
+    static_assert(BK * LDXM <= XS_ELEMS && BK * LDYN <= YS_ELEMS, "a tile layout overflows its slot");
+    constexpr int STAGE_BYTES = (XS_ELEMS + YS_ELEMS) * 8;  // = 8 * (BK + 4) * (BM + BN)
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MI = WTM / 16, NI = WTN / 8;
+    static_assert(MI >= 1 && NI >= 1 && WTM % 16 == 0 && WTN % 8 == 0, "warp tile of whole m16n8 blocks");
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const long long bz = blockIdx.y;
+    const double* X = reinterpret_cast<const double*>(p.x) + bz * p.sx;
+    const double* Y = reinterpret_cast<const double*>(p.y) + bz * p.sy;
+    double* D = reinterpret_cast<double*>(p.d) + bz * p.sd;
+
+    // Grouped rasterisation: 8 row-tiles share their column tiles in L2.
+    const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
+    const int tile = blockIdx.x;
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    const int tm = first_m + (tile % per_group) % gsize;
+    const int tn = (tile % per_group) / gsize;
+    const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
+
+    // X: rows m0.. (k-contiguous) or k-rows (m-contiguous); Y likewise with n.
+    const TileCopy<XK ? BM : BK, XK ? BK : BM, XK ? LDK : LDXM, NT> xc(X, p.ldx, XK ? m0 : 0, XK ? p.m : p.k,
+                                                                    XK ? 0 : m0, XK ? p.k : p.m, tid);
+    const TileCopy<YK ? BN : BK, YK ? BK : BN, YK ? LDK : LDYN, NT> yc(Y, p.ldy, YK ? n0 : 0, YK ? p.n : p.k,
+                                                                    YK ? 0 : n0, YK ? p.k : p.n, tid);
+    const unsigned sbase = smem_addr(smem);
+    auto load_stage = [&](int stage, int kt) {
+        const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_ELEMS * 8;
+        const long long k0 = (long long)kt * BK;
+        xc.copy(xs, XK ? 0 : k0, XK ? k0 : 0);
+        yc.copy(ys, YK ? 0 : k0, YK ? k0 : 0);
+    };
+
+    double acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+
+    // Fragments of one k-step (KS) of the warp tile, double-buffered in registers: the next
+    // k-step's fragments are read from shared memory while the current one's DMMAs run, across the
+    // stage boundary too, so the barrier never leaves the tensor pipe without work.
+    const int g = lane >> 2, t = lane & 3;
+    double af[2][MI][KS / 2], bf[2][NI][KS / 4];
+    auto load_frags = [&](int buf, int stage, int kb) {
+        const double* xs = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES);
+        const double* ys = xs + XS_ELEMS;
+#pragma unroll
+        for (int j = 0; j < KS / 4; ++j) {
+            const int kc = kb + 4 * j + t;
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                const int mr = wm * WTM + mi * 16 + g;
+                af[buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
+                af[buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
+            }
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int nc = wn * WTN + ni * 8 + g;
+                bf[buf][ni][j] = YK ? ys[nc * LDK + kc] : ys[kc * LDYN + nc];
+            }
+        }
+    };
+
+    // Pipeline: every stage holds one k-tile; tile kt + STAGES is copied into tile kt's stage right
+    // after the barrier of iteration kt, which every warp passes only once it has read tile kt's
+    // fragments (the reads of the last k-step happen before the barrier).
+    const int KT = (int)((p.k + BK - 1) / BK);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 1>();
+    __syncthreads();
+    load_frags(0, 0, 0);
+#pragma unroll 1
+    for (int kt = 0; kt < KT; ++kt) {
+        const int stage = kt % STAGES;
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            const int cur = ks & 1, nxt = cur ^ 1;
+            if (ks == KSTEPS - 1) {
+                // Tile kt + 1 resident (at most STAGES - 2 younger groups in flight) and tile kt
+                // read by every warp; then its stage takes tile kt + STAGES.
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                if (kt + STAGES < KT) load_stage(stage, kt + STAGES);
+                cp_async_commit();
+                load_frags(nxt, (kt + 1) % STAGES, 0);
+            } else {
+                load_frags(nxt, stage, (ks + 1) * KS);
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[cur][mi], bf[cur][ni]);
+        }
+    }
+    cp_async_wait<0>();
+
+    // Epilogue: the C tile goes through shared memory (free once the last stage is read; rows
+    // padded by 8 doubles, so the 16-byte stores of each quarter-warp hit distinct banks), then one
+    // rolled loop applies alpha, beta * D, bias and the activation with coalesced accesses to D.
+    constexpr int LDC = BN + 8;
+    static_assert(BM * LDC * 8 <= STAGES * STAGE_BYTES, "the C tile must fit in the stages");
+    __syncthreads();
+    double* cs = reinterpret_cast<double*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+            const int r = wm * WTM + mi * 16 + g, c = wn * WTN + ni * 8 + 2 * t;
+            *reinterpret_cast<double2*>(cs + r * LDC + c) = make_double2(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<double2*>(cs + (r + 8) * LDC + c) = make_double2(acc[mi][ni][2], acc[mi][ni][3]);
+        }
+    __syncthreads();
+    const double alpha = p.alpha, beta = p.beta;
+    const double* bias = reinterpret_cast<const double*>(p.bias);
+    const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
+#pragma unroll 1
+    for (int i = tid; i < BM * BN; i += NT) {
+        const int r = i / BN, c = i % BN;
+        if (r >= rows || c >= cols) continue;
+        double v = alpha * cs[r * LDC + c];
+        double* dp = D + (m0 + r) * p.ldd + (n0 + c);
+        if (beta != 0.0) v += beta * *dp;
+        if (bias) v += bias[n0 + c];
+        if (p.act) v = activate(v, p.act);
+        *dp = v;
+    }
+}
+
+#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, MINB, XK, YK)                                     \
+    extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) NAME(GemmParams p) {               \
+        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, XK, YK>(p);                                            \
+    }
+// <opA><opB>: xk = (opB == n), yk = (opA == t)
+#define GEMM_DMMA90_OPS(TILE, BM, BN, WM, WN, BK, ST, KS, MINB)                                         \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, MINB, true, false)             \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, MINB, false, false)            \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, MINB, true, true)              \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, MINB, false, true)
+
+//              tile  BM   BN  WM WN  BK ST KS MINB
+GEMM_DMMA90_OPS(l, 128, 128, 2, 4, 16, 4, 4, 1)
+GEMM_DMMA90_OPS(s, 64, 64, 2, 2, 16, 3, 8, 2)
+GEMM_DMMA90_OPS(u, 32, 32, 2, 2, 16, 4, 8, 1)
