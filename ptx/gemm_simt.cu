@@ -11,11 +11,14 @@
 //   <tile> (BM x BN, threads, outputs per thread):
 //     f32 (gemm_f32_pipe below): w = 128x256, 256, 8x16, 16-byte copies of the operands that
 //       are not k-contiguous (x, y 16-byte aligned; ldx, ldy, sx, sy multiples of 4);
-//       l = 128x128, 256, 8x8; s = 64x64, 256, 4x4; u = 32x32, 64, 4x4.
+//       l = 128x128, 256, 8x8; s = 64x64, 128 (2 k-slices of 64), 8x8; u = 32x64, 128
+//       (2 k-slices of 64), 8x4.
 //     f64, f16, bf16 (gemm_simt below): s = 64x64, 256, 4x4.
 //
 // Launch contract: block = (threads, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
-// batch <= 65535; no dynamic shared memory. beta == 0: D is not read. bias == 0: no bias.
+// batch <= 65535, except that f32 w takes grid z = the number of blocks that split k (1: no
+// split) and a second parameter, SplitK; dynamic shared memory: f32 w takes 150528 bytes
+// (3 * 32 * (132 + 260) floats), every other kernel none. beta == 0: D is not read. bias == 0: no bias.
 // act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh. k == 0 is allowed. m, n >= 1.
 //
 // Design of gemm_simt (f64, f16, bf16): a BM x BK tile of X and a BK x BN tile of Y per step,
@@ -198,14 +201,28 @@ __device__ __forceinline__ void gemm_simt(const GemmParams& p) {
 // c * (WM * 4 / TM) + ty * 4 within the warp's rows (likewise for columns), so that every
 // fragment read is one LDS.128 and a warp's reads of one k cover WM + WN consecutive floats.
 //
+// PF (the prefetching loop): fragments are double-buffered in registers, the reads for step
+// kk + 1 going out before the FMAs of step kk, across k-tiles too; the barrier sits before the
+// last step of a k-tile, when the whole stage is in registers, so that stage takes the copies of
+// k-tile kt + STAGES at once (STAGES k-tiles in flight). Without PF: one barrier at the top of a
+// k-tile, then the copies of k-tile kt + STAGES - 1 into the stage read in the one before.
+//
+// KS k-slices (PF only): the block is KS groups of warps that compute the same output tile, group
+// s taking steps [s * BK / KS, (s + 1) * BK / KS) of every k-tile; at the end group 0 adds the
+// other groups' sums in the order 1, 2, ... through shared memory (the result does not depend on
+// timing). More warps per output tile for problems with too few tiles to fill the GPU.
+//
+// Pipelines larger than 48 KB are dynamic shared memory (the host passes the size).
+//
 // The kernels (docs/kernels/gemm.md has the measurements behind the choices):
+//   w: 128 x 256, BK 32, 3 stages (147 KB), PF, 8 warps of 64 x 64, 8 x 16 per thread (a
+//      quarter less shared-memory traffic per FMA than 8 x 8), one block per SM; VEC.
 //   l: 128 x 128, BK 8, 5 stages, 8 warps of 32 x 64, 8 x 8 per thread; 2 blocks per SM (at
 //      most 128 registers without spills); any operands.
-//   w: 128 x 256, BK 8, 3 stages, 8 warps of 64 x 64, 8 x 16 per thread (a quarter less
-//      shared-memory traffic per FMA than 8 x 8), one block per SM; VEC.
-//   s: 64 x 64, BK 8, 6 stages, 8 warps of 32 x 16, 4 x 4 per thread; any operands.
-//   u: 32 x 32, BK 8, 6 stages, 2 warps of 32 x 16, 4 x 4 per thread; any operands; for
-//      problems with fewer 64 x 64 tiles than multiprocessors.
+//   s: 64 x 64, BK 16, 4 stages, PF, 2 k-slices of 2 warps of 32 x 64, 8 x 8 per thread; any
+//      operands; for problems with fewer 128 x 256 tiles than multiprocessors.
+//   u: 32 x 64, BK 16, 4 stages, PF, 2 k-slices of 2 warps of 32 x 32, 8 x 4 per thread; any
+//      operands; for problems with fewer 64 x 64 tiles than multiprocessors.
 // ---------------------------------------------------------------------------------------------
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -289,9 +306,24 @@ __device__ __forceinline__ void lds4(float* d, unsigned a) {
                  : "r"(a));
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool XK, bool YK, bool VEC>
-__device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
-    constexpr int NT = (BM / WM) * (BN / WN) * 32;
+// Split k over blocks (the `w` kernels' second parameter): with gridDim.z = S > 1, block z of
+// an output tile takes k-tiles [z * per, (z + 1) * per), per = ceil(k-tiles / S), and stores
+// its sums in ws[((batch * S + z) * tiles + tile) * BM * BN + row * BN + column]; the block that
+// arrives last at counters[batch * tiles + tile] (zeroed by the host) adds the S sums in the
+// order z = 0, 1, ... (the result does not depend on which block is last) and runs the epilogue.
+struct SplitK {
+    float* ws;
+    unsigned* counters;
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool XK, bool YK, bool VEC, bool PF,
+          int KS, bool SK>
+__device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK& q) {
+    constexpr int NW = (BM / WM) * (BN / WN);  // warps per k-slice
+    constexpr int NT = NW * 32 * KS;
+    constexpr int BKS = BK / KS;  // k-steps of one k-slice per k-tile
+    static_assert(KS == 1 || PF, "k-slices need the prefetching loop");
+    static_assert(BK % KS == 0, "k-slices divide the k-tile");
     constexpr int HM = TM / 4, HN = TN / 4;  // 4 x 4 chunks per thread
     constexpr int CM = WM / HM, CN = WN / HN;  // rows (columns) between a thread's chunks
     constexpr int XLD = BM + 4, YLD = BN + 4;
@@ -299,17 +331,35 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
     constexpr int SMEM = STAGES * (XST + YST);  // the epilogue reuses it
     static_assert((WM / TM) * (WN / TN) == 32, "a warp is 32 threads");
     static_assert(TM % 4 == 0 && TN % 4 == 0 && STAGES >= 2, "4 x 4 chunks");
-    __shared__ __align__(16) float smem[SMEM];
+    float* smem;
+    if constexpr (SMEM * 4 <= 48 * 1024) {
+        __shared__ __align__(16) float smem_static[SMEM];
+        smem = smem_static;
+    } else {
+        extern __shared__ __align__(16) float smem_dynamic[];  // SMEM floats (launch contract)
+        smem = smem_dynamic;
+    }
     float* const xs = smem;
     float* const ys = smem + STAGES * XST;
 
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int tid = threadIdx.x, warp = tid / 32 % NW, lane = tid % 32;
+    const int slice = KS > 1 ? tid / (32 * NW) : 0;  // the k-slice of this thread's warp
     const int wm = warp / (BN / WN), wn = warp % (BN / WN);
     const int ty = lane / (WN / TN), tx = lane % (WN / TN);
     const long long bz = blockIdx.y;
     const float* X = reinterpret_cast<const float*>(p.x) + bz * p.sx;
     const float* Y = reinterpret_cast<const float*>(p.y) + bz * p.sy;
     float* D = reinterpret_cast<float*>(p.d) + bz * p.sd;
+    long long K = p.k;
+    const int splits = SK ? (int)gridDim.z : 1, split = SK ? (int)blockIdx.z : 0;
+    if (SK && splits > 1) {
+        // This block's k range: whole k-tiles, the last range shorter (or empty).
+        const long long per = ((K + BK - 1) / BK + splits - 1) / splits * BK;
+        const long long k0 = min(K, split * per);
+        K = min(K, k0 + per) - k0;
+        X += XK ? k0 : k0 * p.ldx;
+        Y += YK ? k0 : k0 * p.ldy;
+    }
 
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int tile = blockIdx.x;
@@ -331,48 +381,125 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-    const long long K = p.k;
     const int KT = (int)((K + BK - 1) / BK);
     auto kleft = [&](int kt) { return (int)min((long long)BK, K - (long long)kt * BK); };
+    // This thread's fragments in its slice's first k-row of a stage.
+    const unsigned xw = xs0 + 4u * (wm * WM + ty * 4 + slice * BKS * XLD);
+    const unsigned yw = ys0 + 4u * (wn * WN + tx * 4 + slice * BKS * YLD);
+    if constexpr (PF) {
+        // Fragments double-buffered in registers: the reads for step kk + 1 are issued before the
+        // FMAs of step kk, across the k-tile boundary too. The barrier sits before the last step
+        // of a k-tile: by then every thread has read the whole stage into registers, so the
+        // stage just read takes the copies of k-tile kt + STAGES (STAGES tiles in flight).
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) {
-            xl.load(xs0 + 4u * s * XST, kleft(s), any);
-            yl.load(ys0 + 4u * s * YST, kleft(s), any);
+        for (int s = 0; s < STAGES; ++s) {
+            if (s < KT) {
+                xl.load(xs0 + 4u * s * XST, kleft(s), any);
+                yl.load(ys0 + 4u * s * YST, kleft(s), any);
+            }
+            cp_async_commit();
         }
-        cp_async_commit();
-    }
-    const unsigned xw = xs0 + 4u * (wm * WM + ty * 4);  // this thread's fragments in a k-row
-    const unsigned yw = ys0 + 4u * (wn * WN + tx * 4);
-    int rs = 0, ws = STAGES - 1;  // the stage read now, the stage written now
+        cp_async_wait<STAGES - 1>();
+        __syncthreads();  // k-tile 0 is in stage 0
+        float a[2][TM], b[2][TN];
+#pragma unroll
+        for (int c = 0; c < HM; ++c) lds4(a[0] + 4 * c, xw + 4u * (c * CM));
+#pragma unroll
+        for (int c = 0; c < HN; ++c) lds4(b[0] + 4 * c, yw + 4u * (c * CN));
+        int rs = 0;  // the stage read now
 #pragma unroll 1
-    for (int kt = 0; kt < KT; ++kt) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();  // stage rs is complete for all threads; stage ws is free
-        if (kt + STAGES - 1 < KT) {
-            xl.load(xs0 + 4u * ws * XST, kleft(kt + STAGES - 1), any);
-            yl.load(ys0 + 4u * ws * YST, kleft(kt + STAGES - 1), any);
+        for (int kt = 0; kt < KT; ++kt) {
+            const int rn = rs + 1 == STAGES ? 0 : rs + 1;
+#pragma unroll
+            for (int kk = 0; kk < BKS; ++kk) {
+                unsigned xr = xw + 4u * (rs * XST + (kk + 1) * XLD), yr = yw + 4u * (rs * YST + (kk + 1) * YLD);
+                if (kk == BKS - 1) {
+                    cp_async_wait<STAGES - 2>();
+                    __syncthreads();  // k-tile kt + 1 is complete; stage rs has been read
+                    if (kt + STAGES < KT) {
+                        xl.load(xs0 + 4u * rs * XST, kleft(kt + STAGES), any);
+                        yl.load(ys0 + 4u * rs * YST, kleft(kt + STAGES), any);
+                    }
+                    cp_async_commit();
+                    xr = xw + 4u * rn * XST, yr = yw + 4u * rn * YST;
+                }
+                float* const an = a[(kk + 1) & 1];
+                float* const bn = b[(kk + 1) & 1];
+#pragma unroll
+                for (int c = 0; c < HM; ++c) lds4(an + 4 * c, xr + 4u * (c * CM));
+#pragma unroll
+                for (int c = 0; c < HN; ++c) lds4(bn + 4 * c, yr + 4u * (c * CN));
+                const float* const ac = a[kk & 1];
+                const float* const bc = b[kk & 1];
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(ac[i], bc[j], acc[i][j]);
+            }
+            rs = rn;
         }
-        cp_async_commit();
-        const unsigned xr = xw + 4u * rs * XST;
-        const unsigned yr = yw + 4u * rs * YST;
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int c = 0; c < HM; ++c) lds4(a + 4 * c, xr + 4u * (kk * XLD + c * CM));
-#pragma unroll
-            for (int c = 0; c < HN; ++c) lds4(b + 4 * c, yr + 4u * (kk * YLD + c * CN));
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    } else {
+    #pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) {
+                xl.load(xs0 + 4u * s * XST, kleft(s), any);
+                yl.load(ys0 + 4u * s * YST, kleft(s), any);
+            }
+            cp_async_commit();
         }
-        rs = rs + 1 == STAGES ? 0 : rs + 1;
-        ws = ws + 1 == STAGES ? 0 : ws + 1;
+        int rs = 0, ws = STAGES - 1;  // the stage read now, the stage written now
+    #pragma unroll 1
+        for (int kt = 0; kt < KT; ++kt) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();  // stage rs is complete for all threads; stage ws is free
+            if (kt + STAGES - 1 < KT) {
+                xl.load(xs0 + 4u * ws * XST, kleft(kt + STAGES - 1), any);
+                yl.load(ys0 + 4u * ws * YST, kleft(kt + STAGES - 1), any);
+            }
+            cp_async_commit();
+            const unsigned xr = xw + 4u * rs * XST;
+            const unsigned yr = yw + 4u * rs * YST;
+    #pragma unroll
+            for (int kk = 0; kk < BK; ++kk) {
+                float a[TM], b[TN];
+    #pragma unroll
+                for (int c = 0; c < HM; ++c) lds4(a + 4 * c, xr + 4u * (kk * XLD + c * CM));
+    #pragma unroll
+                for (int c = 0; c < HN; ++c) lds4(b + 4 * c, yr + 4u * (kk * YLD + c * CN));
+    #pragma unroll
+                for (int i = 0; i < TM; ++i)
+    #pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+            rs = rs + 1 == STAGES ? 0 : rs + 1;
+            ws = ws + 1 == STAGES ? 0 : ws + 1;
+        }
     }
     cp_async_wait<0>();
     __syncthreads();  // the pipeline's shared memory is free for the epilogue
+    if constexpr (KS > 1) {
+        // k-slices: slice 0 adds the others' sums, one slice at a time, through shared memory.
+        constexpr int N1 = NT / KS;
+        static_assert(TM * TN * N1 <= SMEM, "the reduction fits");
+        const int t1 = tid % N1;
+#pragma unroll 1
+        for (int s = 1; s < KS; ++s) {
+            if (slice == s) {
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) smem[(i * TN + j) * N1 + t1] = acc[i][j];
+            }
+            __syncthreads();
+            if (slice == 0) {
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] += smem[(i * TN + j) * N1 + t1];
+            }
+            __syncthreads();
+        }
+    }
 
     // Epilogue: the threads put their outputs into shared memory, then the block applies alpha,
     // beta * D, bias and the activation with coalesced stores in a rolled loop (once per pass in
@@ -382,80 +509,96 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
     const int cols = (int)min((long long)BN, p.n - n0);
     float* const cbuf = smem;
     constexpr int HLD = BN + 4;  // one row of 4 x 4 chunks per pass: BM / HM rows
-    if constexpr ((BM / HM) * HLD <= SMEM) {
-        // HM passes (1 or 2): pass h holds chunk-row h of every thread.
+    static_assert((BM / HM) * HLD <= SMEM, "the epilogue fits");
+    if constexpr (SK) {
+        static_assert(KS == 1, "one k-slice per block");
+        if (splits > 1) {
+            const long long tiles = gridDim.x;
+            float* const ws = q.ws + ((bz * splits + split) * tiles + tile) * (BM * BN);
+            float* const mine = q.ws + (bz * splits * tiles + tile) * (BM * BN);  // z = 0
+            // This thread's outputs: rows wm * WM + h * CM + ty * 4 + ii, columns
+            // wn * WN + c * CN + tx * 4 + [0, 4).
 #pragma unroll
-        for (int h = 0; h < HM; ++h) {
+            for (int h = 0; h < HM; ++h)
 #pragma unroll
-            for (int ii = 0; ii < 4; ++ii)
-#pragma unroll
-                for (int c = 0; c < HN; ++c) {
-                    float4 v;
-                    v.x = acc[h * 4 + ii][c * 4 + 0], v.y = acc[h * 4 + ii][c * 4 + 1];
-                    v.z = acc[h * 4 + ii][c * 4 + 2], v.w = acc[h * 4 + ii][c * 4 + 3];
-                    *reinterpret_cast<float4*>(&cbuf[(wm * CM + ty * 4 + ii) * HLD + wn * WN + c * CN + tx * 4]) = v;
-                }
-            __syncthreads();
-#pragma unroll 1
-            for (int e = tid; e < (BM / HM) * BN; e += NT) {
-                const int pr = e / BN, c = e % BN;
-                const long long r = m0 + (pr / CM) * WM + h * CM + pr % CM;
-                if (r >= p.m || c >= cols) continue;
-                float v = alpha * cbuf[pr * HLD + c];
-                float* dp = D + r * p.ldd + (n0 + c);
-                if (beta != 0.f) v += beta * *dp;
-                if (bias) v += bias[n0 + c];
-                if (p.act) v = activate(v, p.act);
-                *dp = v;
-            }
-            __syncthreads();
-        }
-    } else {
-        // TM passes in a rolled loop (acc is indexed with constants only, under `i == q`): pass
-        // q holds register row q of every thread, BM / TM rows.
-        constexpr int QLD = BN + 16, RW = WM / TM;  // RW: thread rows per warp
-        static_assert((BM / TM) * QLD <= SMEM, "the epilogue fits");
-#pragma unroll 1
-        for (int q = 0; q < TM; ++q) {
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-                if (i == q) {
+                for (int ii = 0; ii < 4; ++ii)
 #pragma unroll
                     for (int c = 0; c < HN; ++c) {
-                        float4 v;
-                        v.x = acc[i][c * 4 + 0], v.y = acc[i][c * 4 + 1];
-                        v.z = acc[i][c * 4 + 2], v.w = acc[i][c * 4 + 3];
-                        *reinterpret_cast<float4*>(&cbuf[(wm * RW + ty) * QLD + wn * WN + c * CN + tx * 4]) = v;
+                        const int o = (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4;
+                        __stcg(reinterpret_cast<float4*>(ws + o),
+                               make_float4(acc[h * 4 + ii][c * 4 + 0], acc[h * 4 + ii][c * 4 + 1],
+                                           acc[h * 4 + ii][c * 4 + 2], acc[h * 4 + ii][c * 4 + 3]));
                     }
-                }
+            __threadfence();
             __syncthreads();
-            const int rofs = (q / 4) * CM + q % 4;  // the row of register row q, less ty * 4
+            __shared__ unsigned arrived;
+            if (tid == 0) arrived = atomicAdd(q.counters + bz * tiles + tile, 1u);
+            __syncthreads();
+            if (arrived != (unsigned)splits - 1) return;  // the same for the whole block
+            __threadfence();
+#pragma unroll
+            for (int h = 0; h < HM; ++h)
+#pragma unroll
+                for (int ii = 0; ii < 4; ++ii)
+#pragma unroll
+                    for (int c = 0; c < HN; ++c) {
+                        const int o = (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4;
+                        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
-            for (int e = tid; e < (BM / TM) * BN; e += NT) {
-                const int pr = e / BN, c = e % BN;
-                const long long r = m0 + (pr / RW) * WM + (pr % RW) * 4 + rofs;
-                if (r >= p.m || c >= cols) continue;
-                float v = alpha * cbuf[pr * QLD + c];
-                float* dp = D + r * p.ldd + (n0 + c);
-                if (beta != 0.f) v += beta * *dp;
-                if (bias) v += bias[n0 + c];
-                if (p.act) v = activate(v, p.act);
-                *dp = v;
-            }
-            __syncthreads();
+                        for (int z = 0; z < splits; ++z) {
+                            const float4 t = __ldcg(reinterpret_cast<const float4*>(mine + z * tiles * (BM * BN) + o));
+                            v.x += t.x, v.y += t.y, v.z += t.z, v.w += t.w;
+                        }
+                        acc[h * 4 + ii][c * 4 + 0] = v.x, acc[h * 4 + ii][c * 4 + 1] = v.y;
+                        acc[h * 4 + ii][c * 4 + 2] = v.z, acc[h * 4 + ii][c * 4 + 3] = v.w;
+                    }
         }
+    }
+    // HM passes (1 or 2): pass h holds chunk-row h of every thread.
+#pragma unroll
+    for (int h = 0; h < HM; ++h) {
+#pragma unroll
+        for (int ii = 0; ii < 4; ++ii)
+#pragma unroll
+            for (int c = 0; c < HN; ++c) {
+                if (slice != 0) continue;
+                float4 v;
+                v.x = acc[h * 4 + ii][c * 4 + 0], v.y = acc[h * 4 + ii][c * 4 + 1];
+                v.z = acc[h * 4 + ii][c * 4 + 2], v.w = acc[h * 4 + ii][c * 4 + 3];
+                *reinterpret_cast<float4*>(&cbuf[(wm * CM + ty * 4 + ii) * HLD + wn * WN + c * CN + tx * 4]) = v;
+            }
+        __syncthreads();
+#pragma unroll 1
+        for (int e = tid; e < (BM / HM) * BN; e += NT) {
+            const int pr = e / BN, c = e % BN;
+            const long long r = m0 + (pr / CM) * WM + h * CM + pr % CM;
+            if (r >= p.m || c >= cols) continue;
+            float v = alpha * cbuf[pr * HLD + c];
+            float* dp = D + r * p.ldd + (n0 + c);
+            if (beta != 0.f) v += beta * *dp;
+            if (bias) v += bias[n0 + c];
+            if (p.act) v = activate(v, p.act);
+            *dp = v;
+        }
+        __syncthreads();
     }
 }
 
-#define GEMM_F32(NAME, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, XK, YK, VEC)                          \
-    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB) NAME(GemmParams p) { \
-        gemm_f32_pipe<BM, BN, BK, WM, WN, TM, TN, STAGES, XK, YK, VEC>(p);                             \
+// Kernels with SK take (GemmParams, SplitK); the others (GemmParams) only.
+#define GEMM_F32(NAME, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, XK, YK, VEC, PF, SK)                  \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * KS, MINB)                    \
+        NAME(GemmParams p GEMM_F32_SK_PARAM_##SK) {                                                          \
+        gemm_f32_pipe<BM, BN, BK, WM, WN, TM, TN, STAGES, XK, YK, VEC, PF, KS, SK>(p, GEMM_F32_SK_ARG_##SK); \
     }
-#define GEMM_F32_OPS(TILE, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, VEC)                              \
-    GEMM_F32(gemm_simt_f32_##TILE##_nn, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, true, false, VEC)    \
-    GEMM_F32(gemm_simt_f32_##TILE##_nt, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, false, false, VEC)   \
-    GEMM_F32(gemm_simt_f32_##TILE##_tn, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, true, true, VEC)     \
-    GEMM_F32(gemm_simt_f32_##TILE##_tt, BM, BN, BK, WM, WN, TM, TN, STAGES, MINB, false, true, VEC)
+#define GEMM_F32_SK_PARAM_true , SplitK q
+#define GEMM_F32_SK_PARAM_false
+#define GEMM_F32_SK_ARG_true q
+#define GEMM_F32_SK_ARG_false SplitK{nullptr, nullptr}
+#define GEMM_F32_OPS(TILE, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, VEC, PF, SK)                          \
+    GEMM_F32(gemm_simt_f32_##TILE##_nn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, false, VEC, PF, SK)  \
+    GEMM_F32(gemm_simt_f32_##TILE##_nt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, false, VEC, PF, SK) \
+    GEMM_F32(gemm_simt_f32_##TILE##_tn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, true, VEC, PF, SK)   \
+    GEMM_F32(gemm_simt_f32_##TILE##_tt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, true, VEC, PF, SK)
 
 #define GEMM_SIMT(NAME, T, A, BM, BN, BK, TM, TN, XK, YK)                                             \
     extern "C" __global__ void __launch_bounds__(256) NAME(GemmParams p) {                              \
@@ -467,10 +610,10 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p) {
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tn, T, A, BM, BN, BK, TM, TN, true, true)                   \
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tt, T, A, BM, BN, BK, TM, TN, false, true)
 
-GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 2, false)
-GEMM_F32_OPS(w, 128, 256, 8, 64, 64, 8, 16, 3, 1, true)
-GEMM_F32_OPS(s, 64, 64, 8, 32, 16, 4, 4, 6, 2, false)
-GEMM_F32_OPS(u, 32, 32, 8, 32, 16, 4, 4, 6, 8, false)
+GEMM_F32_OPS(w, 128, 256, 32, 64, 64, 8, 16, 3, 1, 1, true, true, true)
+GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 1, 2, false, false, false)
+GEMM_F32_OPS(s, 64, 64, 16, 32, 64, 8, 8, 4, 2, 3, false, true, false)
+GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, false)
 GEMM_SIMT_OPS(f64, double, double, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(f16, __half, float, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(bf16, __nv_bfloat16, float, s, 64, 64, 8, 4, 4)

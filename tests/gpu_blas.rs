@@ -442,6 +442,32 @@ fn epilogue_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> 
     cases
 }
 
+/// f32 shapes on which a forced wide tile splits k over 3 or 4 blocks per tile (k-tiles that do
+/// not divide evenly, a short last k-tile, bias, activations, beta, both layouts).
+fn split_k_cases() -> Vec<Case> {
+    let shapes = [
+        (1024, 1024, 1024),
+        (1000, 1020, 1100),
+        (900, 1030, 2050),
+        (1024, 1000, 1027),
+    ];
+    let acts = [Activation::None, Activation::Relu, Activation::Gelu, Activation::None];
+    OPS.iter()
+        .enumerate()
+        .map(|(i, &(ta, tb))| {
+            let (m, n, k) = shapes[i];
+            let mut c = Case::new(ta, tb, m, n, k);
+            c.ld_align = 4;
+            c.tile = Tile::Wide;
+            c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };
+            c.act = acts[i];
+            c.bias = i % 2 == 1;
+            c.beta = if i >= 2 { -0.75 } else { 0.0 };
+            c
+        })
+        .collect()
+}
+
 fn batch_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
     OPS.iter()
         .map(|&(ta, tb)| {
@@ -466,11 +492,19 @@ fn all_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
 
 /// The same cases on every forced block tile (Small, Large).
 fn tile_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
+    tile_cases_on(kernel, math, ld_align, &[Tile::Small, Tile::Large], false)
+}
+
+/// The shape, big and epilogue cases (and the batch cases if `batched`) on each of `tiles`.
+fn tile_cases_on(kernel: Kernel, math: MathMode, ld_align: usize, tiles: &[Tile], batched: bool) -> Vec<Case> {
     let mut v = Vec::new();
-    for tile in [Tile::Small, Tile::Large] {
+    for &tile in tiles {
         let mut cs = shape_cases(kernel, math, ld_align);
         cs.extend(big_cases(kernel, math, ld_align));
         cs.extend(epilogue_cases(kernel, math, ld_align));
+        if batched {
+            cs.extend(batch_cases(kernel, math, ld_align));
+        }
         for c in &mut cs {
             c.tile = tile;
         }
@@ -483,11 +517,13 @@ fn tile_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
 fn gemm_f32_exact() {
     let Some(ctx) = gpu!("gemm_f32_exact") else { return };
     let stream = ctx.new_stream().unwrap();
+    // Every f32 kernel: Small = s, Narrow = u, Large = l here (unaligned leading dimensions).
+    let f32_tiles = [Tile::Small, Tile::Narrow, Tile::Large];
     sweep::<f32>(&stream, &mut Rng::new(1), &all_cases(Kernel::Auto, MathMode::Exact, 1));
     sweep::<f32>(
         &stream,
         &mut Rng::new(13),
-        &tile_cases(Kernel::Simt, MathMode::Exact, 1),
+        &tile_cases_on(Kernel::Simt, MathMode::Exact, 1, &f32_tiles, true),
     );
     // Leading dimensions that are multiples of 4: the large tile then takes the kernel with
     // 16-byte copies (w), the automatic choice included.
@@ -495,8 +531,9 @@ fn gemm_f32_exact() {
     sweep::<f32>(
         &stream,
         &mut Rng::new(15),
-        &tile_cases(Kernel::Simt, MathMode::Exact, 4),
+        &tile_cases_on(Kernel::Simt, MathMode::Exact, 4, &f32_tiles, true),
     );
+    sweep::<f32>(&stream, &mut Rng::new(16), &split_k_cases());
 }
 
 #[test]

@@ -67,17 +67,21 @@ pub enum Tile {
     /// Chosen from the problem size and the number of multiprocessors.
     #[default]
     Auto,
-    /// 64 x 64 (every kernel family).
+    /// 64 x 64 (every kernel family; f32 on the CUDA cores: two k-slices of 2 warps, 8 x 8 per
+    /// thread).
     Small,
     /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; sm_90 f64 DMMA:
     /// 8 warps; f32 CUDA cores: 8 x 8 per thread, or 128 x 256 with 8 x 16 when A and
     /// B allow 16-byte copies; the f64, f16 and bf16 CUDA-core kernels and the sm_80 f64 DMMA
     /// kernel have no large tile and use 64 x 64).
     Large,
-    /// 128 x 256 (wgmma only: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`.
+    /// 128 x 256 (wgmma: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`,
+    /// except that f32 on the CUDA cores splits k over 2-4 blocks per tile when the 128 x 256
+    /// tiles alone would fill less than 9/10 of the multiprocessors (batch 1).
     Wide,
-    /// 128 x 64 (wgmma only: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
-    /// leave multiprocessors idle with larger tiles); elsewhere the same as `Small`.
+    /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
+    /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
+    /// k-slices of 2 warps, 8 x 4 per thread); elsewhere the same as `Small`.
     Narrow,
 }
 
@@ -473,7 +477,13 @@ pub(crate) struct Choice {
     pub tile: (usize, usize),
     pub smem: u32,
     pub threads: u32,
+    /// f32 `w` only (its kernels take a second parameter, `SplitK`): the number of blocks that
+    /// split k for each output tile (grid z); `None` for kernels without the parameter.
+    pub split_k: Option<u32>,
 }
+
+/// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
+const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
 
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
@@ -610,6 +620,7 @@ pub(crate) fn choose_kernel(
         tile,
         smem,
         threads,
+        split_k: None,
     };
     match family {
         Family::Wgmma => {
@@ -637,6 +648,7 @@ pub(crate) fn choose_kernel(
                 tile,
                 smem: WG_SMEM,
                 threads: 384,
+                split_k: None,
             })
         }
         Family::MmaSync if type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync => {
@@ -683,24 +695,41 @@ pub(crate) fn choose_kernel(
         }
         Family::Simt if type_name == "f32" => {
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
-            // (`aligned` operands only), l = 128 x 128 (any operands), s = 64 x 64, and u = 32 x 32
-            // with 64 threads, chosen automatically for problems too small to fill the GPU with s.
+            // (`aligned` operands only), l = 128 x 128 (any operands), and for problems that
+            // would leave multiprocessors idle with those, s = 64 x 64 and u = 32 x 64 (two
+            // k-slices of warps per block). Automatic: w from 9/10 of a wave of its tiles, l
+            // (unaligned) from a wave of 128 x 128 tiles, s from a wave of its tiles, else u.
+            // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
+            // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
+            // automatic choice does not split yet: its reduction measured slower than s
+            // (docs/kernels/gemm.md, SIMT v4).
             let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+            let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
+            let wide = w_tiles.saturating_mul(10) >= sms * 9;
+            let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
+            let split =
+                tile == Tile::Wide && aligned && !wide && batch == 1 && splits >= 2 && w_tiles * splits * 4 >= sms * 3;
             let (size, tile, threads) = match tile {
-                Tile::Auto if big && aligned => ("w", (128, 256), 256),
-                Tile::Auto if big => ("l", (128, 128), 256),
-                Tile::Auto if !fills((64, 64)) => ("u", (32, 32), 64),
+                Tile::Auto if aligned && wide => ("w", (128, 256), 256),
+                Tile::Auto if !aligned && big => ("l", (128, 128), 256),
+                Tile::Auto if fills((64, 64)) => ("s", (64, 64), 128),
+                Tile::Auto => ("u", (32, 64), 128),
                 Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
                 Tile::Large | Tile::Wide => ("l", (128, 128), 256),
-                _ => ("s", (64, 64), 256),
+                Tile::Narrow => ("u", (32, 64), 128),
+                Tile::Small => ("s", (64, 64), 128),
             };
-            Ok(plain(
+            let mut choice = plain(
                 format!("gemm_simt_f32_{size}_{}", plan.ops),
                 Family::Simt,
                 tile,
-                0,
+                if size == "w" { F32_W_SMEM } else { 0 },
                 threads,
-            ))
+            );
+            if size == "w" {
+                choice.split_k = Some(if split { splits as u32 } else { 1 });
+            }
+            Ok(choice)
         }
         Family::Simt => Ok(plain(
             format!("gemm_simt_{type_name}_s_{}", plan.ops),
@@ -785,7 +814,18 @@ fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream:
     )
 }
 
-fn run_kernel<T: GemmType>(stream: &Stream, choice: &Choice, params: GemmParams, batch: usize) -> Result<()> {
+/// The second parameter of the f32 `w` kernels (`struct SplitK` in ptx/gemm_simt.cu).
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+struct SplitKParams {
+    ws: u64,
+    counters: u64,
+}
+// SAFETY: repr(C) plain data matching `struct SplitK` (two pointers, no padding); every bit
+// pattern is valid.
+unsafe impl DeviceRepr for SplitKParams {}
+
+fn run_kernel<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, params: GemmParams, batch: usize) -> Result<()> {
     let f = stream.context().kernel(&choice.name)?;
     if choice.smem > f.max_dynamic_shared_memory() {
         f.set_max_dynamic_shared_memory(choice.smem)?;
@@ -808,18 +848,45 @@ fn run_kernel<T: GemmType>(stream: &Stream, choice: &Choice, params: GemmParams,
         p.y += done as u64 * params.sy as u64 * sz;
         p.d += done as u64 * params.sd as u64 * sz;
         p.batch = count as i32;
+        // Split k: each block's sums (one tile) in `ws`, and a zeroed arrival counter per tile;
+        // both are freed in stream order after the launch.
+        let splits = choice.split_k.unwrap_or(1);
+        let mut split = SplitKParams::default();
+        let mut scratch = None;
+        if splits > 1 {
+            let (bm, bn) = choice.tile;
+            let tiles = grid_x as usize * count;
+            let Some(len) = (tiles * splits as usize).checked_mul(bm * bn) else {
+                bail_invalid!("gemm: the split-k buffer for {m} x {n} overflows");
+            };
+            // SAFETY: the kernel reads an element of `ws` only after the block that writes it
+            // has written it (the arrival counter orders the two, see ptx/gemm_simt.cu).
+            let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
+            let counters = DeviceBuffer::<u32>::zeroed(stream, tiles)?;
+            split = SplitKParams {
+                ws: ws.device_ptr(),
+                counters: counters.device_ptr(),
+            };
+            scratch = Some((ws, counters));
+        }
         let mut l = stream.launch_builder(&f);
         l.arg(&p);
-        // SAFETY: the kernel takes one GemmParams by value; `plan` checked that every element the
-        // kernel touches (rows < m, cols < n, depth < k of each of `count` batch entries, at the
-        // leading dimensions and strides given) lies inside A, B, C and the bias.
+        if choice.split_k.is_some() {
+            l.arg(&split);
+        }
+        // SAFETY: the kernel takes one GemmParams by value (and the f32 `w` kernels a SplitK
+        // after it); `plan` checked that every element the kernel touches (rows < m, cols < n,
+        // depth < k of each of `count` batch entries, at the leading dimensions and strides
+        // given) lies inside A, B, C and the bias; with splits > 1, `ws` holds splits blocks of
+        // bm * bn floats per tile and `counters` one per tile, as the kernel indexes them.
         unsafe {
             l.launch(LaunchConfig {
-                grid_dim: (grid_x, count as u32, 1),
+                grid_dim: (grid_x, count as u32, splits),
                 block_dim: (threads, 1, 1),
                 shared_mem_bytes: choice.smem,
             })
         }?;
+        drop(scratch);
         done += count;
     }
     Ok(())
@@ -1147,9 +1214,11 @@ mod tests {
         };
         assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
         assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
-        // f32 on the CUDA cores: u below one wave of 64 x 64 tiles, s up to one of 128 x 128.
+        // f32 on the CUDA cores: u below one wave of 64 x 64 tiles, s below 9/10 of a wave of
+        // 128 x 256 (aligned) or a wave of 128 x 128 tiles (unaligned), then w or l; a forced
+        // Wide splits k over blocks where that fills 3/4 of a wave.
         let f32 = |n: usize, tile, aligned| {
-            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 26; 3]).unwrap();
+            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 28; 3]).unwrap();
             let ch = choose_kernel(
                 "f32",
                 false,
@@ -1164,25 +1233,36 @@ mod tests {
                 1,
             );
             let ch = ch.unwrap();
-            (ch.name, ch.tile, ch.threads)
+            (ch.name, ch.tile, ch.threads, ch.smem, ch.split_k)
         };
-        assert_eq!(f32(512, Tile::Auto, true), ("gemm_simt_f32_u_nn".into(), (32, 32), 64));
-        assert_eq!(
-            f32(512, Tile::Small, true),
-            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
-        );
-        assert_eq!(
-            f32(1024, Tile::Auto, true),
-            ("gemm_simt_f32_s_nn".into(), (64, 64), 256)
-        );
-        assert_eq!(
-            f32(1024, Tile::Large, true),
-            ("gemm_simt_f32_w_nn".into(), (128, 256), 256)
-        );
-        assert_eq!(
-            f32(2048, Tile::Auto, false),
-            ("gemm_simt_f32_l_nn".into(), (128, 128), 256)
-        );
+        let k =
+            |name: &str, tile, threads, smem, split| (format!("gemm_simt_f32_{name}_nn"), tile, threads, smem, split);
+        let w = |split| k("w", (128, 256), 256, 150_528, Some(split));
+        let s = k("s", (64, 64), 128, 0, None);
+        let u = k("u", (32, 64), 128, 0, None);
+        let l = k("l", (128, 128), 256, 0, None);
+        assert_eq!(f32(256, Tile::Auto, true), u);
+        // 512: 8 tiles of 128 x 256, split in 2 (k / 256) would fill only 16 multiprocessors.
+        assert_eq!(f32(512, Tile::Auto, true), u);
+        assert_eq!(f32(512, Tile::Small, true), s);
+        // 1024: 32 tiles of 128 x 256; a forced Wide splits k in 4 (128 blocks), Large does not.
+        assert_eq!(f32(1024, Tile::Auto, true), s);
+        assert_eq!(f32(1024, Tile::Auto, false), s);
+        assert_eq!(f32(1024, Tile::Narrow, false), u);
+        assert_eq!(f32(1024, Tile::Large, true), w(1));
+        assert_eq!(f32(1024, Tile::Wide, true), w(4));
+        assert_eq!(f32(1024, Tile::Wide, false), l);
+        // 512: k / 256 = 2 parts of 8 tiles would fill 16 multiprocessors: no split.
+        assert_eq!(f32(512, Tile::Wide, true), w(1));
+        // 1536: 72 tiles of 128 x 256 (less than 9/10 of 132, and no room to split), 144 of
+        // 128 x 128.
+        assert_eq!(f32(1536, Tile::Auto, true), s);
+        assert_eq!(f32(1536, Tile::Auto, false), l);
+        // 2048: 128 tiles of 128 x 256, at least 9/10 of 132.
+        assert_eq!(f32(2048, Tile::Auto, true), w(1));
+        assert_eq!(f32(2048, Tile::Wide, true), w(1));
+        assert_eq!(f32(2048, Tile::Auto, false), l);
+        assert_eq!(f32(8192, Tile::Auto, true), w(1));
         let l = pick("bf16", Tile::Large, (9, 0)).unwrap();
         assert_eq!(
             (l.name.as_str(), l.tile, l.threads, l.smem),
