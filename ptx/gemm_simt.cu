@@ -536,22 +536,33 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
             __syncthreads();
             if (arrived != (unsigned)splits - 1) return;  // the same for the whole block
             __threadfence();
+            // Part by part in the order z = 0, 1, ..., each part's 4 * HN loads of a chunk-row
+            // pass in flight together (one L2 round trip per part and pass, not one per load).
 #pragma unroll
-            for (int h = 0; h < HM; ++h)
-#pragma unroll
-                for (int ii = 0; ii < 4; ++ii)
-#pragma unroll
-                    for (int c = 0; c < HN; ++c) {
-                        const int o = (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4;
-                        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int h = 0; h < HM; ++h) {
 #pragma unroll 1
-                        for (int z = 0; z < splits; ++z) {
-                            const float4 t = __ldcg(reinterpret_cast<const float4*>(mine + z * tiles * (BM * BN) + o));
-                            v.x += t.x, v.y += t.y, v.z += t.z, v.w += t.w;
+                for (int z = 0; z < splits; ++z) {
+                    const float* part = mine + z * tiles * (BM * BN);
+                    float4 t[4][HN];
+#pragma unroll
+                    for (int ii = 0; ii < 4; ++ii)
+#pragma unroll
+                        for (int c = 0; c < HN; ++c)
+                            t[ii][c] = __ldcg(reinterpret_cast<const float4*>(
+                                part + (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4));
+#pragma unroll
+                    for (int ii = 0; ii < 4; ++ii)
+#pragma unroll
+                        for (int c = 0; c < HN; ++c) {
+                            float* r = &acc[h * 4 + ii][c * 4];
+                            if (z == 0) {
+                                r[0] = t[ii][c].x, r[1] = t[ii][c].y, r[2] = t[ii][c].z, r[3] = t[ii][c].w;
+                            } else {
+                                r[0] += t[ii][c].x, r[1] += t[ii][c].y, r[2] += t[ii][c].z, r[3] += t[ii][c].w;
+                            }
                         }
-                        acc[h * 4 + ii][c * 4 + 0] = v.x, acc[h * 4 + ii][c * 4 + 1] = v.y;
-                        acc[h * 4 + ii][c * 4 + 2] = v.z, acc[h * 4 + ii][c * 4 + 3] = v.w;
-                    }
+                }
+            }
         }
     }
     // HM passes (1 or 2): pass h holds chunk-row h of every thread.
