@@ -17,9 +17,12 @@
 //
 // Kernel names: gemm_wg_<type>_<tile>_<opA><opB>, xk = (opB == 'n'), yk = (opA == 't') as in
 // gemm_tc. <type>: f16, bf16 (every op combination: wgmma reads m- or n-contiguous 16-bit tiles
-// through its transpose bits) and tf32 (f32 storage; wgmma reads tf32 only k-contiguous, so only
-// `tn` exists and the Rust side packs other operands first). <tile>: n = 128 x 64, l = 128 x 128,
-// w = 128 x 256 (rows x columns of D).
+// through its transpose bits) and tf32 (f32 storage; wgmma reads tf32 from shared memory only
+// k-contiguous: `tn` reads both operands through descriptors; `tt` (m-contiguous X) loads X into
+// registers, rounded to tf32, as wgmma's A operand; `nn` is `tt` on the transposed problem, with
+// X and Y swapped by the host and D stored transposed (DT: D[r][c] at d[c * ldd + r], bias[r]);
+// `nt` has no kernel: the host packs Y k-contiguous and runs `tt`). <tile>: n = 128 x 64,
+// l = 128 x 128, w = 128 x 256 (rows x columns of D).
 //
 // Block: 3 warpgroups (384 threads), persistent: block b computes tiles b, b + gridDim.x, ...
 // Warpgroup 0 is the producer: one thread issues the TMA loads of each k-tile into a ring of
@@ -35,7 +38,8 @@
 // Epilogue: each consumer parks 32 accumulator columns at a time in its own shared-memory chunk.
 // C = alpha * A * B (beta 0, no bias, no activation) then leaves in 16-byte stores, 8 columns
 // per thread, where D's rows are 16-byte aligned. Anything else goes through a rolled loop, one
-// element per thread, so the beta / bias / activation code appears once per chunk.
+// element per thread, so the beta / bias / activation code appears once per chunk. The DT kernels
+// (tf32 nn) park each chunk transposed and write 32 consecutive rows of one column per warp store.
 //
 // Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
 // wgmma's matrix descriptors name (swizzle mode 1):
@@ -43,7 +47,8 @@
 //     descriptor stride byte offset (8-row groups) 1024; a k step of 32 bytes moves the start.
 //   m/n-contiguous operand: boxes {64, BK}, one per 64 rows/columns, each 8 KiB (k row p at
 //     p * 128 bytes); leading byte offset (between 64-wide chunks) 8192, stride byte offset
-//     (8-k groups) 1024; a k step of 16 moves the start by 2048 bytes.
+//     (8-k groups) 1024; a k step of 16 moves the start by 2048 bytes. For tf32 (X only) the
+//     boxes are {32, 32}, one per 32 rows, 4 KiB each, read by the consumers with ld.shared.
 // Out-of-range rows, columns and k read as zero (TMA bounds), so every shape runs unpadded.
 //
 // Launch contract:
@@ -126,8 +131,36 @@ WG_MMA_TF32(wgmma_tf32_n256, 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1
 WG_MMA_TF32(wgmma_tf32_n128, 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1", "%66")
 WG_MMA_TF32(wgmma_tf32_n64, 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1", "%34")
 
+// tf32 wgmma with the A operand (64 x 8) in registers: four tf32 values per thread, a0 (row
+// lane / 4, k lane % 4), a1 (row + 8, k), a2 (row, k + 4), a3 (row + 8, k + 4) within the warp's
+// 16 rows; B from shared memory (k-contiguous).
+#define WG_MMA_TF32_RS(NAME, N, NACC, REGS, DOPS, TAIL, SCALE)                                           \
+    __device__ __forceinline__ void NAME(float(&d)[NACC], unsigned a0, unsigned a1, unsigned a2, unsigned a3, \
+                                         unsigned long long db, int scale) {                              \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                 \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " REGS ", " TAIL ";\n}\n"      \
+                     : DOPS                                                                              \
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale));                         \
+    }
+WG_MMA_TF32_RS(wgmma_tf32_rs_n256, 256, 128, WG_REGS128, WG_D128(0), "{%128, %129, %130, %131}, %132, p, 1, 1", "%133")
+WG_MMA_TF32_RS(wgmma_tf32_rs_n128, 128, 64, WG_REGS64, WG_D64(0), "{%64, %65, %66, %67}, %68, p, 1, 1", "%69")
+WG_MMA_TF32_RS(wgmma_tf32_rs_n64, 64, 32, WG_REGS32, WG_D32(0), "{%32, %33, %34, %35}, %36, p, 1, 1", "%37")
+
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// A 4-byte shared-memory load (volatile: it stays after the mbarrier wait that guards it) and
+// the tf32 rounding of the mma.sync kernels and the operand packer (round to nearest, ties away).
+__device__ __forceinline__ float lds_f32(unsigned addr) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
+}
+__device__ __forceinline__ unsigned tf32_rna(float v) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -213,6 +246,12 @@ template <> struct Wg<float> {
         else if constexpr (NACC == 64) wgmma_tf32_n128(d, a, b, scale);
         else wgmma_tf32_n64(d, a, b, scale);
     }
+    template <int NACC>
+    static __device__ __forceinline__ void mma_rs(float (&d)[NACC], const unsigned* a, unsigned long long b, int scale) {
+        if constexpr (NACC == 128) wgmma_tf32_rs_n256(d, a[0], a[1], a[2], a[3], b, scale);
+        else if constexpr (NACC == 64) wgmma_tf32_rs_n128(d, a[0], a[1], a[2], a[3], b, scale);
+        else wgmma_tf32_rs_n64(d, a[0], a[1], a[2], a[3], b, scale);
+    }
 };
 
 // Parks accumulator columns [q * COLS, (q + 1) * COLS) of a consumer's 64 rows in its chunk
@@ -226,6 +265,21 @@ __device__ __forceinline__ void park_chunk(float* chunk, const float (&d)[N], in
         const int a = 4 * (q * COLS / 8 + j);
         *reinterpret_cast<float2*>(w0 + 8 * j) = make_float2(d[a], d[a + 1]);
         *reinterpret_cast<float2*>(w0 + 8 * LD + 8 * j) = make_float2(d[a + 2], d[a + 3]);
+    }
+}
+
+// The same columns parked transposed: column c of the chunk (64 rows) at chunk + c * LDT. With
+// LDT = 68 the 32 lanes of each store hit 32 distinct banks ((8 (lane % 4) + lane / 4) mod 32).
+template <int COLS, int LDT, int N>
+__device__ __forceinline__ void park_chunk_t(float* chunk, const float (&d)[N], int q, int warp, int lane) {
+    float* w0 = chunk + 2 * (lane & 3) * LDT + 16 * warp + lane / 4;
+#pragma unroll
+    for (int j = 0; j < COLS / 8; ++j) {
+        const int a = 4 * (q * COLS / 8 + j);
+        w0[8 * j * LDT] = d[a];
+        w0[(8 * j + 1) * LDT] = d[a + 1];
+        w0[8 * j * LDT + 8] = d[a + 2];
+        w0[(8 * j + 1) * LDT + 8] = d[a + 3];
     }
 }
 
@@ -265,7 +319,7 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
     return TileCoord{bz, tm * BM, tn * BN};
 }
 
-template <typename T, int BN, int STAGES, bool XK, bool YK>
+template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const GemmParams& p) {
     constexpr int BM = 128;
     constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
@@ -277,8 +331,14 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     constexpr int EPI_COLS = 32;               // columns per epilogue chunk
     constexpr int EPI_LD = EPI_COLS + 4;       // padded row of a chunk, floats
     constexpr int EPI_BYTES = 64 * EPI_LD * 4; // one consumer's chunk
-    static_assert(XK || sizeof(T) == 2, "m-contiguous X needs a 16-bit type");
+    constexpr int EPI_LDT = 64 + 4;            // padded column of a transposed chunk (DT), floats
+    static_assert(EPI_COLS * EPI_LDT <= 64 * EPI_LD, "the transposed chunk fits the chunk");
+    constexpr int MN_BOX = 128 / (int)sizeof(T);        // rows per box of an m/n-contiguous operand
+    constexpr int MN_BOX_BYTES = 128 * BK;               // 8 KiB (16-bit types), 4 KiB (tf32)
+    // tf32 with an m-contiguous X: wgmma's A operand comes from registers (RS below).
+    constexpr bool RS = !XK && sizeof(T) == 4;
     static_assert(YK || sizeof(T) == 2, "n-contiguous Y needs a 16-bit type");
+    static_assert(!DT || RS, "the transposed store is for the register-A tf32 kernels");
     extern __shared__ unsigned char smem_raw[];
 
     // 1024-byte aligned stage ring (the swizzle pattern repeats every 1024 bytes), then the two
@@ -324,13 +384,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         tma_load(xs, tx, bar, k0, tc.m0, zx);
                     } else {
 #pragma unroll
-                        for (int c = 0; c < BM / 64; ++c) tma_load(xs + c * 8192, tx, bar, tc.m0 + 64 * c, k0, zx);
+                        for (int c = 0; c < BM / MN_BOX; ++c)
+                            tma_load(xs + c * MN_BOX_BYTES, tx, bar, tc.m0 + MN_BOX * c, k0, zx);
                     }
                     if (YK) {
                         tma_load(ys, ty, bar, k0, tc.n0, zy);
                     } else {
 #pragma unroll
-                        for (int c = 0; c < BN / 64; ++c) tma_load(ys + c * 8192, ty, bar, tc.n0 + 64 * c, k0, zy);
+                        for (int c = 0; c < BN / MN_BOX; ++c)
+                            tma_load(ys + c * MN_BOX_BYTES, ty, bar, tc.n0 + MN_BOX * c, k0, zy);
                     }
                 }
             }
@@ -352,19 +414,60 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     float* chunk = reinterpret_cast<float*>(smem_raw + (epi - raw) + cw * EPI_BYTES);
     float d[NACC];
 
+    // RS (tf32, m-contiguous X): each thread loads its A fragments from the stage's X tile (four
+    // 32-row boxes, k row p of a box at p * 128 bytes, 16-byte chunk c of that row at (c ^ p % 8)
+    // * 16: the TMA's 128-byte swizzle) and rounds them to tf32. Lanes with lane / 4 < 4 load
+    // (row, k) then (row, k + 4), the others the reverse, so that each load's 32 addresses fall
+    // in 32 distinct banks; a select puts the values back in fragment order. A k step of 8 moves
+    // by 1024 bytes, which leaves the swizzle phase unchanged.
+    unsigned xo[4] = {0, 0, 0, 0};
+    bool lo = true;
+    if constexpr (RS) {
+        const int g = lane / 4, kq = lane & 3;
+        lo = g < 4;
+        const int r0 = (warp & 1) * 16 + g;
+        const unsigned box = cw * 8192 + (warp >> 1) * 4096;
+        auto off = [&](int r, int kx) { return box + kx * 128 + ((((r >> 2) ^ kx) & 7) << 4) + (r & 3) * 4; };
+        xo[0] = off(r0, lo ? kq : kq + 4);
+        xo[1] = off(r0, lo ? kq + 4 : kq);
+        xo[2] = off(r0 + 8, lo ? kq : kq + 4);
+        xo[3] = off(r0 + 8, lo ? kq + 4 : kq);
+    }
+    // Two fragment sets (RS): the next k-tile's fragments are loaded while the wgmma group that
+    // reads the other set is still in flight.
+    unsigned fa[4 * (BK / KSTEP)], fb[4 * (BK / KSTEP)];
+
     // Issues the wgmma instructions of ring slot `it` once its data has landed.
-    auto mma_tile = [&](int it) {
+    auto mma_tile = [&](int it, unsigned (&f)[4 * (BK / KSTEP)]) {
         const int s = it % STAGES;
         mbar_wait(full + 8 * s, (it / STAGES) & 1);
+        if constexpr (RS) {
+            const unsigned xs = base + s * STAGE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < BK / KSTEP; ++kk) {
+                const unsigned v0 = tf32_rna(lds_f32(xs + xo[0] + kk * 1024));
+                const unsigned v1 = tf32_rna(lds_f32(xs + xo[1] + kk * 1024));
+                const unsigned v2 = tf32_rna(lds_f32(xs + xo[2] + kk * 1024));
+                const unsigned v3 = tf32_rna(lds_f32(xs + xo[3] + kk * 1024));
+                f[4 * kk + 0] = lo ? v0 : v1;
+                f[4 * kk + 1] = lo ? v2 : v3;
+                f[4 * kk + 2] = lo ? v1 : v0;
+                f[4 * kk + 3] = lo ? v3 : v2;
+            }
+        }
         const unsigned xs = base + s * STAGE_BYTES + cw * 8192, ys = base + s * STAGE_BYTES + X_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / KSTEP; ++kk) {
-            const unsigned long long da =
-                XK ? make_desc(xs + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(xs + kk * 2048, 8192, 1024);
-            const unsigned long long db =
-                YK ? make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(ys + kk * 2048, 8192, 1024);
-            Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1, NACC>(d, da, db, 1);
+            if constexpr (RS) {
+                Wg<T>::template mma_rs<NACC>(d, f + 4 * kk, make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024), 1);
+            } else {
+                const unsigned long long da =
+                    XK ? make_desc(xs + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(xs + kk * 2048, 8192, 1024);
+                const unsigned long long db =
+                    YK ? make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(ys + kk * 2048, 8192, 1024);
+                Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1, NACC>(d, da, db, 1);
+            }
         }
         wgmma_commit();
     };
@@ -376,9 +479,13 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         for (int i = 0; i < NACC; ++i) d[i] = 0.f;
         // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
         // accumulators' initial values reach a loop whose groups stay in flight across iterations.
-        mma_tile(it);
+        mma_tile(it, fa);
         for (int kt = 1; kt < ktiles; ++kt) {
-            mma_tile(it + kt);
+            if (RS && (kt & 1)) {
+                mma_tile(it + kt, fb);
+            } else {
+                mma_tile(it + kt, fa);
+            }
             // The group before this one has finished reading its stage: hand that stage back.
             wgmma_wait<1>();
             if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
@@ -393,6 +500,49 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         const long long row0 = (long long)tc.m0 + 64 * cw;
         const long long rows = p.m - row0 < 64 ? p.m - row0 : 64;
         const long long cols = p.n - tc.n0 < BN ? p.n - tc.n0 : BN;
+        if constexpr (DT) {
+            // Transposed store: D[r][c] at d[c * ldd + r]. The chunk is parked transposed (column
+            // c's 64 rows at c * EPI_LDT floats), so that a warp reads 32 consecutive floats and
+            // writes 32 consecutive rows of one column (128 bytes) per store. (A first version
+            // read the row-major chunk and wrote 8 rows of a column per thread: NVRTC split its
+            // vector stores, so every warp store touched 32 lines, and nn ran 25-30% slower than
+            // tt at 4096-8192.)
+            T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + (long long)tc.n0 * p.ldd + row0;
+            const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
+#pragma unroll
+            for (int q = 0; q < BN / EPI_COLS; ++q) {
+                park_chunk_t<EPI_COLS, EPI_LDT>(chunk, d, q, warp, lane);
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+                if (plain) {
+                    // Warp w writes columns 8 w .. 8 w + 7 of the chunk, rows lane and lane + 32:
+                    // each store is 128 consecutive bytes of D.
+#pragma unroll
+                    for (int i = 0; i < EPI_COLS / 4; ++i) {
+                        const int cl = warp * (EPI_COLS / 4) + i, c = q * EPI_COLS + cl;
+                        if (c < cols) {
+                            T* out = D + (long long)c * p.ldd;
+                            if (lane < rows) out[lane] = Wg<T>::from_f(alpha * chunk[cl * EPI_LDT + lane]);
+                            if (lane + 32 < rows)
+                                out[lane + 32] = Wg<T>::from_f(alpha * chunk[cl * EPI_LDT + lane + 32]);
+                        }
+                    }
+                } else {
+#pragma unroll 1
+                    for (int idx = lt; idx < 64 * EPI_COLS; idx += 128) {
+                        const int r = idx & 63, cl = idx >> 6, c = q * EPI_COLS + cl;
+                        if (r < rows && c < cols) {
+                            float v = alpha * chunk[cl * EPI_LDT + r];
+                            T* out = D + (long long)c * p.ldd + r;
+                            if (beta != 0.f) v += beta * Wg<T>::to_f(*out);
+                            if (bias) v += Wg<T>::to_f(bias[r]);
+                            *out = Wg<T>::from_f(activate(v, p.act));
+                        }
+                    }
+                }
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            }
+            continue;
+        }
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
         if (plain) {
             // Through the chunk as well, but 8 consecutive columns per thread and one 16-byte
@@ -445,11 +595,12 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     }
 }
 
-#define GEMM_WG(NAME, T, BN, STAGES, XK, YK)                                                                   \
+#define GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, DT)                                                            \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
         NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty, const GemmParams p) { \
-        gemm_wg<T, BN, STAGES, XK, YK>(&tx, &ty, p);                                                            \
+        gemm_wg<T, BN, STAGES, XK, YK, DT>(&tx, &ty, p);                                                        \
     }
+#define GEMM_WG(NAME, T, BN, STAGES, XK, YK) GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, false)
 
 #define GEMM_WG_OPS(TNAME, T)                                                   \
     GEMM_WG(gemm_wg_##TNAME##_w_nn, T, 256, 4, true, false)                     \

@@ -644,8 +644,8 @@ fn gemm_bf16_tensor_cores_and_fallback() {
     );
 }
 
-/// The sm_90a kernels (wgmma + TMA), forced, on both of their tiles, and the mma.sync kernels
-/// forced on the same device. Compute capability 9.0 only.
+/// The sm_90a kernels (wgmma + TMA) for f16 and bf16, forced, on each of their tiles. Compute
+/// capability 9.0 only.
 #[test]
 fn gemm_wgmma_hopper() {
     let Some(ctx) = gpu!("gemm_wgmma_hopper") else {
@@ -656,38 +656,77 @@ fn gemm_wgmma_hopper() {
         return;
     }
     let stream = ctx.new_stream().unwrap();
-    let wg = |math: MathMode, ld_align: usize| {
-        let mut v = Vec::new();
-        for tile in [Tile::Narrow, Tile::Large, Tile::Wide] {
-            let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
-            for c in &mut cs {
-                c.tile = tile;
-                // tf32 packs m- or n-contiguous operands, for batch 1 only: batches take the
-                // best tensor-core kernel that applies.
-                if math == MathMode::Tf32 && c.batch > 1 {
-                    c.kernel = Kernel::TensorCore;
-                }
-            }
-            v.extend(cs);
-        }
-        v
+    sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
+    sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
+}
+
+/// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
+#[test]
+fn gemm_mma_sync_f16_on_hopper() {
+    let Some(ctx) = gpu!("gemm_mma_sync_f16_on_hopper") else {
+        return;
     };
-    sweep::<f16>(&stream, &mut Rng::new(21), &wg(MathMode::Exact, 8));
-    // A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores
-    // must fall back for the misaligned batch entries.
-    let odd: Vec<Case> = OPS
-        .iter()
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_mma_sync_f16_on_hopper: compute capability 9.0 only");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(24),
+        &tile_cases(Kernel::MmaSync, MathMode::Exact, 8),
+    );
+}
+
+/// Every case on every forced wgmma tile (n, l, w).
+fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut v = Vec::new();
+    for tile in [Tile::Narrow, Tile::Large, Tile::Wide] {
+        let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
+        for c in &mut cs {
+            c.tile = tile;
+            // tf32 with both operands m/n-contiguous (column-major op(A) = A, op(B) = B^T)
+            // packs B, for batch 1 only: those batches take the best tensor-core kernel that
+            // applies. The other three op combinations run batched on wgmma.
+            if math == MathMode::Tf32 && c.batch > 1 && c.ta == Transpose::N && c.tb == Transpose::T {
+                c.kernel = Kernel::TensorCore;
+            }
+        }
+        v.extend(cs);
+    }
+    v
+}
+
+/// A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores must
+/// fall back for the misaligned batch entries.
+fn odd_c_stride_cases() -> Vec<Case> {
+    OPS.iter()
         .map(|&(ta, tb)| {
             let mut c = Case::new(ta, tb, 72, 40, 64);
             (c.batch, c.c_gap, c.ld_align, c.kernel) = (3, 3, 8, Kernel::Wgmma);
             c
         })
-        .collect();
-    sweep::<f16>(&stream, &mut Rng::new(26), &odd);
+        .collect()
+}
+
+/// tf32 on the wgmma kernels (register-fed A for tt and nn, nn stored transposed, nt packed)
+/// and on mma.sync forced on the same device. Compute capability 9.0 only.
+#[test]
+fn gemm_wgmma_hopper_tf32() {
+    let Some(ctx) = gpu!("gemm_wgmma_hopper_tf32") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_hopper_tf32: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
     sweep::<f32>(
         &stream,
         &mut Rng::new(27),
-        &odd.iter()
+        &odd_c_stride_cases()
+            .iter()
             .map(|c| Case {
                 math: MathMode::Tf32,
                 ld_align: 4,
@@ -696,13 +735,7 @@ fn gemm_wgmma_hopper() {
             })
             .collect::<Vec<_>>(),
     );
-    sweep::<bf16>(&stream, &mut Rng::new(22), &wg(MathMode::Exact, 8));
-    sweep::<f32>(&stream, &mut Rng::new(23), &wg(MathMode::Tf32, 4));
-    sweep::<f16>(
-        &stream,
-        &mut Rng::new(24),
-        &tile_cases(Kernel::MmaSync, MathMode::Exact, 8),
-    );
+    sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
     sweep::<f32>(
         &stream,
         &mut Rng::new(25),

@@ -473,6 +473,9 @@ pub(crate) struct Choice {
     pub family: Family,
     /// wgmma tf32 only: X / Y are packed k-contiguous first (`gemm_wg_pack_tf32`).
     pub pack: [bool; 2],
+    /// wgmma tf32 `nn` only: the kernel takes X and Y swapped (m and n too) and stores D
+    /// transposed, so that the m-contiguous operand becomes wgmma's register-fed A operand.
+    pub swap: bool,
     /// Block tile (rows, columns) of the kernels' row-major D.
     pub tile: (usize, usize),
     pub smem: u32,
@@ -505,8 +508,8 @@ fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
 /// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
 /// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128). Below that the
 /// 128 x 128 tile is taken from 3/4 of a wave of its tiles, and the 128 x 64 tile under that.
-fn wide_enough(plan: &Plan, batch: usize, sms: usize) -> bool {
-    tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch) >= sms / 2
+fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
+    tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
 
 /// The f64 sm_90 DMMA tile letter: `l` (128 x 128) for Large and Wide, `s` (64 x 64) for Small
@@ -584,7 +587,7 @@ pub(crate) fn choose_kernel(
             tensor_checks()?;
             if !wg_possible {
                 bail_invalid!(
-                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with m- or n-contiguous operands needs batch 1"
+                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with both operands m- or n-contiguous (op(A) = A, op(B) = B^T) needs batch 1"
                 );
             }
             if tile == Tile::Small {
@@ -617,6 +620,7 @@ pub(crate) fn choose_kernel(
         name,
         family,
         pack: [false; 2],
+        swap: false,
         tile,
         smem,
         threads,
@@ -625,26 +629,32 @@ pub(crate) fn choose_kernel(
     match family {
         Family::Wgmma => {
             let t = tc_name.unwrap_or("f16");
+            // wgmma reads tf32 from shared memory only k-contiguous. An m-contiguous X is loaded
+            // into registers as wgmma's A operand (`tt`); for `nn` (n-contiguous Y) the problem is
+            // transposed so that Y becomes that operand (`swap`); `nt` packs Y first and runs `tt`.
+            let xk = plan.ops.ends_with('n');
+            let yk = plan.ops.starts_with('t');
+            let (ops, pack, swap) = match (t, xk, yk) {
+                ("tf32", true, true) => ("tn", [false; 2], false),
+                ("tf32", false, true) => ("tt", [false; 2], false),
+                ("tf32", true, false) => ("nn", [false; 2], true),
+                ("tf32", false, false) => ("tt", [false, true], false),
+                _ => (plan.ops.as_str(), [false; 2], false),
+            };
+            let dims = if swap { (plan.n, plan.m) } else { (plan.m, plan.n) };
             let (letter, tile) = match tile {
                 Tile::Wide => ('w', (128, 256)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
-                _ if wide_enough(plan, batch, sms) => ('w', (128, 256)),
-                _ if tiles2(plan.m, plan.n, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
+                _ if wide_enough(dims, batch, sms) => ('w', (128, 256)),
+                _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
                 _ => ('n', (128, 64)),
-            };
-            // tf32 is read k-contiguous only: other operands are packed first and run as `tn`.
-            let xk = plan.ops.ends_with('n');
-            let yk = plan.ops.starts_with('t');
-            let (ops, pack) = if t == "tf32" {
-                ("tn".to_string(), [!xk, !yk])
-            } else {
-                (plan.ops.clone(), [false; 2])
             };
             Ok(Choice {
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
                 family,
                 pack,
+                swap,
                 tile,
                 smem: WG_SMEM,
                 threads: 384,
@@ -771,7 +781,7 @@ fn tma_operands(params: &GemmParams, element: TmaElement, xk: bool, yk: bool, ba
 
 /// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
 /// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
-/// tf32, after packing (batch 1 only).
+/// tf32 with both operands m/n-contiguous, after packing Y (batch 1 only).
 fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, batch: usize) -> bool {
     let Some(element) = tma_element::<T>() else {
         return false;
@@ -786,9 +796,9 @@ fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, b
     let xk = plan.ops.ends_with('n');
     let yk = plan.ops.starts_with('t');
     let [x, y] = tma_operands(params, element, xk, yk, batch);
-    if element == TmaElement::F32 && (!xk || !yk) {
-        // Packed operands are fresh, tight, 16-byte aligned buffers; the others must fit as given.
-        return batch == 1 && (!xk || x.fits()) && (!yk || y.fits());
+    if element == TmaElement::F32 && !xk && !yk {
+        // tf32 nt: Y is packed into a fresh, tight, 16-byte aligned buffer; X must fit as given.
+        return batch == 1 && x.fits();
     }
     x.fits() && y.fits()
 }
@@ -949,9 +959,21 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
     }
     let xk = choice.name.ends_with('n');
     let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
+    // tf32 nn: the kernel computes D^T = Y^T X^T (the m-contiguous operand as X, stored
+    // transposed), so X and Y trade places, and with them m and n and the k-contiguity.
+    let (xk, yk) = if choice.swap {
+        std::mem::swap(&mut params.x, &mut params.y);
+        std::mem::swap(&mut params.m, &mut params.n);
+        std::mem::swap(&mut params.ldx, &mut params.ldy);
+        std::mem::swap(&mut params.sx, &mut params.sy);
+        (yk, xk)
+    } else {
+        (xk, yk)
+    };
     let (bm, bn) = choice.tile;
     let tiles = tiles2(params.m as usize, params.n as usize, choice.tile);
     let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    // 128 bytes of k per box row, or of m/n for an operand that is not k-contiguous.
     let bk = (128 / size_of::<T>()) as u32;
     let sz = size_of::<T>() as u64;
     let mut done = 0usize;
@@ -976,19 +998,21 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
         let tx = if xk {
             x.encode(bk, bm as u32)?
         } else {
-            x.encode(64, bk)?
+            x.encode(bk, bk)?
         };
         let ty = if yk {
             y.encode(bk, bn as u32)?
         } else {
-            y.encode(64, bk)?
+            y.encode(bk, bk)?
         };
         let mut l = stream.launch_builder(&f);
         l.arg(&tx).arg(&ty).arg(&p);
         // SAFETY: the kernel takes (TensorMap, TensorMap, GemmParams) by value. The maps cover
         // exactly the operands' m x k and k x n extents (TMA bounds zero-fill the rest of each
         // box); `plan` checked that every element of D (rows < m, cols < n of each of `count`
-        // matrices at ldd / sd) and of the bias lies inside C and the bias.
+        // matrices at ldd / sd) and of the bias lies inside C and the bias. A swapped (tf32 nn)
+        // kernel writes D[r][c] of the swapped m x n at d[c * ldd + r], which is element (c, r)
+        // of the unswapped D, and reads the bias at r < swapped m = unswapped n: the same ranges.
         unsafe {
             l.launch(LaunchConfig {
                 grid_dim: (grid_x, 1, 1),
@@ -1365,17 +1389,60 @@ mod tests {
         assert!(c("f16", e, Kernel::Wgmma, Tile::Auto, false, (9, 0)).is_err());
         assert!(c("f16", e, Kernel::Wgmma, Tile::Small, true, (9, 0)).is_err());
         assert!(c("f64", e, Kernel::Wgmma, Tile::Auto, true, (9, 0)).is_err());
-        // tf32 reads k-contiguous operands only: nn packs both and runs the tn kernel.
+        // tf32 is read from shared memory k-contiguous only: nn runs transposed (swap) with the
+        // m-contiguous operand in registers, tt reads X into registers as it is, nt packs Y and
+        // runs tt, tn needs nothing.
         let t = c("f32", MathMode::Tf32, Kernel::Wgmma, Tile::Wide, true, (9, 0)).unwrap();
-        assert_eq!((t.name.as_str(), t.pack), ("gemm_wg_tf32_w_tn", [false, true]));
-        let tn = plan(&Gemm::<f32>::new(Transpose::T, Transpose::N, 64, 64, 64), [1 << 20; 3]).unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.pack, t.swap),
+            ("gemm_wg_tf32_w_nn", [false, false], true)
+        );
+        let tf32 = |ta, tb, tile| {
+            let p = plan(&Gemm::<f32>::new(ta, tb, 64, 64, 64), [1 << 20; 3]).unwrap();
+            let t = choose_kernel(
+                "f32",
+                false,
+                MathMode::Tf32,
+                Kernel::Wgmma,
+                tile,
+                &p,
+                true,
+                true,
+                (9, 0),
+                132,
+                1,
+            )
+            .unwrap();
+            (t.name, t.pack, t.swap)
+        };
+        use Transpose::{N, T};
+        assert_eq!(
+            tf32(T, N, Tile::Large),
+            ("gemm_wg_tf32_l_tn".into(), [false, false], false)
+        );
+        assert_eq!(
+            tf32(T, T, Tile::Large),
+            ("gemm_wg_tf32_l_tt".into(), [false, false], false)
+        );
+        assert_eq!(
+            tf32(N, T, Tile::Narrow),
+            ("gemm_wg_tf32_n_tt".into(), [false, true], false)
+        );
+        assert_eq!(
+            tf32(N, N, Tile::Narrow),
+            ("gemm_wg_tf32_n_nn".into(), [false, false], true)
+        );
+        // The swapped problem picks its tile from its own m and n: C of 64 x 8448 is 33 tiles of
+        // 128 x 256 and 66 of 128 x 128 (too few for either: 128 x 64), where the unswapped
+        // 8448 x 64 would count 66 wide tiles.
+        let skinny = plan(&Gemm::<f32>::new(N, N, 64, 8448, 256), [1 << 26; 3]).unwrap();
         let t = choose_kernel(
             "f32",
             false,
             MathMode::Tf32,
-            Kernel::Wgmma,
-            Tile::Large,
-            &tn,
+            Kernel::Auto,
+            Tile::Auto,
+            &skinny,
             true,
             true,
             (9, 0),
@@ -1383,7 +1450,7 @@ mod tests {
             1,
         )
         .unwrap();
-        assert_eq!((t.name.as_str(), t.pack), ("gemm_wg_tf32_l_tn", [false, false]));
+        assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_n_nn", true));
         // Small problems take the 128 x 64 wgmma tile.
         let small = plan(
             &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),

@@ -16,8 +16,10 @@
 //! operands run on the general CUDA-core kernel (`gemm_simt`, f32/f64 math), which accepts any
 //! shape, leading dimension and alignment. On Hopper (compute capability 9.0) the f16, bf16 and
 //! tf32 GEMMs run on the sm_90a kernels (warpgroup `wgmma` fed by the tensor memory
-//! accelerator) whenever `k >= 1` and `alpha != 0`; tf32 operands that are not k-contiguous are
-//! packed into a temporary buffer first (batch 1; batches with such operands use mma.sync).
+//! accelerator) whenever `k >= 1` and `alpha != 0`. wgmma reads tf32 from shared memory only
+//! k-contiguous, so the tf32 kernels load an m-contiguous operand into registers instead (NN runs
+//! as the transposed problem); only NT (`op(A) = A`, `op(B) = B^T`) packs B into a temporary
+//! buffer first (batch 1; NT batches use mma.sync).
 //!
 //! Every entry point validates the shapes, leading dimensions, strides and buffer lengths first
 //! and returns [`Error::InvalidArgument`](crate::Error::InvalidArgument) quoting the numbers; on

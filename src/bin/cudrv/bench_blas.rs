@@ -11,12 +11,14 @@
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
-//! block tiles, one row each).
+//! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
+//! row each per tile; a combination that does not apply prints `n/a`), `--ops nn,nt,tn,tt` (gemm:
+//! op(A) op(B), column-major, one row each; default nn).
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudrv::blas::{self, Gemm, GemmType, MathMode, Tile, Transpose};
+use cudrv::blas::{self, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
 use cudrv::selftest::Rng;
 use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Result, Stream};
 use half::{bf16, f16};
@@ -149,7 +151,8 @@ mod cublas {
             }
         }
 
-        /// Column-major NN `C = alpha A B + beta C` through cublasGemmEx.
+        /// Column-major `C = alpha op(A) op(B) + beta C` through cublasGemmEx, tight leading
+        /// dimensions; `ops` = (A transposed, B transposed).
         ///
         /// # Safety
         /// The pointers must be device buffers of at least m*k, k*n and m*n elements of `dtype`;
@@ -158,6 +161,7 @@ mod cublas {
         pub unsafe fn gemm(
             &self,
             (m, n, k): (usize, usize, usize),
+            (ta, tb): (bool, bool),
             alpha: *const c_void,
             a: u64,
             b: u64,
@@ -167,22 +171,23 @@ mod cublas {
             compute: i32,
         ) -> Result<(), String> {
             let (m, n, k) = (m as i32, n as i32, k as i32);
+            let (lda, ldb) = (if ta { k } else { m }, if tb { n } else { k });
             // SAFETY: the caller's contract.
             let rc = unsafe {
                 (self.gemm_ex)(
                     self.handle,
-                    0,
-                    0,
+                    i32::from(ta),
+                    i32::from(tb),
                     m,
                     n,
                     k,
                     alpha,
                     a as *const c_void,
                     dtype,
-                    m,
+                    lda,
                     b as *const c_void,
                     dtype,
-                    k,
+                    ldb,
                     beta,
                     c as *mut c_void,
                     dtype,
@@ -289,6 +294,8 @@ struct Opts {
     skinny: bool,
     trials: usize,
     tiles: Vec<Tile>,
+    kernels: Vec<Kernel>,
+    ops: Vec<(Transpose, Transpose)>,
 }
 
 fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Result<Opts> {
@@ -298,6 +305,8 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         skinny: true,
         trials: 15,
         tiles: vec![Tile::Auto],
+        kernels: vec![Kernel::Auto],
+        ops: vec![(Transpose::N, Transpose::N)],
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -324,11 +333,41 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     })
                     .collect::<Result<_>>()?
             }
+            "--kernels" => {
+                o.kernels = value()?
+                    .split(',')
+                    .map(|t| match t {
+                        "auto" => Ok(Kernel::Auto),
+                        "simt" => Ok(Kernel::Simt),
+                        "tc" => Ok(Kernel::TensorCore),
+                        "mma" => Ok(Kernel::MmaSync),
+                        "wgmma" => Ok(Kernel::Wgmma),
+                        _ => Err(err(format!("bad kernel {t:?}; choose auto, simt, tc, mma, wgmma"))),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "--ops" => {
+                o.ops = value()?
+                    .split(',')
+                    .map(|t| {
+                        let op = |c| match c {
+                            'n' => Ok(Transpose::N),
+                            't' => Ok(Transpose::T),
+                            _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
+                        };
+                        let mut ch = t.chars();
+                        match (ch.next(), ch.next(), ch.next()) {
+                            (Some(a), Some(b), None) => Ok((op(a)?, op(b)?)),
+                            _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
+                        }
+                    })
+                    .collect::<Result<_>>()?
+            }
             "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --trials N --tiles auto,s,n,l,w"
+                     --no-skinny --trials N --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --ops nn,nt,tn,tt"
                 )))
             }
         }
@@ -440,28 +479,64 @@ fn gemm_bench(
     }
     let _ = ctx;
     println!(
-        "\ncolumn-major NN, random inputs in [-1, 1]; TFLOP/s = 2mnk / median time; ratio = cudrv / cuBLAS; \
+        "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), random inputs in [-1, 1]; TFLOP/s = 2mnk / median time; ratio = cudrv / cuBLAS; \
          diff = |C_cudrv - C_cublas| / |C_cublas|{}",
         if h100 { "; peak = H100 SXM datasheet" } else { "" }
     );
     println!(
-        "{:<5} {:<4} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10}",
-        "type", "tile", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff"
+        "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10}",
+        "type", "ops", "tile", "kernel", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff"
     );
     let mut ok = true;
     for ty in &o.types {
         for &shape in &shapes {
-            for &tile in &o.tiles {
+            let mut combos = Vec::new();
+            for &op in &o.ops {
+                for &t in &o.tiles {
+                    for &k in &o.kernels {
+                        combos.push((op, t, k));
+                    }
+                }
+            }
+            for (ops, tile, kernel) in combos {
+                let letter = |t| if t == Transpose::N { 'n' } else { 't' };
+                let oname = format!("{}{}", letter(ops.0), letter(ops.1));
                 let (t, c) = (o.trials, cublas);
+                let kname = match kernel {
+                    Kernel::Auto => "auto",
+                    Kernel::Simt => "simt",
+                    Kernel::TensorCore => "tc",
+                    Kernel::MmaSync => "mma",
+                    Kernel::Wgmma => "wgmma",
+                };
+                let tname = format!("{tile:?}").chars().next().unwrap_or('?').to_ascii_lowercase();
+                let sel = (tile, kernel, ops);
                 let r = match ty.as_str() {
-                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
-                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, tile, cublas::COMPUTE_32F_FAST_TF32, t),
-                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
-                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_32F, t),
-                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, tile, cublas::COMPUTE_64F, t),
+                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
+                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, t),
+                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
+                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
+                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, t),
                     other => return Err(err(format!("unknown type {other:?}; choose f32, tf32, f16, bf16, f64"))),
-                }?;
+                };
                 let (m, n, k) = shape;
+                let r = match r {
+                    Ok(r) => r,
+                    // A forced family / tile that does not apply here (e.g. wgmma with the 64 x 64 tile).
+                    Err(cudrv::Error::InvalidArgument(_)) if kernel != Kernel::Auto => {
+                        println!(
+                            "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10}",
+                            ty,
+                            oname,
+                            tname,
+                            kname,
+                            format!("{m}x{n}x{k}"),
+                            "n/a"
+                        );
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let flops = 2.0 * m as f64 * n as f64 * k as f64;
                 let ours = flops / r.0 / 1e12;
                 let theirs = r.1.map(|t| flops / t / 1e12);
@@ -474,9 +549,11 @@ fn gemm_bench(
                 let good = r.2.map_or(true, |d| d < bound);
                 ok &= good;
                 println!(
-                    "{:<5} {:<4} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10}{}",
+                    "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10}{}",
                     ty,
-                    format!("{tile:?}").chars().next().unwrap_or('?').to_ascii_lowercase(),
+                    oname,
+                    tname,
+                    kname,
                     format!("{m}x{n}x{k}"),
                     ours,
                     theirs.map_or("-".into(), |t| format!("{t:.2}")),
@@ -501,7 +578,7 @@ fn one_gemm<T: BenchType>(
     cublas: Option<&cublas::Cublas>,
     (m, n, k): (usize, usize, usize),
     math: MathMode,
-    tile: Tile,
+    (tile, kernel, (ta, tb)): (Tile, Kernel, (Transpose, Transpose)),
     compute: i32,
     trials: usize,
 ) -> Result<(f64, Option<f64>, Option<f64>)>
@@ -517,9 +594,10 @@ where
     let a = DeviceBuffer::from_slice(stream, &host(m * k, &mut rng))?;
     let b = DeviceBuffer::from_slice(stream, &host(k * n, &mut rng))?;
     let mut c = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
-    let g = Gemm::<T::Scalar>::new(Transpose::N, Transpose::N, m, n, k)
+    let g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
         .math(math)
-        .tile(tile);
+        .tile(tile)
+        .kernel(kernel);
     let ours = time(stream, trials, || g.run(&a, &b, &mut c))?;
     let Some(cb) = cublas else {
         return Ok((ours, None, None));
@@ -535,7 +613,20 @@ where
     let (pa, pb, pc) = (a.device_ptr(), b.device_ptr(), c2.device_ptr());
     let theirs = time(stream, trials, || {
         // SAFETY: a, b, c2 hold m*k, k*n, m*n elements of T; the scalars match the compute type.
-        unsafe { cb.gemm((m, n, k), ap, pa, pb, bp, pc, T::CUDA_TYPE, compute) }.map_err(err)
+        unsafe {
+            cb.gemm(
+                (m, n, k),
+                (ta == Transpose::T, tb == Transpose::T),
+                ap,
+                pa,
+                pb,
+                bp,
+                pc,
+                T::CUDA_TYPE,
+                compute,
+            )
+        }
+        .map_err(err)
     })?;
     let diff = rel_diff(&c.to_vec()?, &c2.to_vec()?);
     c2.memset_bytes(0)?;
@@ -683,10 +774,10 @@ fn one_gemv<T: BenchType + blas::GemvType>(
                 cb.sgemv(if trans == Transpose::N { 0 } else { 1 }, m, n, pa, lda, px, py)
             } else if trans == Transpose::N {
                 // y (m x 1) = A (m x n) x (n x 1)
-                cb.gemm((m, 1, n), ap, pa, px, bp, py, T::CUDA_TYPE, compute)
+                cb.gemm((m, 1, n), (false, false), ap, pa, px, bp, py, T::CUDA_TYPE, compute)
             } else {
                 // y^T (1 x n) = x^T (1 x m) A (m x n)
-                cb.gemm((1, n, m), ap, px, pa, bp, py, T::CUDA_TYPE, compute)
+                cb.gemm((1, n, m), (false, false), ap, px, pa, bp, py, T::CUDA_TYPE, compute)
             }
         }
         .map_err(err)
