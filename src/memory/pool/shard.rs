@@ -220,6 +220,7 @@ impl<F: Fence> ShardState<F> {
     }
 
     /// Counts an allocation served as `how`.
+    #[inline]
     fn count_allocation(&mut self, how: Served) {
         let c = &mut self.counts;
         c.allocations += 1;
@@ -327,6 +328,7 @@ impl<F: Fence> ShardState<F> {
     /// returns its oldest block to the free sets, so that the sizes in use now keep their place
     /// (otherwise blocks of sizes no longer requested, left by earlier work, would send every
     /// free of the current size down the coalescing path for good).
+    #[inline]
     pub(crate) fn free_quick(&mut self, addr: u64) -> Option<usize> {
         let node = self.nodes.get_mut(&addr)?;
         match &node.state {
@@ -348,6 +350,7 @@ impl<F: Fence> ShardState<F> {
     }
 
     /// Takes the newest quick-cached block of exactly `rounded` bytes, counted as a hit.
+    #[inline]
     pub(crate) fn alloc_quick(&mut self, rounded: usize) -> Option<(u64, usize)> {
         let at = self.quick.iter().rposition(|&(size, _)| size == rounded)?;
         // Usually the newest entry: popping it spares `remove`'s memmove call.

@@ -36,6 +36,7 @@ pub(crate) const KINDS: usize = 3;
 
 impl Kind {
     /// The pool a request of `rounded` bytes (already rounded) is served from.
+    #[inline]
     pub(crate) fn of(rounded: usize) -> Kind {
         if rounded <= SMALL_REQUEST_MAX {
             Kind::Small
@@ -68,6 +69,7 @@ impl Kind {
 /// assert_eq!(round_size(513), Some(1024));
 /// assert_eq!(round_size(usize::MAX), None);
 /// ```
+#[inline]
 pub fn round_size(bytes: usize) -> Option<usize> {
     let rounded = bytes.checked_next_multiple_of(MIN_BLOCK_SIZE)?;
     Some(rounded.max(MIN_BLOCK_SIZE))
