@@ -262,30 +262,62 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median seconds per call of `f`, over `trials` batches timed with events; the batch size is
-/// chosen so that a batch takes about 2 ms.
-fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let ctx = stream.context();
-    let (e0, e1) = (Event::new(ctx, true)?, Event::new(ctx, true)?);
+/// Calls `f` enough times (after two warm-up calls) to choose a batch that takes about 2 ms.
+fn batch_size(stream: &Arc<Stream>, events: &(Event, Event), f: &mut impl FnMut() -> Result<()>) -> Result<usize> {
     f()?;
     f()?;
+    let once = time_batch(stream, events, 1, f)?.max(1e-7);
+    Ok(((2e-3 / once).ceil() as usize).clamp(1, 200))
+}
+
+/// Seconds per call of one batch of `reps` calls of `f`, timed with events.
+fn time_batch(
+    stream: &Arc<Stream>,
+    (e0, e1): &(Event, Event),
+    reps: usize,
+    f: &mut impl FnMut() -> Result<()>,
+) -> Result<f64> {
     e0.record(stream)?;
-    f()?;
+    for _ in 0..reps {
+        f()?;
+    }
     e1.record(stream)?;
     e1.synchronize()?;
-    let once = (e0.elapsed_ms(&e1)? as f64 * 1e-3).max(1e-7);
-    let reps = ((2e-3 / once).ceil() as usize).clamp(1, 200);
-    let mut v = Vec::with_capacity(trials);
-    for _ in 0..trials {
-        e0.record(stream)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        e1.record(stream)?;
-        e1.synchronize()?;
-        v.push(e0.elapsed_ms(&e1)? as f64 * 1e-3 / reps as f64);
-    }
+    Ok(e0.elapsed_ms(e1)? as f64 * 1e-3 / reps as f64)
+}
+
+/// Median seconds per call of `f`, over `trials` batches of about 2 ms each.
+fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let ctx = stream.context();
+    let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
+    let reps = batch_size(stream, &events, &mut f)?;
+    let v = (0..trials)
+        .map(|_| time_batch(stream, &events, reps, &mut f))
+        .collect::<Result<Vec<_>>>()?;
     Ok(median(v))
+}
+
+/// Median seconds per call of `ours` and of `theirs`, over `trials` batches each, the two
+/// sides' batches alternating so that both see the same state of the machine (clocks, the host's
+/// load: at small sizes the host's time per call is most of the figure).
+fn time_pair(
+    stream: &Arc<Stream>,
+    trials: usize,
+    mut ours: impl FnMut() -> Result<()>,
+    mut theirs: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64)> {
+    let ctx = stream.context();
+    let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
+    let (reps_ours, reps_theirs) = (
+        batch_size(stream, &events, &mut ours)?,
+        batch_size(stream, &events, &mut theirs)?,
+    );
+    let (mut a, mut b) = (Vec::with_capacity(trials), Vec::with_capacity(trials));
+    for _ in 0..trials {
+        a.push(time_batch(stream, &events, reps_ours, &mut ours)?);
+        b.push(time_batch(stream, &events, reps_theirs, &mut theirs)?);
+    }
+    Ok((median(a), median(b)))
 }
 
 struct Opts {
@@ -479,7 +511,7 @@ fn gemm_bench(
     }
     let _ = ctx;
     println!(
-        "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), random inputs in [-1, 1]; TFLOP/s = 2mnk / median time; ratio = cudrv / cuBLAS; \
+        "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), random inputs in [-1, 1]; TFLOP/s = 2mnk / median time (cudrv and cuBLAS batches alternate); ratio = cudrv / cuBLAS; \
          diff = |C_cudrv - C_cublas| / |C_cublas|{}",
         if h100 { "; peak = H100 SXM datasheet" } else { "" }
     );
@@ -598,9 +630,8 @@ where
         .math(math)
         .tile(tile)
         .kernel(kernel);
-    let ours = time(stream, trials, || g.run(&a, &b, &mut c))?;
     let Some(cb) = cublas else {
-        return Ok((ours, None, None));
+        return Ok((time(stream, trials, || g.run(&a, &b, &mut c))?, None, None));
     };
     let mut c2 = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
     let (a32, b32) = (1.0f32, 0.0f32);
@@ -611,7 +642,8 @@ where
         (&a32 as *const f32 as _, &b32 as *const f32 as _)
     };
     let (pa, pb, pc) = (a.device_ptr(), b.device_ptr(), c2.device_ptr());
-    let theirs = time(stream, trials, || {
+    let ours = || g.run(&a, &b, &mut c);
+    let (ours, theirs) = time_pair(stream, trials, ours, || {
         // SAFETY: a, b, c2 hold m*k, k*n, m*n elements of T; the scalars match the compute type.
         unsafe {
             cb.gemm(
@@ -665,7 +697,7 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
         2.0 * (n * 4) as f64 / t / 1e9
     };
     println!(
-        "\ny = op(A) x, beta = 0; GB/s = (m n + m + n) * element bytes / median time; ratio = cuBLAS time / cudrv \
+        "\ny = op(A) x, beta = 0; GB/s = (m n + m + n) * element bytes / median time (cudrv and cuBLAS batches alternate); ratio = cuBLAS time / cudrv \
          time; device copy = {copy_bw:.0} GB/s{}",
         if h100 { " (H100 HBM3 datasheet 3350)" } else { "" }
     );
@@ -746,13 +778,12 @@ fn one_gemv<T: BenchType + blas::GemvType>(
     let x = DeviceBuffer::from_slice(stream, &host(lx, &mut rng))?;
     let mut y = DeviceBuffer::from_slice(stream, &host(ly, &mut rng))?;
     let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
-    let ours = time(stream, trials, || {
-        blas::gemv(trans, m, n, one, &a, lda, &x, 1, zero, &mut y, 1)
-    })?;
     let bytes = std::mem::size_of::<T>();
     let Some(cb) = cublas else {
         return Ok(GemvRun {
-            ours,
+            ours: time(stream, trials, || {
+                blas::gemv(trans, m, n, one, &a, lda, &x, 1, zero, &mut y, 1)
+            })?,
             theirs: None,
             diff: None,
             bytes,
@@ -766,7 +797,8 @@ fn one_gemv<T: BenchType + blas::GemvType>(
     } else {
         (&a32 as *const f32 as _, &b32 as *const f32 as _, cublas::COMPUTE_32F)
     };
-    let theirs = time(stream, trials, || {
+    let ours = || blas::gemv(trans, m, n, one, &a, lda, &x, 1, zero, &mut y, 1);
+    let (ours, theirs) = time_pair(stream, trials, ours, || {
         // SAFETY: a holds (n - 1) * lda + m elements (lda == m outside f32), x and y2 have the
         // lengths the op needs; the scalars match the compute type.
         unsafe {
