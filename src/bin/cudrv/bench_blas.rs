@@ -17,6 +17,7 @@
 
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudrv::blas::{self, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
 use cudrv::selftest::Rng;
@@ -262,39 +263,60 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Seconds per call: on the device (between two events around a batch) and on the host (the
+/// time the calls of the batch took to return, i.e. to enqueue their work).
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    device: f64,
+    host: f64,
+}
+
 /// Calls `f` enough times (after two warm-up calls) to choose a batch that takes about 2 ms.
 fn batch_size(stream: &Arc<Stream>, events: &(Event, Event), f: &mut impl FnMut() -> Result<()>) -> Result<usize> {
     f()?;
     f()?;
-    let once = time_batch(stream, events, 1, f)?.max(1e-7);
+    let once = time_batch(stream, events, 1, f)?.device.max(1e-7);
     Ok(((2e-3 / once).ceil() as usize).clamp(1, 200))
 }
 
-/// Seconds per call of one batch of `reps` calls of `f`, timed with events.
+/// Seconds per call of one batch of `reps` calls of `f`.
 fn time_batch(
     stream: &Arc<Stream>,
     (e0, e1): &(Event, Event),
     reps: usize,
     f: &mut impl FnMut() -> Result<()>,
-) -> Result<f64> {
+) -> Result<Timing> {
     e0.record(stream)?;
+    let t = Instant::now();
     for _ in 0..reps {
         f()?;
     }
+    let host = t.elapsed().as_secs_f64() / reps as f64;
     e1.record(stream)?;
     e1.synchronize()?;
-    Ok(e0.elapsed_ms(e1)? as f64 * 1e-3 / reps as f64)
+    Ok(Timing {
+        device: e0.elapsed_ms(e1)? as f64 * 1e-3 / reps as f64,
+        host,
+    })
+}
+
+/// The medians of `batches`' device and host times.
+fn medians(batches: Vec<Timing>) -> Timing {
+    Timing {
+        device: median(batches.iter().map(|t| t.device).collect()),
+        host: median(batches.iter().map(|t| t.host).collect()),
+    }
 }
 
 /// Median seconds per call of `f`, over `trials` batches of about 2 ms each.
-fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     let ctx = stream.context();
     let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
     let reps = batch_size(stream, &events, &mut f)?;
     let v = (0..trials)
         .map(|_| time_batch(stream, &events, reps, &mut f))
         .collect::<Result<Vec<_>>>()?;
-    Ok(median(v))
+    Ok(medians(v))
 }
 
 /// Median seconds per call of `ours` and of `theirs`, over `trials` batches each, the two
@@ -305,7 +327,7 @@ fn time_pair(
     trials: usize,
     mut ours: impl FnMut() -> Result<()>,
     mut theirs: impl FnMut() -> Result<()>,
-) -> Result<(f64, f64)> {
+) -> Result<(Timing, Timing)> {
     let ctx = stream.context();
     let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
     let (reps_ours, reps_theirs) = (
@@ -317,7 +339,7 @@ fn time_pair(
         a.push(time_batch(stream, &events, reps_ours, &mut ours)?);
         b.push(time_batch(stream, &events, reps_theirs, &mut theirs)?);
     }
-    Ok((median(a), median(b)))
+    Ok((medians(a), medians(b)))
 }
 
 struct Opts {
@@ -512,12 +534,13 @@ fn gemm_bench(
     let _ = ctx;
     println!(
         "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), random inputs in [-1, 1]; TFLOP/s = 2mnk / median time (cudrv and cuBLAS batches alternate); ratio = cudrv / cuBLAS; \
-         diff = |C_cudrv - C_cublas| / |C_cublas|{}",
+         diff = |C_cudrv - C_cublas| / |C_cublas|; \
+         host us = cudrv/cuBLAS host time per call to enqueue (median){}",
         if h100 { "; peak = H100 SXM datasheet" } else { "" }
     );
     println!(
-        "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10}",
-        "type", "ops", "tile", "kernel", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff"
+        "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10} {:>13}",
+        "type", "ops", "tile", "kernel", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff", "host us"
     );
     let mut ok = true;
     for ty in &o.types {
@@ -570,8 +593,13 @@ fn gemm_bench(
                     Err(e) => return Err(e),
                 };
                 let flops = 2.0 * m as f64 * n as f64 * k as f64;
-                let ours = flops / r.0 / 1e12;
-                let theirs = r.1.map(|t| flops / t / 1e12);
+                let ours = flops / r.0.device / 1e12;
+                let theirs = r.1.map(|t| flops / t.device / 1e12);
+                let host = format!(
+                    "{:.1}/{}",
+                    r.0.host * 1e6,
+                    r.1.map_or("-".into(), |t| format!("{:.1}", t.host * 1e6))
+                );
                 let bound = match ty.as_str() {
                     "f32" => 1e-5,
                     "f64" => 1e-12,
@@ -581,7 +609,7 @@ fn gemm_bench(
                 let good = r.2.map_or(true, |d| d < bound);
                 ok &= good;
                 println!(
-                    "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10}{}",
+                    "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10} {:>13}{}",
                     ty,
                     oname,
                     tname,
@@ -596,6 +624,7 @@ fn gemm_bench(
                         "-".into()
                     },
                     r.2.map_or("-".into(), |d| format!("{d:.1e}")),
+                    host,
                     if good { "" } else { "  MISMATCH" }
                 );
             }
@@ -613,7 +642,7 @@ fn one_gemm<T: BenchType>(
     (tile, kernel, (ta, tb)): (Tile, Kernel, (Transpose, Transpose)),
     compute: i32,
     trials: usize,
-) -> Result<(f64, Option<f64>, Option<f64>)>
+) -> Result<(Timing, Option<Timing>, Option<f64>)>
 where
     T::Scalar: From<u8>,
 {
@@ -694,7 +723,7 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
         let src = DeviceBuffer::from_slice(stream, &vec![1.0f32; n])?;
         let mut dst = DeviceBuffer::<f32>::zeroed(stream, n)?;
         let t = time(stream, o.trials, || dst.copy_from_device(&src))?;
-        2.0 * (n * 4) as f64 / t / 1e9
+        2.0 * (n * 4) as f64 / t.device / 1e9
     };
     println!(
         "\ny = op(A) x, beta = 0; GB/s = (m n + m + n) * element bytes / median time (cudrv and cuBLAS batches alternate); ratio = cuBLAS time / cudrv \
@@ -783,7 +812,8 @@ fn one_gemv<T: BenchType + blas::GemvType>(
         return Ok(GemvRun {
             ours: time(stream, trials, || {
                 blas::gemv(trans, m, n, one, &a, lda, &x, 1, zero, &mut y, 1)
-            })?,
+            })?
+            .device,
             theirs: None,
             diff: None,
             bytes,
@@ -817,8 +847,8 @@ fn one_gemv<T: BenchType + blas::GemvType>(
     let diff = rel_diff(&y.to_vec()?, &y2.to_vec()?);
     y2.memset_bytes(0)?;
     Ok(GemvRun {
-        ours,
-        theirs: Some(theirs),
+        ours: ours.device,
+        theirs: Some(theirs.device),
         diff: Some(diff),
         bytes,
     })
