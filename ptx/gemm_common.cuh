@@ -1,6 +1,7 @@
 #pragma once
 // ptx/gemm_common.cuh: what every GEMM module shares with the Rust side (src/blas/gemm.rs): the
-// parameter block, passed by value, and the epilogue's activation codes.
+// parameter block, passed by value, and the epilogue's activation codes; and what the kernels
+// share with each other: the order of the output tiles and the f64 kernels' rolled epilogue.
 
 struct GemmParams {
     unsigned long long x, y, d, bias;
@@ -31,5 +32,41 @@ __device__ __forceinline__ double activate(double v, int act) {
     case ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
     case ACT_TANH: return tanh(v);
     default: return v;
+    }
+}
+
+// Grouped rasterisation: output tile `tile` (numbered in launch order) is tile row m, tile
+// column n, taken in groups of 8 tile rows, so that the blocks running at once share their tiles
+// of the n-side operand in L2 (and a group's 8 row tiles of the m-side operand).
+struct TileRC {
+    int m, n;
+};
+
+__device__ __forceinline__ TileRC raster_tile(int tile, int tiles_m, int tiles_n) {
+    const int per_group = 8 * tiles_n;
+    const int first_m = (tile / per_group) * 8;
+    const int gsize = min(tiles_m - first_m, 8);
+    return {first_m + (tile % per_group) % gsize, (tile % per_group) / gsize};
+}
+
+// The f64 kernels' epilogue, after the C tile (rows x cols of a BM x BN tile at m0, n0) was parked
+// in shared memory `cs` with leading dimension `ldc`: one rolled loop over the tile by NT threads
+// applies alpha, beta * D, the bias and the activation, with coalesced accesses to D.
+template <int BM, int BN, int NT>
+__device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double* D, const GemmParams& p,
+                                               long long m0, long long n0, int tid) {
+    const double alpha = p.alpha, beta = p.beta;
+    const double* bias = reinterpret_cast<const double*>(p.bias);
+    const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
+#pragma unroll 1
+    for (int i = tid; i < BM * BN; i += NT) {
+        const int r = i / BN, c = i % BN;
+        if (r >= rows || c >= cols) continue;
+        double v = alpha * cs[r * ldc + c];
+        double* dp = D + (m0 + r) * p.ldd + (n0 + c);
+        if (beta != 0.0) v += beta * *dp;
+        if (bias) v += bias[n0 + c];
+        if (p.act) v = activate(v, p.act);
+        *dp = v;
     }
 }

@@ -82,11 +82,8 @@ __device__ __forceinline__ void gemm_simt(const GemmParams& p) {
 
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int tile = blockIdx.x;
-    const int per_group = 8 * tiles_n;
-    const int first_m = (tile / per_group) * 8;
-    const int gsize = min(tiles_m - first_m, 8);
-    const int tm = first_m + (tile % per_group) % gsize;
-    const int tn = (tile % per_group) / gsize;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
     A xr[XE], yr[YE];
@@ -363,11 +360,8 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
 
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int tile = blockIdx.x;
-    const int per_group = 8 * tiles_n;
-    const int first_m = (tile / per_group) * 8;
-    const int gsize = min(tiles_m - first_m, 8);
-    const int tm = first_m + (tile % per_group) % gsize;
-    const int tn = (tile % per_group) / gsize;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
     TileLoad<BM, BK, NT, XK, VEC> xl(X, p.ldx, m0, p.m, tid);

@@ -111,11 +111,8 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     // Grouped rasterisation: 8 row-tiles share their column tiles in L2.
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int tile = blockIdx.x;
-    const int per_group = 8 * tiles_n;
-    const int first_m = (tile / per_group) * 8;
-    const int gsize = min(tiles_m - first_m, 8);
-    const int tm = first_m + (tile % per_group) % gsize;
-    const int tn = (tile % per_group) / gsize;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
     const unsigned sbase = smem_addr(smem);
@@ -314,11 +311,8 @@ __device__ __forceinline__ void gemm_dmma(const GemmParams& p) {
 
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int tile = blockIdx.x;
-    const int per_group = 8 * tiles_n;
-    const int first_m = (tile / per_group) * 8;
-    const int gsize = min(tiles_m - first_m, 8);
-    const int tm = first_m + (tile % per_group) % gsize;
-    const int tn = (tile % per_group) / gsize;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
     const unsigned sbase = smem_addr(smem);
@@ -392,20 +386,7 @@ __device__ __forceinline__ void gemm_dmma(const GemmParams& p) {
             *reinterpret_cast<double2*>(cs + r * LDC + c) = make_double2(acc[mi][ni][0], acc[mi][ni][1]);
         }
     __syncthreads();
-    const double alpha = p.alpha, beta = p.beta;
-    const double* bias = reinterpret_cast<const double*>(p.bias);
-    const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
-#pragma unroll 1
-    for (int i = tid; i < BM * BN; i += NT) {
-        const int r = i / BN, c = i % BN;
-        if (r >= rows || c >= cols) continue;
-        double v = alpha * cs[r * LDC + c];
-        double* dp = D + (m0 + r) * p.ldd + (n0 + c);
-        if (beta != 0.0) v += beta * *dp;
-        if (bias) v += bias[n0 + c];
-        if (p.act) v = activate(v, p.act);
-        *dp = v;
-    }
+    store_tile_f64<BM, BN, NT>(cs, LDC, D, p, m0, n0, tid);
 }
 
 #define GEMM_DMMA(NAME, XK, YK)                                                                        \

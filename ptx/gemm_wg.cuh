@@ -311,11 +311,8 @@ template <int BM, int BN>
 __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n) {
     const int per_batch = tiles_m * tiles_n;
     const int bz = t / per_batch, tile = t % per_batch;
-    const int per_group = 8 * tiles_n;
-    const int first_m = (tile / per_group) * 8;
-    const int gsize = min(tiles_m - first_m, 8);
-    const int tm = first_m + (tile % per_group) % gsize;
-    const int tn = (tile % per_group) / gsize;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
     return TileCoord{bz, tm * BM, tn * BN};
 }
 
