@@ -77,11 +77,15 @@ fn child() {
     // SAFETY: a missing entry point is never called; the wrapper returns NOT_FOUND.
     let rc = unsafe { sys::cuMemAllocAsync(&mut ptr, 16, std::ptr::null_mut()) };
     assert_eq!(rc, sys::CUresult::CUDA_ERROR_NOT_FOUND);
-    // No libnvrtc: an error listing what was tried.
+    // No libnvrtc: an error listing what was tried. A libnvrtc that the system's own search path
+    // (the loader's cache) finds after the missing CUDRV_LIBNVRTC cannot be hidden from a child
+    // process: there the compile succeeds, and the absent library is checked only on machines
+    // without one (such as CI's).
     match compile_ptx("extern \"C\" __global__ void k() {}") {
         Err(CompileError::LibraryNotFound { tried, .. }) => {
             assert!(tried.contains("/nonexistent/libnvrtc.so.13"), "{tried}")
         }
+        Ok(_) => say("SKIPPED (libnvrtc on the system search path): the missing-libnvrtc check"),
         other => panic!("expected LibraryNotFound, got {other:?}"),
     }
     println!("CHILD OK");
