@@ -310,18 +310,29 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     #[inline]
     fn own_free(&self, shard: &Shard<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
         let mut st = shard.lock();
-        let hit = st.alloc_quick(rounded).or_else(|| {
-            if st.has_pending() {
-                st.poll_pending();
-            }
-            st.alloc_from_free(kind, rounded).or_else(|| {
-                // The quick cache may hold the pieces of a fitting block: coalesce and retry.
-                st.has_quick().then(|| st.flush_quick())?;
-                st.alloc_from_free(kind, rounded)
-            })
-        })?;
+        let hit = Self::take_own(&mut st, kind, rounded)?;
         self.add_allocated(hit.1, Locked::by(&st));
         Some(hit)
+    }
+
+    /// The block [`own_free`](Self::own_free) hands out, under the shard's lock.
+    #[inline]
+    fn take_own(st: &mut ShardState<S::F>, kind: Kind, rounded: usize) -> Option<(u64, usize)> {
+        if let Some(hit) = st.alloc_quick(rounded) {
+            return Some(hit);
+        }
+        if st.has_pending() {
+            st.poll_pending();
+        }
+        if let Some(hit) = st.alloc_from_free(kind, rounded) {
+            return Some(hit);
+        }
+        if st.has_quick() {
+            // The quick cache may hold the pieces of a fitting block: coalesce and retry.
+            st.flush_quick();
+            return st.alloc_from_free(kind, rounded);
+        }
+        None
     }
 
     /// Serves a request from memory of another stream whose last use is known finished: an
