@@ -97,16 +97,18 @@ fn threads_for(bytes: usize) -> usize {
     cores.clamp(1, tuning().0).min(bytes.div_ceil(1 << 20)).max(1)
 }
 
-/// Copies `src` into a thread's share of `dst`: the `t`-th of `threads` stripes.
+/// Bytes of one unit of the CPU threads' work. The threads take a piece's sub-blocks from a
+/// shared counter, so a thread that the host slows down or deschedules copies fewer of them
+/// instead of holding up the whole piece with a fixed share.
+const SUB_BYTES: usize = 256 << 10;
+
+/// Copies bytes [start, end) of a piece from `src` to `dst`.
 ///
 /// # Safety
-/// `dst` and `src` must each be valid for `len` bytes and must not overlap.
-unsafe fn copy_stripe(dst: SendPtr, src: SendPtr, len: usize, t: usize, threads: usize) {
-    let stripe = len.div_ceil(threads);
-    let start = (t * stripe).min(len);
-    let end = ((t + 1) * stripe).min(len);
-    // SAFETY: [start, end) lies within both ranges (caller's contract), and stripes of different
-    // threads are disjoint.
+/// `dst` and `src` must each be valid for `end` bytes and must not overlap, and no other thread
+/// may use [start, end) of `dst` meanwhile.
+unsafe fn copy_sub(dst: SendPtr, src: SendPtr, (start, end): (usize, usize)) {
+    // SAFETY: the caller's contract.
     unsafe { std::ptr::copy_nonoverlapping(src.0.add(start), dst.0.add(start), end - start) };
 }
 
@@ -134,10 +136,11 @@ impl Staging {
 
     /// Copies `bytes` from host `src` to device `dst` on `stream`; returns when the copy is done.
     ///
-    /// Every thread copies its stripe of each piece into the piece's chunk; the thread that
-    /// finishes a piece last queues its DMA and records the chunk's event. A thread starts on a
-    /// chunk only after the DMA of the piece that used it before was queued and has completed.
-    /// There is no barrier: threads run ahead as far as the chunks allow.
+    /// The threads copy each piece into the piece's chunk, sub-block by sub-block as they take
+    /// them; the thread that finishes a piece's last sub-block queues its DMA and records the
+    /// chunk's event. A thread starts on a chunk only after the DMA of the piece that used it
+    /// before was queued and has completed. There is no barrier: threads run ahead as far as the
+    /// chunks allow.
     ///
     /// # Safety
     /// `src` must be valid for reading `bytes`, and `dst` a device range of `bytes` that the
@@ -154,10 +157,10 @@ impl Staging {
         let chunk_bytes = tuning().1;
         let pieces = bytes.div_ceil(chunk_bytes);
         let threads = threads_for(bytes);
-        let pipeline = Pipeline::new(pieces, threads);
+        let pipeline = Pipeline::new(bytes, chunk_bytes);
         let src = SendPtr(src as *mut u8);
         std::thread::scope(|scope| {
-            for t in 0..threads {
+            for _ in 0..threads {
                 let (chunks, pipeline) = (&chunks, &pipeline);
                 scope.spawn(move || {
                     for p in 0..pieces {
@@ -171,10 +174,14 @@ impl Staging {
                         if let Err(e) = chunks[b].wait() {
                             return pipeline.fail(e);
                         }
-                        // SAFETY: the source piece lies within the caller's range; the chunk
-                        // holds chunk_bytes >= len and no DMA reads it (waited above).
-                        unsafe { copy_stripe(SendPtr(chunks[b].ptr), SendPtr(src.get().add(offset)), len, t, threads) };
-                        if pipeline.finish_stripe(p) {
+                        while let Some(range) = pipeline.take_sub(p, len) {
+                            // SAFETY: the source piece lies within the caller's range; the chunk
+                            // holds chunk_bytes >= len and no DMA reads it (waited above); each
+                            // sub-block is taken by one thread.
+                            unsafe { copy_sub(SendPtr(chunks[b].ptr), SendPtr(src.get().add(offset)), range) };
+                            if !pipeline.finish_sub(p) {
+                                continue;
+                            }
                             let queued = ctx.bind_to_thread().and_then(|()| {
                                 // SAFETY: the chunk is pinned and holds the piece's `len` bytes;
                                 // the destination lies within the caller's device range.
@@ -220,7 +227,7 @@ impl Staging {
         let chunk_bytes = tuning().1;
         let pieces = bytes.div_ceil(chunk_bytes);
         let threads = threads_for(bytes);
-        let pipeline = Pipeline::new(pieces, threads);
+        let pipeline = Pipeline::new(bytes, chunk_bytes);
         let dst = SendPtr(dst);
         let queue = |p: usize| -> Result<()> {
             let (b, offset) = (p % CHUNKS, p * chunk_bytes);
@@ -244,7 +251,7 @@ impl Staging {
             queue(p)?;
         }
         std::thread::scope(|scope| {
-            for t in 0..threads {
+            for _ in 0..threads {
                 let (chunks, pipeline, queue) = (&chunks, &pipeline, &queue);
                 scope.spawn(move || {
                     for p in 0..pieces {
@@ -256,12 +263,15 @@ impl Staging {
                         if let Err(e) = chunks[b].wait() {
                             return pipeline.fail(e);
                         }
-                        // SAFETY: the chunk's DMA has completed (waited above); the destination
-                        // piece lies within the caller's range; stripes are disjoint.
-                        unsafe { copy_stripe(SendPtr(dst.get().add(offset)), SendPtr(chunks[b].ptr), len, t, threads) };
-                        if pipeline.finish_stripe(p) && p + CHUNKS < pieces {
-                            if let Err(e) = queue(p + CHUNKS) {
-                                return pipeline.fail(e);
+                        while let Some(range) = pipeline.take_sub(p, len) {
+                            // SAFETY: the chunk's DMA has completed (waited above); the
+                            // destination piece lies within the caller's range; each sub-block is
+                            // taken by one thread.
+                            unsafe { copy_sub(SendPtr(dst.get().add(offset)), SendPtr(chunks[b].ptr), range) };
+                            if pipeline.finish_sub(p) && p + CHUNKS < pieces {
+                                if let Err(e) = queue(p + CHUNKS) {
+                                    return pipeline.fail(e);
+                                }
                             }
                         }
                     }
@@ -277,7 +287,9 @@ impl Staging {
 
 /// The shared state of one staged copy.
 struct Pipeline {
-    /// Per piece: stripes still to copy.
+    /// Per piece: the next sub-block to take.
+    next: Vec<AtomicUsize>,
+    /// Per piece: sub-blocks still to copy.
     remaining: Vec<AtomicUsize>,
     /// Per chunk: 1 + the last piece whose DMA was queued through it (0: none yet).
     published: [AtomicUsize; CHUNKS],
@@ -286,17 +298,31 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    fn new(pieces: usize, threads: usize) -> Self {
+    /// The state for `bytes` in pieces of `chunk_bytes`.
+    fn new(bytes: usize, chunk_bytes: usize) -> Self {
+        let pieces = bytes.div_ceil(chunk_bytes);
+        let subs = |p: usize| chunk_bytes.min(bytes - p * chunk_bytes).div_ceil(SUB_BYTES);
         Pipeline {
-            remaining: (0..pieces).map(|_| AtomicUsize::new(threads)).collect(),
+            next: (0..pieces).map(|_| AtomicUsize::new(0)).collect(),
+            remaining: (0..pieces).map(|p| AtomicUsize::new(subs(p))).collect(),
             published: std::array::from_fn(|_| AtomicUsize::new(0)),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }
     }
 
-    /// Counts one stripe of `piece` done; true for the thread that did the last one.
-    fn finish_stripe(&self, piece: usize) -> bool {
+    /// Takes the next sub-block of `piece` (of `len` bytes): its byte range within the piece,
+    /// or `None` once every sub-block is taken.
+    fn take_sub(&self, piece: usize, len: usize) -> Option<(usize, usize)> {
+        let start = self.next[piece]
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_mul(SUB_BYTES);
+        (start < len).then(|| (start, (start + SUB_BYTES).min(len)))
+    }
+
+    /// Counts one sub-block of `piece` done; true for the thread that did the last one (it then
+    /// sees every sub-block's bytes).
+    fn finish_sub(&self, piece: usize) -> bool {
         self.remaining[piece].fetch_sub(1, Ordering::AcqRel) == 1
     }
 
@@ -345,6 +371,50 @@ impl Staging {
                 let _ = sys::cuEventDestroy_v2(chunk.event);
                 let _ = sys::cuMemFreeHost(chunk.ptr.cast());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_blocks_cover_each_piece_once_and_one_thread_finishes_it() {
+        // 3 full pieces of 1 MiB and a last one of 700 KiB + 5 bytes, taken by 6 threads.
+        let chunk = 1 << 20;
+        let bytes = 3 * chunk + (700 << 10) + 5;
+        let pipeline = Pipeline::new(bytes, chunk);
+        let pieces = bytes.div_ceil(chunk);
+        let covered: Vec<Mutex<Vec<(usize, usize)>>> = (0..pieces).map(|_| Mutex::new(Vec::new())).collect();
+        let finished: Vec<AtomicUsize> = (0..pieces).map(|_| AtomicUsize::new(0)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    for p in 0..pieces {
+                        let len = chunk.min(bytes - p * chunk);
+                        while let Some(range) = pipeline.take_sub(p, len) {
+                            covered[p].lock().push(range);
+                            if pipeline.finish_sub(p) {
+                                finished[p].fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        for p in 0..pieces {
+            let len = chunk.min(bytes - p * chunk);
+            let mut ranges = covered[p].lock().clone();
+            ranges.sort_unstable();
+            let mut at = 0;
+            for (start, end) in ranges {
+                assert_eq!(start, at, "piece {p}: a gap or an overlap at {start}");
+                assert!(end > start && end - start <= SUB_BYTES);
+                at = end;
+            }
+            assert_eq!(at, len, "piece {p} not covered");
+            assert_eq!(finished[p].load(Ordering::Relaxed), 1, "piece {p}");
         }
     }
 }
