@@ -49,7 +49,7 @@ struct Chunk {
 }
 
 // SAFETY: the chunk's host memory and event are used by the copy threads of one copy at a time,
-// each on a disjoint stripe, and the driver handles may be used from any thread.
+// each on sub-blocks no other thread takes, and the driver handles may be used from any thread.
 unsafe impl Send for Chunk {}
 // SAFETY: as above.
 unsafe impl Sync for Chunk {}
@@ -78,7 +78,7 @@ impl std::fmt::Debug for Staging {
     }
 }
 
-/// A raw pointer that may cross into the copy threads (each thread touches a disjoint stripe).
+/// A raw pointer that may cross into the copy threads (each thread touches the sub-blocks it took).
 #[derive(Copy, Clone)]
 struct SendPtr(*mut u8);
 impl SendPtr {
@@ -87,7 +87,7 @@ impl SendPtr {
         self.0
     }
 }
-// SAFETY: the threads write disjoint stripes and are joined before the pointer's owner is used.
+// SAFETY: the threads write disjoint sub-blocks and are joined before the pointer's owner is used.
 unsafe impl Send for SendPtr {}
 // SAFETY: as above.
 unsafe impl Sync for SendPtr {}
