@@ -397,7 +397,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             && self.release_threshold.load(Relaxed) == UNSET
         {
             let mut st = shard.lock();
-            if let Some(size) = st.free_quick(block.addr) {
+            if let Some(size) = st.free_quick(block.addr, block.size) {
                 self.sub_allocated(size, Locked::by(&st));
                 return;
             }

@@ -37,12 +37,12 @@ enum State {
     /// In a free set: reusable by this shard's stream.
     Free,
     /// Handed out; the streams it was additionally used on (`record_stream`), deduplicated.
+    /// A block listed in the shard's quick cache (freed, kept whole for the next request of
+    /// exactly its size on this stream) stays in this state, with no streams: the list alone
+    /// says it is cached, so the quick path needs no look-up of the block.
     Allocated(Vec<StreamId>),
     /// Freed, but used on other streams whose fences have not all completed.
     Pending,
-    /// Freed into the stream's quick cache: kept whole (not coalesced) for the next request of
-    /// exactly its size on this stream.
-    Quick,
 }
 
 /// Most blocks a stream's quick cache holds.
@@ -156,6 +156,8 @@ pub(crate) struct ShardState<F> {
     pending_bytes: usize,
     /// The quick cache: (size, addr) of freed blocks, newest last.
     quick: Vec<(usize, u64)>,
+    /// Allocated blocks used on other streams too (their stream lists are not empty).
+    shared: usize,
 }
 
 impl<F: Fence> Default for ShardState<F> {
@@ -171,6 +173,7 @@ impl<F: Fence> Default for ShardState<F> {
             safe_seq: 0,
             migration: Migration::None,
             quick: Vec::new(),
+            shared: 0,
             free_bytes: 0,
             pending_bytes: 0,
         }
@@ -278,18 +281,18 @@ impl<F: Fence> ShardState<F> {
     /// Marks the allocated block at `addr` as also used on `stream`. `false` when no block is
     /// allocated there.
     pub(crate) fn record_stream(&mut self, addr: u64, stream: StreamId) -> bool {
-        match self.nodes.get_mut(&addr) {
-            Some(Node {
-                state: State::Allocated(streams),
-                ..
-            }) => {
-                if !streams.contains(&stream) {
-                    streams.push(stream);
-                }
-                true
-            }
-            _ => false,
+        let Some(Node {
+            state: State::Allocated(streams),
+            ..
+        }) = self.nodes.get_mut(&addr)
+        else {
+            return false;
+        };
+        if !streams.contains(&stream) {
+            self.shared += usize::from(streams.is_empty());
+            streams.push(stream);
         }
+        true
     }
 
     /// Frees the allocated block at `addr`. `None` when no block is allocated there.
@@ -307,6 +310,7 @@ impl<F: Fence> ShardState<F> {
         if !streams.is_empty() {
             node.state = State::Pending;
             self.pending_bytes += size;
+            self.shared -= 1;
             return Some(FreeOutcome::Deferred { size, seq, streams });
         }
         let became_idle = self.mark_free(addr, seq);
@@ -328,15 +332,23 @@ impl<F: Fence> ShardState<F> {
     /// returns its oldest block to the free sets, so that the sizes in use now keep their place
     /// (otherwise blocks of sizes no longer requested, left by earlier work, would send every
     /// free of the current size down the coalescing path for good).
+    ///
+    /// `addr` and `size` are those of a block allocated in this shard (a pool's [`Block`](super::Block)
+    /// is a unique handle). While no block of the shard is shared with other streams, that is all
+    /// the quick path needs to know, so it looks nothing up.
     #[inline]
-    pub(crate) fn free_quick(&mut self, addr: u64) -> Option<usize> {
-        let node = self.nodes.get_mut(&addr)?;
-        match &node.state {
-            State::Allocated(streams) if streams.is_empty() => {}
-            _ => return None,
+    pub(crate) fn free_quick(&mut self, addr: u64, size: usize) -> Option<usize> {
+        if self.shared > 0 {
+            match &self.nodes.get(&addr)?.state {
+                State::Allocated(streams) if streams.is_empty() => {}
+                _ => return None,
+            }
         }
-        node.state = State::Quick;
-        let size = node.size;
+        debug_assert!(
+            matches!(self.nodes.get(&addr), Some(Node { state: State::Allocated(streams), size: s, .. })
+                if streams.is_empty() && *s == size),
+            "quick free of {addr:#x} ({size} B), which is not an unshared allocated block of that size"
+        );
         if self.quick.len() >= QUICK_MAX {
             let (_, oldest) = self.quick.remove(0);
             self.seq += 1;
@@ -359,7 +371,6 @@ impl<F: Fence> ShardState<F> {
         } else {
             self.quick.remove(at)
         };
-        self.node_mut(addr).state = State::Allocated(Vec::new());
         self.count_allocation(Served::Hit);
         Some((addr, size))
     }
@@ -472,7 +483,9 @@ impl<F: Fence> ShardState<F> {
         let fence = self.segments[&self.nodes[&addr].segment].last_free_seq > self.safe_seq;
         let size = self.carve(addr, rounded, if fence { Served::Waited } else { Served::CrossStream });
         if let State::Allocated(streams) = &mut self.node_mut(addr).state {
+            debug_assert!(streams.is_empty(), "a block carved just now has no streams");
             streams.push(borrower);
+            self.shared += 1;
         }
         Some((addr, size, fence))
     }
@@ -505,6 +518,7 @@ impl<F: Fence> ShardState<F> {
         self.pending_bytes -= size;
         self.count_allocation(Served::Waited);
         self.node_mut(p.addr).state = State::Allocated(vec![borrower]);
+        self.shared += 1;
         Some((p.addr, size, p.seq > self.safe_seq, p.fences))
     }
 
@@ -650,6 +664,9 @@ impl<F: Fence> ShardState<F> {
         let mut free_count = 0;
         let mut idle_count = 0;
         let mut quick_count = 0;
+        let mut shared = 0;
+        let quick: HashMap<u64, usize> = self.quick.iter().map(|&(size, addr)| (addr, size)).collect();
+        assert_eq!(quick.len(), self.quick.len(), "a block listed twice in the quick cache");
         for (&start, seg) in &self.segments {
             let mut at = start;
             let mut prev = None;
@@ -672,16 +689,19 @@ impl<F: Fence> ShardState<F> {
                     assert_eq!(whole, self.idle[kind].contains(&(node.size, addr)));
                     idle_count += usize::from(whole);
                 }
-                match node.state {
+                match &node.state {
                     State::Pending => pending_bytes += node.size,
-                    State::Allocated(_) => allocated = (allocated.0 + node.size, allocated.1 + 1),
-                    State::Quick => {
-                        assert!(
-                            self.quick.contains(&(node.size, addr)),
-                            "quick block {addr:#x} not listed"
-                        );
-                        quick_count += 1;
-                    }
+                    State::Allocated(streams) => match quick.get(&addr) {
+                        Some(&size) => {
+                            assert!(streams.is_empty(), "quick block {addr:#x} has streams");
+                            assert_eq!(size, node.size, "quick block {addr:#x} listed with another size");
+                            quick_count += 1;
+                        }
+                        None => {
+                            allocated = (allocated.0 + node.size, allocated.1 + 1);
+                            shared += usize::from(!streams.is_empty());
+                        }
+                    },
                     State::Free => {}
                 }
                 prev_free = free;
@@ -694,6 +714,7 @@ impl<F: Fence> ShardState<F> {
         assert_eq!(free_bytes, self.free_bytes);
         assert_eq!(pending_bytes, self.pending_bytes);
         assert_eq!(quick_count, self.quick.len(), "quick list and quick blocks differ");
+        assert_eq!(shared, self.shared, "shared block count");
         assert_eq!(free_count, self.free.iter().map(BTreeSet::len).sum::<usize>());
         assert_eq!(idle_count, self.idle.iter().map(BTreeSet::len).sum::<usize>());
         let tiled: usize = self.segments.values().map(|seg| seg.size).sum();
@@ -755,17 +776,36 @@ mod tests {
             .map(|i| s.alloc_from_free(Kind::Small, 512 * (i + 1)).unwrap())
             .collect();
         for b in &blocks[..QUICK_MAX] {
-            assert_eq!(s.free_quick(b.0), Some(b.1));
+            assert_eq!(s.free_quick(b.0, b.1), Some(b.1));
         }
         s.check();
         // Full: the oldest (512 B) goes back to the free sets, the newest is cached.
         let last = blocks[QUICK_MAX];
-        assert_eq!(s.free_quick(last.0), Some(last.1));
+        assert_eq!(s.free_quick(last.0, last.1), Some(last.1));
         s.check();
         assert_eq!(s.quick.len(), QUICK_MAX);
         assert!(matches!(s.nodes[&blocks[0].0].state, State::Free));
         assert_eq!(s.alloc_quick(last.1), Some(last));
         assert_eq!(s.alloc_quick(512), None);
+        s.check();
+    }
+
+    #[test]
+    fn blocks_shared_with_other_streams_never_enter_the_quick_cache() {
+        let mut s = shard_with_small_segment();
+        let a = s.alloc_from_free(Kind::Small, 1024).unwrap();
+        let b = s.alloc_from_free(Kind::Small, 1024).unwrap();
+        assert!(s.record_stream(a.0, StreamId(9)));
+        assert!(s.record_stream(a.0, StreamId(9)));
+        s.check();
+        // With a shared block in the shard the quick path looks the block up: b is unshared.
+        assert_eq!(s.free_quick(b.0, b.1), Some(b.1));
+        assert_eq!(s.free_quick(a.0, a.1), None);
+        s.check();
+        assert!(matches!(s.free(a.0), Some(FreeOutcome::Deferred { .. })));
+        s.check();
+        assert_eq!(s.shared, 0);
+        assert_eq!(s.alloc_quick(1024), Some(b));
         s.check();
     }
 
