@@ -727,10 +727,18 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
                 c.peak_allocated.store(now, Relaxed);
             }
         } else {
-            let now = c.allocated.fetch_add(size, Relaxed) + size;
-            if now > c.peak_allocated.load(Relaxed) {
-                c.peak_allocated.fetch_max(now, Relaxed);
-            }
+            self.add_allocated_atomic(size);
+        }
+    }
+
+    /// Adds `size` bytes to the allocated total and its peak with atomic read-modify-writes (the
+    /// pool has several shards).
+    #[inline]
+    fn add_allocated_atomic(&self, size: usize) {
+        let c = &self.counters;
+        let now = c.allocated.fetch_add(size, Relaxed) + size;
+        if now > c.peak_allocated.load(Relaxed) {
+            c.peak_allocated.fetch_max(now, Relaxed);
         }
     }
 
@@ -750,11 +758,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// shards) and makes the block's handle.
     fn hand_out_from(&self, addr: u64, size: usize, requested: usize, stream: StreamId, home: StreamId) -> Block {
         debug_assert!(!self.solo.load(Relaxed), "memory lent in a solo pool");
-        let c = &self.counters;
-        let now = c.allocated.fetch_add(size, Relaxed) + size;
-        if now > c.peak_allocated.load(Relaxed) {
-            c.peak_allocated.fetch_max(now, Relaxed);
-        }
+        self.add_allocated_atomic(size);
         self.make_block(addr, size, requested, stream, home)
     }
 
