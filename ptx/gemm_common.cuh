@@ -51,10 +51,12 @@ __device__ __forceinline__ TileRC raster_tile(int tile, int tiles_m, int tiles_n
 
 // The f64 kernels' epilogue, after the C tile (rows x cols of a BM x BN tile at m0, n0) was parked
 // in shared memory `cs` with leading dimension `ldc`: one rolled loop over the tile by NT threads
-// applies alpha, beta * D, the bias and the activation, with coalesced accesses to D.
-template <int BM, int BN, int NT>
+// applies alpha, beta * D, the bias and the activation, with coalesced accesses to D. With
+// PARTS > 1 the tile is the sum of PARTS partial tiles, `part_stride` doubles apart in `cs`, added
+// in order (part 0 first), so the result does not depend on timing.
+template <int BM, int BN, int NT, int PARTS = 1>
 __device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double* D, const GemmParams& p,
-                                               long long m0, long long n0, int tid) {
+                                               long long m0, long long n0, int tid, int part_stride = 0) {
     const double alpha = p.alpha, beta = p.beta;
     const double* bias = reinterpret_cast<const double*>(p.bias);
     const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
@@ -62,11 +64,32 @@ __device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double
     for (int i = tid; i < BM * BN; i += NT) {
         const int r = i / BN, c = i % BN;
         if (r >= rows || c >= cols) continue;
-        double v = alpha * cs[r * ldc + c];
+        double s = cs[r * ldc + c];
+#pragma unroll
+        for (int q = 1; q < PARTS; ++q) s += cs[q * part_stride + r * ldc + c];
+        double v = alpha * s;
         double* dp = D + (m0 + r) * p.ldd + (n0 + c);
         if (beta != 0.0) v += beta * *dp;
         if (bias) v += bias[n0 + c];
         if (p.act) v = activate(v, p.act);
         *dp = v;
     }
+}
+
+// Thread block clusters (sm_90): the block's rank in its cluster, a barrier over every thread of
+// the cluster (release / acquire: shared-memory writes before it, to any block of the cluster,
+// are visible after it), and a store into the shared memory of another block of the cluster
+// (`addr` a shared-memory offset in this block's window, mapped to block `rank`'s).
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_store_f64x2(unsigned addr, unsigned rank, double a, double b) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("st.shared::cluster.v2.f64 [%0], {%1, %2};\n" ::"r"(remote), "d"(a), "d"(b) : "memory");
 }

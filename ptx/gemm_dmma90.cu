@@ -9,13 +9,21 @@
 //
 // Kernel names: gemm_dmma90_f64_<tile>_<opA><opB> (xk = opB == 'n', yk = opA == 't'), tiles:
 //   l = 128 x 128, 8 warps (2 x 4) of 64 x 32, m16n8k4, 4 stages  (256 threads, 163840 bytes)
+//   m = 128 x 64,  8 warps (4 x 2) of 32 x 32, m16n8k8, 4 stages  (256 threads, 122880 bytes)
 //   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
+//   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
 // BK = 16. Dynamic shared memory = STAGES * 8 * (BK + 4) * (BM + BN) bytes (the opt-in above
-// 48 KiB is needed for l and s). The template also takes BK = 32 and m16n8k16 shapes; see
-// docs/kernels/gemm.md for the configurations measured and dropped.
+// 48 KiB is needed for l, m and s). The template also takes BK = 32, m16n8k16 shapes and splits
+// in 4; see docs/kernels/gemm.md for the configurations measured and dropped.
 //
-// Launch contract: block = (32 * WM * WN, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1);
+// Split k (SPLIT = 2): the kernel is compiled with a cluster shape of 2 x 1 x 1; the two blocks
+// of a cluster compute the same output tile, block r over k-tiles [r * KT / 2, (r + 1) * KT / 2).
+// After the main loop each block sends the rows of its partial tile that the other block
+// finishes into that block's shared memory (st.shared::cluster), and each block adds the two
+// partial tiles of its half of the rows in a fixed order (part 0 first) in its epilogue.
+//
+// Launch contract: block = (32 * WM * WN, 1, 1); grid = (ceil(m/BM) * ceil(n/BN) * SPLIT, batch, 1);
 // x, y 16-byte aligned; ldx, ldy (and sx, sy for batches) even: cp.async moves 16 bytes (two
 // doubles) at a time, partial chunks at the edges are zero-filled through cp.async's src-size.
 // beta == 0: D is not read. bias == 0: no bias. k == 0 is allowed. m, n >= 1.
@@ -89,7 +97,7 @@ template <int OUTER, int INNER, int SLD, int NT> struct TileCopy {
     }
 };
 
-template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, bool XK, bool YK>
+template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK>
 __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int LDK = BK + 4, LDXM = BM + 4, LDYN = BN + 4;
@@ -114,7 +122,14 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 
     // Grouped rasterisation: 8 row-tiles share their column tiles in L2.
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
-    const int tile = blockIdx.x;
+    // SPLIT > 1: the SPLIT blocks of a cluster share one output tile, each summing a contiguous
+    // share of its k-tiles; the partial tiles meet in shared memory after the main loop.
+    static_assert(SPLIT >= 1 && BM % SPLIT == 0, "a split tile divides its rows among the parts");
+    const int rank = SPLIT > 1 ? (int)cluster_rank() : 0;
+    const int tile = blockIdx.x / SPLIT;
+    const int KT_ALL = (int)((p.k + BK - 1) / BK);
+    const int kt0 = (int)((long long)KT_ALL * rank / SPLIT);
+    const int KT = (int)((long long)KT_ALL * (rank + 1) / SPLIT) - kt0;
     const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
     const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
@@ -127,7 +142,7 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     const unsigned sbase = smem_addr(smem);
     auto load_stage = [&](int stage, int kt) {
         const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_ELEMS * 8;
-        const long long k0 = (long long)kt * BK;
+        const long long k0 = (long long)(kt0 + kt) * BK;
         xc.copy(xs, XK ? 0 : k0, XK ? k0 : 0);
         yc.copy(ys, YK ? 0 : k0, YK ? k0 : 0);
     };
@@ -168,7 +183,6 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // Pipeline: every stage holds one k-tile; tile kt + STAGES is copied into tile kt's stage right
     // after the barrier of iteration kt, which every warp passes only once it has read tile kt's
     // fragments (the reads of the last k-step happen before the barrier).
-    const int KT = (int)((p.k + BK - 1) / BK);
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
         if (s < KT) load_stage(s, s);
@@ -207,32 +221,62 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // rolled loop applies alpha, beta * D, bias and the activation with coalesced accesses to D.
     constexpr int LDC = BN + 8;
     static_assert(BM * LDC * 8 <= STAGES * STAGE_BYTES, "the C tile must fit in the stages");
-    __syncthreads();
     double* cs = reinterpret_cast<double*>(smem);
+    if constexpr (SPLIT == 1) {
+        __syncthreads();
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+        for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) {
-            const int r = wm * WTM + mi * 16 + g, c = wn * WTN + ni * 8 + 2 * t;
-            *reinterpret_cast<double2*>(cs + r * LDC + c) = make_double2(acc[mi][ni][0], acc[mi][ni][1]);
-            *reinterpret_cast<double2*>(cs + (r + 8) * LDC + c) = make_double2(acc[mi][ni][2], acc[mi][ni][3]);
-        }
-    __syncthreads();
-    store_tile_f64<BM, BN, NT>(cs, LDC, D, p, m0, n0, tid);
+            for (int ni = 0; ni < NI; ++ni) {
+                const int r = wm * WTM + mi * 16 + g, c = wn * WTN + ni * 8 + 2 * t;
+                *reinterpret_cast<double2*>(cs + r * LDC + c) = make_double2(acc[mi][ni][0], acc[mi][ni][1]);
+                *reinterpret_cast<double2*>(cs + (r + 8) * LDC + c) = make_double2(acc[mi][ni][2], acc[mi][ni][3]);
+            }
+        __syncthreads();
+        store_tile_f64<BM, BN, NT>(cs, LDC, D, p, m0, n0, tid);
+    } else {
+        // Block `rank` finishes rows [rank * RB, rank * RB + RB) of the tile. Once every block of
+        // the cluster is past its main loop (its stages are free), each sends each row of its
+        // partial tile to the block that finishes it, into slot `rank` of that block's RB-row
+        // slots; after the second barrier every block adds its SPLIT slots in order.
+        constexpr int RB = BM / SPLIT;
+        cluster_sync();
+        auto put = [&](int r, int c, double a, double b) {
+            const int owner = r / RB, lr = r % RB;
+            cluster_store_f64x2(sbase + (unsigned)(((rank * RB + lr) * LDC + c) * 8), (unsigned)owner, a, b);
+        };
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int r = wm * WTM + mi * 16 + g, c = wn * WTN + ni * 8 + 2 * t;
+                put(r, c, acc[mi][ni][0], acc[mi][ni][1]);
+                put(r + 8, c, acc[mi][ni][2], acc[mi][ni][3]);
+            }
+        cluster_sync();
+        store_tile_f64<RB, BN, NT, SPLIT>(cs, LDC, D, p, m0 + (long long)rank * RB, n0, tid, RB * LDC);
+    }
 }
 
-#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, MINB, XK, YK)                                     \
-    extern "C" __global__ void __launch_bounds__(WM * WN * 32, MINB) NAME(GemmParams p) {               \
-        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, XK, YK>(p);                                            \
+// SPLIT > 1 kernels carry their cluster shape (SPLIT x 1 x 1), so a plain launch forms the clusters.
+#define DMMA90_CLUSTER_1
+#define DMMA90_CLUSTER_2 __cluster_dims__(2, 1, 1)
+#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK)                              \
+    extern "C" __global__ void DMMA90_CLUSTER_##SPLIT __launch_bounds__(WM * WN * 32, MINB)             \
+        NAME(GemmParams p) {                                                                             \
+        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK>(p);                                     \
     }
 // <opA><opB>: xk = (opB == n), yk = (opA == t)
-#define GEMM_DMMA90_OPS(TILE, BM, BN, WM, WN, BK, ST, KS, MINB)                                         \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, MINB, true, false)             \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, MINB, false, false)            \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, MINB, true, true)              \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, MINB, false, true)
+#define GEMM_DMMA90_OPS(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB)                                  \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false)      \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, false)     \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, true)       \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, true)
 
-//              tile  BM   BN  WM WN  BK ST KS MINB
-GEMM_DMMA90_OPS(l, 128, 128, 2, 4, 16, 4, 4, 1)
-GEMM_DMMA90_OPS(s, 64, 64, 2, 2, 16, 3, 8, 2)
-GEMM_DMMA90_OPS(u, 32, 32, 2, 2, 16, 4, 8, 1)
+//              tile  BM   BN  WM WN  BK ST KS SPLIT MINB
+GEMM_DMMA90_OPS(l, 128, 128, 2, 4, 16, 4, 4, 1, 1)
+GEMM_DMMA90_OPS(m, 128, 64, 4, 2, 16, 4, 8, 1, 1)
+GEMM_DMMA90_OPS(s, 64, 64, 2, 2, 16, 3, 8, 1, 2)
+GEMM_DMMA90_OPS(u, 32, 32, 2, 2, 16, 4, 8, 1, 1)
+GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
+GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
+use crate::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
 use crate::error::Result;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::selftest::{rel_error, Check, FromF64, Rng};
@@ -44,7 +44,7 @@ fn gemm_case<T: Element>(
     pad: usize,
     math: MathMode,
     kernel: Kernel,
-    tile: Tile,
+    (tile, split): (Tile, SplitK),
     act: Activation,
 ) -> Result<f64>
 where
@@ -94,6 +94,7 @@ where
         .math(math)
         .kernel(kernel)
         .tile(tile)
+        .split_k(split)
         .activation(act)
         .run_with_bias(&da, &db, &dbias, &mut dc)?;
     let out = dc.to_vec()?;
@@ -102,7 +103,8 @@ where
 }
 
 /// Every variant of one element type's GEMM kernels: `prefix` names them
-/// (`{prefix}_{tile}_{ops}`); `tiles` the tile letters the family has.
+/// (`{prefix}_{tile}_{ops}`); `tiles` the tiles (and k splits) the family has, with the kernel
+/// names' tile part and the padding of the leading dimensions.
 #[allow(clippy::too_many_arguments)]
 fn sweep<T: Element>(
     stream: &Arc<Stream>,
@@ -110,7 +112,7 @@ fn sweep<T: Element>(
     prefix: &str,
     math: MathMode,
     kernel: Kernel,
-    tiles: &[(Tile, char, usize)],
+    tiles: &[(Tile, SplitK, &str, usize)],
     tol: f64,
     out: &mut Vec<Check>,
     covered: &mut BTreeSet<String>,
@@ -120,13 +122,13 @@ fn sweep<T: Element>(
     use Transpose::{N, T as Tr};
     // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores.
     let shape = (136, 72, 48);
-    for &(tile, letter, pad) in tiles {
+    for &(tile, split, letter, pad) in tiles {
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
             let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
             let name = format!("gemm {prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
-            let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, tile, act);
+            let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, (tile, split), act);
             let what = format!("136x72x48 ld+{pad} +bias {act:?}");
             let check = Check::new(name, what, tol, result);
             all &= check.passed;
@@ -187,16 +189,16 @@ fn gemv_case<T: Element + blas::GemvType>(
 pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
     let mut rng = Rng::new(seed ^ 0xB1A5);
     let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
-    let both = [(Tile::Small, 's', 0), (Tile::Large, 'l', 0)];
-    let small = [(Tile::Small, 's', 0)];
+    let both = [(Tile::Small, SplitK::Auto, "s", 0), (Tile::Large, SplitK::Auto, "l", 0)];
+    let small = [(Tile::Small, SplitK::Auto, "s", 0)];
     // f32 on the CUDA cores: w needs operands aligned for 16-byte copies, so l runs on
     // leading dimensions one element longer than the matrices; u is the automatic choice for a
     // problem this small (fewer 64 x 64 tiles than multiprocessors).
     let f32_simt = [
-        (Tile::Small, 's', 0),
-        (Tile::Large, 'w', 0),
-        (Tile::Large, 'l', 1),
-        (Tile::Auto, 'u', 0),
+        (Tile::Small, SplitK::Auto, "s", 0),
+        (Tile::Large, SplitK::Auto, "w", 0),
+        (Tile::Large, SplitK::Auto, "l", 1),
+        (Tile::Auto, SplitK::Auto, "u", 0),
     ];
     let tc = stream.context().compute_capability() >= (8, 0);
     let (s, r) = (stream, &mut rng);
@@ -293,8 +295,16 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     }
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
-        // this small.
-        let dmma90 = [(Tile::Small, 's', 0), (Tile::Large, 'l', 0), (Tile::Auto, 'u', 0)];
+        // this small, Narrow is m (128 x 64); the k splits over the 2 blocks of a cluster are
+        // forced.
+        let dmma90 = [
+            (Tile::Small, SplitK::Auto, "s", 0),
+            (Tile::Large, SplitK::Auto, "l", 0),
+            (Tile::Auto, SplitK::Auto, "u", 0),
+            (Tile::Narrow, SplitK::Auto, "m", 0),
+            (Tile::Small, SplitK::Parts(2), "s2", 0),
+            (Tile::Auto, SplitK::Parts(2), "u2", 0),
+        ];
         sweep::<f64>(
             s,
             r,
@@ -310,7 +320,11 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     if stream.context().compute_capability() == (9, 0) {
         // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
         // combinations pack their operands first, so a passing tf32 sweep covers the packer too.
-        let wide = [(Tile::Narrow, 'n', 0), (Tile::Large, 'l', 0), (Tile::Wide, 'w', 0)];
+        let wide = [
+            (Tile::Narrow, SplitK::Auto, "n", 0),
+            (Tile::Large, SplitK::Auto, "l", 0),
+            (Tile::Wide, SplitK::Auto, "w", 0),
+        ];
         let k = Kernel::Wgmma;
         sweep::<half::f16>(
             s,

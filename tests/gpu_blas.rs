@@ -10,7 +10,7 @@ mod gpu;
 
 use std::sync::Arc;
 
-use cudrv::blas::{self, Activation, Gemm, GemmType, Kernel, Layout, MathMode, Tile, Transpose};
+use cudrv::blas::{self, Activation, Gemm, GemmType, Kernel, Layout, MathMode, SplitK, Tile, Transpose};
 use cudrv::selftest::Rng;
 use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Stream};
 use half::{bf16, f16};
@@ -162,6 +162,7 @@ struct Case {
     math: MathMode,
     kernel: Kernel,
     tile: Tile,
+    split: SplitK,
     /// Extra elements between C matrices of a batch (beyond a multiple of 8).
     c_gap: usize,
 }
@@ -185,6 +186,7 @@ impl Case {
             math: MathMode::Exact,
             kernel: Kernel::Auto,
             tile: Tile::Auto,
+            split: SplitK::Auto,
             c_gap: 0,
         }
     }
@@ -289,7 +291,8 @@ fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
         .math(c.math)
         .activation(c.act)
         .kernel(c.kernel)
-        .tile(c.tile);
+        .tile(c.tile)
+        .split_k(c.split);
     if c.bias {
         g.run_with_bias(&a_dev, &b_dev, &bias_dev, &mut c_dev)
     } else {
@@ -559,26 +562,60 @@ fn gemm_f64_dmma_and_simt() {
         println!("SKIPPED the sm_90 DMMA tiles: they need compute capability 9.0");
         return;
     }
-    // The sm_90 DMMA kernels on the forced tiles s and l (u is the automatic tile of the small
-    // cases above, l of big_cases), with all shapes, ops, layouts, epilogues and batches.
-    // Mid-size problems: the automatic tile there is s (64 x 64).
+    // The sm_90 DMMA kernels on every forced tile and k split (the split blocks of a tile add
+    // their partial tiles through a thread block cluster's shared memory), with all shapes
+    // (k = 1 leaves some parts without k), ops, layouts, epilogues and batches.
+    // Mid-size problems: the automatic choice is m (128 x 64) at 1000^2 and, with k >= 512, s
+    // split in 2 at 1500^2 (on the H100's 132 multiprocessors).
     let mid: Vec<Case> = OPS
         .iter()
         .enumerate()
-        .map(|(i, &(ta, tb))| {
-            let mut c = Case::new(ta, tb, 1000, 1000, 40 + 9 * i);
+        .flat_map(|(i, &(ta, tb))| {
+            [(1000, 40 + 9 * i), (1000, 600 + 9 * i), (1500, 600 + 9 * i)].map(|(mn, k)| (i, ta, tb, mn, k))
+        })
+        .map(|(i, ta, tb, mn, k)| {
+            let mut c = Case::new(ta, tb, mn, mn, k);
             (c.kernel, c.ld_align, c.beta, c.bias) = (Kernel::TensorCore, 2, 0.5, i % 2 == 0);
             c.layout = if i < 2 { Layout::ColMajor } else { Layout::RowMajor };
             c
         })
         .collect();
     sweep::<f64>(&stream, &mut Rng::new(39), &mid);
-    for (seed, tile) in [(40, Tile::Small), (42, Tile::Large)] {
+    // Small = s, Large = l, Narrow = m; Auto split in 2 = u2 on the small cases, s2 on big ones.
+    let forced = [
+        (Tile::Small, SplitK::Off),
+        (Tile::Large, SplitK::Off),
+        (Tile::Narrow, SplitK::Off),
+        (Tile::Small, SplitK::Parts(2)),
+        (Tile::Auto, SplitK::Parts(2)),
+    ];
+    for (seed, (tile, split)) in (40..).zip(forced) {
         let mut cs = all_cases(Kernel::TensorCore, MathMode::Exact, 2);
         for c in &mut cs {
-            c.tile = tile;
+            (c.tile, c.split) = (tile, split);
         }
         sweep::<f64>(&stream, &mut Rng::new(seed), &cs);
+    }
+    // A split the tile does not have is an InvalidArgument.
+    let (a, b) = (
+        DeviceBuffer::<f64>::zeroed(&stream, 64).unwrap(),
+        DeviceBuffer::<f64>::zeroed(&stream, 64).unwrap(),
+    );
+    let mut c = DeviceBuffer::<f64>::zeroed(&stream, 64).unwrap();
+    for (tile, parts, says) in [
+        (Tile::Large, 2, "does not split"),
+        (Tile::Narrow, 2, "does not split"),
+        (Tile::Small, 3, "not 3"),
+        (Tile::Auto, 4, "not 4"),
+    ] {
+        let r = Gemm::<f64>::new(Transpose::N, Transpose::N, 8, 8, 8)
+            .tile(tile)
+            .split_k(SplitK::Parts(parts))
+            .run(&a, &b, &mut c);
+        assert!(
+            matches!(&r, Err(cudrv::Error::InvalidArgument(m)) if m.contains(says)),
+            "{tile:?} in {parts} parts: {r:?}"
+        );
     }
 }
 

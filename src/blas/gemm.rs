@@ -81,8 +81,39 @@ pub enum Tile {
     Wide,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
     /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
-    /// k-slices of 2 warps, 8 x 4 per thread); elsewhere the same as `Small`.
+    /// k-slices of 2 warps, 8 x 4 per thread); f64 on the sm_90 DMMA kernels: 128 x 64 with
+    /// 8 warps; elsewhere the same as `Small`.
     Narrow,
+}
+
+/// How a [`Gemm`] divides its k dimension between thread blocks (a tuning knob; [`SplitK::Auto`]
+/// picks by shape).
+///
+/// A split gives a problem too small to fill the GPU more blocks: the blocks of one output tile
+/// each sum a share of k, and their partial tiles are added in a fixed order, so the result does
+/// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
+/// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
+/// cores splits its 128 x 256 tile through a scratch buffer (a forced [`Tile::Wide`] only).
+///
+/// ```
+/// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
+/// // 1536^3 in f64: each 64 x 64 output tile summed by 2 blocks, k = 768 each.
+/// let g = Gemm::<f64>::new(Transpose::N, Transpose::N, 1536, 1536, 1536)
+///     .tile(Tile::Small)
+///     .split_k(SplitK::Parts(2));
+/// # let _ = g;
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SplitK {
+    /// Chosen from the problem size and the number of multiprocessors.
+    #[default]
+    Auto,
+    /// Never split k.
+    Off,
+    /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
+    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; other kernels and tiles have no
+    /// forced split, and asking for one is an `InvalidArgument`.
+    Parts(u32),
 }
 
 /// The kernels' parameter block (`struct GemmParams` in ptx/gemm_tc.cu and ptx/gemm_simt.cu).
@@ -144,6 +175,7 @@ pub struct Gemm<S> {
     activation: Activation,
     kernel: Kernel,
     tile: Tile,
+    split: SplitK,
 }
 
 impl<S: Copy + From<u8>> Gemm<S> {
@@ -165,6 +197,7 @@ impl<S: Copy + From<u8>> Gemm<S> {
             activation: Activation::None,
             kernel: Kernel::Auto,
             tile: Tile::Auto,
+            split: SplitK::Auto,
         }
     }
 
@@ -222,6 +255,12 @@ impl<S: Copy + From<u8>> Gemm<S> {
     /// Forces a block tile (tests and benches); [`Tile::Auto`] by default.
     pub fn tile(mut self, tile: Tile) -> Self {
         self.tile = tile;
+        self
+    }
+
+    /// Forces how k is split between blocks (tests and benches); [`SplitK::Auto`] by default.
+    pub fn split_k(mut self, split: SplitK) -> Self {
+        self.split = split;
         self
     }
 }
@@ -483,6 +522,9 @@ pub(crate) struct Choice {
     /// f32 `w` only (its kernels take a second parameter, `SplitK`): the number of blocks that
     /// split k for each output tile (grid z); `None` for kernels without the parameter.
     pub split_k: Option<u32>,
+    /// The blocks of a thread block cluster that share one output tile, each summing a share of
+    /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
+    pub cluster_k: u32,
 }
 
 /// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
@@ -512,18 +554,61 @@ fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
     tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
 
-/// The f64 sm_90 DMMA tile letter: `l` (128 x 128) for Large and Wide, `s` (64 x 64) for Small
-/// and Narrow; automatically `l` from one wave of its tiles, then `s` from one wave of its tiles,
-/// else `u` (32 x 32) for problems too small to fill the GPU.
-fn dmma90_tile(tile: Tile, plan: &Plan, batch: usize, sms: usize) -> char {
-    let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
-    match tile {
-        Tile::Large | Tile::Wide => 'l',
-        Tile::Small | Tile::Narrow => 's',
-        Tile::Auto if fills((128, 128)) => 'l',
-        Tile::Auto if fills((64, 64)) => 's',
-        Tile::Auto => 'u',
+/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
+///
+/// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
+/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`). Forced:
+/// Large and Wide give `l`, Narrow `m`, Small `s`; a forced split in 2 takes `s` (Small, or Auto
+/// when the 64 x 64 tiles fill a wave) or `u`. Automatically, from the measured table in
+/// docs/kernels/gemm.md (H100): `l` from a wave of its tiles when the last wave is at least 3/4
+/// full; `m` for 0.9-1.0 wave of its tiles; `s` split in 2 when its split blocks make 0.9 of
+/// a wave (one per multiprocessor), k >= 1024, and `s` alone leaves its last wave of two blocks
+/// per multiprocessor under 4/5 full, if the split fills it to 4/5 or k >= 4096 (long, narrow
+/// problems such as 64 x 4096 x 4096); `s` from a wave of two blocks per multiprocessor; `u`
+/// from a wave of its tiles; below that `u` split in 2 (k >= 256).
+fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
+    let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
+    let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
+    // The fraction of the block slots that the last wave of `blocks` fills.
+    let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
+    match split {
+        SplitK::Parts(parts) if parts > 1 => {
+            let letter = match tile {
+                Tile::Small => 's',
+                Tile::Auto if ts >= sms => 's',
+                Tile::Auto => 'u',
+                _ => bail_invalid!(
+                    "gemm: the f64 {tile:?} tile does not split k; the Small and Auto tiles split it in 2 parts"
+                ),
+            };
+            if parts != 2 {
+                bail_invalid!("gemm: the f64 {letter} tile splits k in 2 parts, not {parts}");
+            }
+            return Ok((letter, 2));
+        }
+        _ => {}
     }
+    let may_split = split == SplitK::Auto;
+    Ok(match tile {
+        Tile::Large | Tile::Wide => ('l', 1),
+        Tile::Narrow => ('m', 1),
+        Tile::Small => ('s', 1),
+        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 => ('l', 1),
+        Tile::Auto if tm * 10 >= sms * 9 && tm <= sms => ('m', 1),
+        Tile::Auto
+            if may_split
+                && 2 * ts * 10 >= sms * 9
+                && plan.k >= 1024
+                && fill(ts, 2 * sms) < 0.8
+                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 4096) =>
+        {
+            ('s', 2)
+        }
+        Tile::Auto if ts >= 2 * sms => ('s', 1),
+        Tile::Auto if tu >= sms => ('u', 1),
+        Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
+        Tile::Auto => ('u', 1),
+    })
 }
 
 /// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
@@ -531,6 +616,7 @@ fn dmma90_tile(tile: Tile, plan: &Plan, batch: usize, sms: usize) -> char {
 fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
     match letter {
         'l' => ((128, 128), 256, 16, 4),
+        'm' => ((128, 64), 256, 16, 4),
         's' => ((64, 64), 128, 16, 3),
         _ => ((32, 32), 128, 16, 4),
     }
@@ -543,6 +629,7 @@ pub(crate) fn choose_kernel(
     math: MathMode,
     forced: Kernel,
     tile: Tile,
+    split: SplitK,
     plan: &Plan,
     aligned: bool,
     wgmma_ok: bool,
@@ -615,6 +702,14 @@ pub(crate) fn choose_kernel(
             }
         }
     };
+    let dmma90 = family == Family::MmaSync && type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync;
+    if let SplitK::Parts(parts) = split {
+        if !dmma90 && parts > 1 {
+            bail_invalid!(
+                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later)"
+            );
+        }
+    }
     let big = tiles(plan.m, plan.n, 128).saturating_mul(batch) >= sms;
     let plain = |name: String, family, tile, smem, threads| Choice {
         name,
@@ -625,6 +720,7 @@ pub(crate) fn choose_kernel(
         smem,
         threads,
         split_k: None,
+        cluster_k: 1,
     };
     match family {
         Family::Wgmma => {
@@ -646,7 +742,9 @@ pub(crate) fn choose_kernel(
                 Tile::Wide => ('w', (128, 256)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
-                _ if wide_enough(dims, batch, sms) => ('w', (128, 256)),
+                // tf32 with k <= 256 (at most 8 k-tiles): the 128 x 128 tile measured 1.1-1.5x
+                // faster than 128 x 256 (docs/kernels/gemm.md); f16 / bf16 keep the wide tile.
+                _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 256) => ('w', (128, 256)),
                 _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
                 _ => ('n', (128, 64)),
             };
@@ -659,19 +757,23 @@ pub(crate) fn choose_kernel(
                 smem: WG_SMEM,
                 threads: 384,
                 split_k: None,
+                cluster_k: 1,
             })
         }
         Family::MmaSync if type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync => {
             // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu).
-            let letter = dmma90_tile(tile, plan, batch, sms);
+            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
-            Ok(plain(
-                format!("gemm_dmma90_f64_{letter}_{}", plan.ops),
+            let suffix = if parts > 1 { parts.to_string() } else { String::new() };
+            let mut choice = plain(
+                format!("gemm_dmma90_f64_{letter}{suffix}_{}", plan.ops),
                 Family::Dmma,
                 tile,
                 stages * 8 * (bk + 4) * (tile.0 + tile.1) as u32,
                 threads,
-            ))
+            );
+            choice.cluster_k = parts;
+            Ok(choice)
         }
         Family::MmaSync if type_name == "f64" => {
             // The sm_80 DMMA kernel (m8n8k4): 64 x 64, 4 warps, 3 stages of 20480 bytes.
@@ -717,8 +819,13 @@ pub(crate) fn choose_kernel(
             let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
             let wide = w_tiles.saturating_mul(10) >= sms * 9;
             let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
-            let split =
-                tile == Tile::Wide && aligned && !wide && batch == 1 && splits >= 2 && w_tiles * splits * 4 >= sms * 3;
+            let split = split != SplitK::Off
+                && tile == Tile::Wide
+                && aligned
+                && !wide
+                && batch == 1
+                && splits >= 2
+                && w_tiles * splits * 4 >= sms * 3;
             let (size, tile, threads) = match tile {
                 Tile::Auto if aligned && wide => ("w", (128, 256), 256),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
@@ -815,6 +922,7 @@ fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream:
         g.math,
         g.kernel,
         g.tile,
+        g.split,
         plan,
         tc_aligned(params, vec, g.batch),
         wgmma_fits::<T>(g.math, plan, params, g.batch),
@@ -841,7 +949,7 @@ fn run_kernel<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, params: GemmPa
         f.set_max_dynamic_shared_memory(choice.smem)?;
     }
     let (m, n) = (params.m as usize, params.n as usize);
-    let grid_x = tiles2(m, n, choice.tile);
+    let grid_x = tiles2(m, n, choice.tile).saturating_mul(choice.cluster_k as usize);
     let Ok(grid_x) = u32::try_from(grid_x) else {
         bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
     };
@@ -888,7 +996,9 @@ fn run_kernel<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, params: GemmPa
         // after it); `plan` checked that every element the kernel touches (rows < m, cols < n,
         // depth < k of each of `count` batch entries, at the leading dimensions and strides
         // given) lies inside A, B, C and the bias; with splits > 1, `ws` holds splits blocks of
-        // bm * bn floats per tile and `counters` one per tile, as the kernel indexes them.
+        // bm * bn floats per tile and `counters` one per tile, as the kernel indexes them; with
+        // cluster_k > 1 grid x is the tile count times the cluster size the kernel is compiled
+        // with (its name's digit), so each cluster covers one tile.
         unsafe {
             l.launch(LaunchConfig {
                 grid_dim: (grid_x, count as u32, splits),
@@ -1097,6 +1207,34 @@ pub fn matmul<T: GemmType>(
 
 #[cfg(test)]
 mod tests {
+    /// `choose_kernel` on an H100 (compute capability 9.0, 132 multiprocessors), one batch,
+    /// automatic k split.
+    #[allow(clippy::too_many_arguments)]
+    fn on_h100(
+        type_name: &str,
+        tensor_type: bool,
+        math: MathMode,
+        forced: Kernel,
+        tile: Tile,
+        plan: &Plan,
+        aligned: bool,
+        wgmma_ok: bool,
+    ) -> Result<Choice> {
+        choose_kernel(
+            type_name,
+            tensor_type,
+            math,
+            forced,
+            tile,
+            SplitK::Auto,
+            plan,
+            aligned,
+            wgmma_ok,
+            (9, 0),
+            132,
+            1,
+        )
+    }
     use super::*;
 
     fn plan(g: &Gemm<f32>, lens: [usize; 3]) -> Result<Plan> {
@@ -1179,9 +1317,7 @@ mod tests {
     fn dispatch_by_type_alignment_and_size() {
         let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096);
         let p = plan(&g, [1 << 24, 1 << 24, 1 << 24]).unwrap();
-        let c = |t, tc, math, forced, aligned| {
-            choose_kernel(t, tc, math, forced, Tile::Auto, &p, aligned, false, (9, 0), 132, 1)
-        };
+        let c = |t, tc, math, forced, aligned| on_h100(t, tc, math, forced, Tile::Auto, &p, aligned, false);
         assert_eq!(
             c("f32", false, MathMode::Exact, Kernel::Auto, true).unwrap().name,
             "gemm_simt_f32_w_nn"
@@ -1228,6 +1364,7 @@ mod tests {
                 MathMode::Exact,
                 Kernel::Auto,
                 tile,
+                SplitK::Auto,
                 &small,
                 true,
                 false,
@@ -1243,19 +1380,7 @@ mod tests {
         // Wide splits k over blocks where that fills 3/4 of a wave.
         let f32 = |n: usize, tile, aligned| {
             let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 28; 3]).unwrap();
-            let ch = choose_kernel(
-                "f32",
-                false,
-                MathMode::Exact,
-                Kernel::Auto,
-                tile,
-                &p,
-                aligned,
-                false,
-                (9, 0),
-                132,
-                1,
-            );
+            let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, tile, &p, aligned, false);
             let ch = ch.unwrap();
             (ch.name, ch.tile, ch.threads, ch.smem, ch.split_k)
         };
@@ -1296,8 +1421,27 @@ mod tests {
 
     #[test]
     fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
-        let pick = |n: usize, batch: usize, forced, tile, cc| {
-            let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, n);
+        let pick_mnk = |(m, n, k): (usize, usize, usize), split| {
+            let g = Gemm::<f64>::new(Transpose::N, Transpose::T, m, n, k);
+            let p = g.plan([1 << 28; 3], None).unwrap();
+            let ch = choose_kernel(
+                "f64",
+                true,
+                MathMode::Exact,
+                Kernel::Auto,
+                Tile::Auto,
+                split,
+                &p,
+                true,
+                false,
+                (9, 0),
+                132,
+                1,
+            );
+            ch.unwrap().name
+        };
+        let pick_split = |n: usize, k: usize, batch: usize, forced, tile, split, cc| {
+            let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, k);
             let p = g.plan([1 << 26; 3], None).unwrap();
             let ch = choose_kernel(
                 "f64",
@@ -1305,41 +1449,90 @@ mod tests {
                 MathMode::Exact,
                 forced,
                 tile,
+                split,
                 &p,
                 true,
                 false,
                 cc,
                 132,
                 batch,
-            );
-            let ch = ch.unwrap();
-            (ch.name, ch.tile, ch.smem, ch.threads)
+            )?;
+            Ok::<_, crate::Error>((ch.name, ch.tile, ch.smem, ch.threads, ch.cluster_k))
+        };
+        let pick = |n: usize, batch: usize, forced, tile, cc| {
+            let (name, tile, smem, threads, _) = pick_split(n, n, batch, forced, tile, SplitK::Auto, cc).unwrap();
+            (name, tile, smem, threads)
         };
         let h = (9, 0);
-        // Automatic tiles on 132 SMs: l from 132 tiles of 128 x 128, s from 132 of 64 x 64, u below.
+        // Automatic tiles on 132 SMs (the measured table in docs/kernels/gemm.md): l from a wave of
+        // 128 x 128 tiles whose last wave is 3/4 full (2048: 256 tiles in 2 waves of 132).
         assert_eq!(
             pick(4096, 1, Kernel::Auto, Tile::Auto, h),
             ("gemm_dmma90_f64_l_nt".into(), (128, 128), 163840, 256)
         );
-        assert_eq!(pick(1536, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_l_nt");
+        assert_eq!(pick(2048, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_l_nt");
+        // 1536: 144 tiles of 128 x 128 leave the second wave 1/10 full; 576 of 64 x 64 fill
+        // 0.73 of their last wave of 264 (two per SM), split in 2 (1152 blocks) 0.87.
+        assert_eq!(
+            pick_split(1536, 1536, 1, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
+            ("gemm_dmma90_f64_s2_nt".into(), (64, 64), 61440, 128, 2)
+        );
+        assert_eq!(pick_mnk((1536, 1536, 1536), SplitK::Off), "gemm_dmma90_f64_s_nt");
+        assert_eq!(pick_mnk((1536, 1536, 500), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+        // Long k over few output tiles: s split in 2 (64 x 8192 x 8192: 128 tiles of 64 x 64 in
+        // 256 blocks; 64 x 4096 x 4096 and 100 x 6000 x 6000: k >= 4096); 128 x 8192 x 8192
+        // fills a wave of 128 x 64.
+        assert_eq!(pick_mnk((64, 8192, 8192), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
+        assert_eq!(pick_mnk((64, 4096, 4096), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
+        assert_eq!(pick_mnk((64, 4096, 1000), SplitK::Auto), "gemm_dmma90_f64_u_nt");
+        assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
+        assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Off), "gemm_dmma90_f64_u_nt");
+        assert_eq!(pick_mnk((128, 8192, 8192), SplitK::Auto), "gemm_dmma90_f64_m_nt");
+        assert_eq!(pick_mnk((8192, 8192, 64), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+        // 1024: 128 tiles of 128 x 64, one wave.
         assert_eq!(
             pick(1024, 1, Kernel::Auto, Tile::Auto, h),
-            ("gemm_dmma90_f64_s_nt".into(), (64, 64), 61440, 128)
+            ("gemm_dmma90_f64_m_nt".into(), (128, 64), 122880, 256)
         );
-        assert_eq!(pick(768, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
+        // 768 and 512: u from a wave of its tiles; 256: u split in 2 (64 tiles, 128 blocks).
+        assert_eq!(pick(768, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_u_nt");
         assert_eq!(
             pick(512, 1, Kernel::Auto, Tile::Auto, h),
             ("gemm_dmma90_f64_u_nt".into(), (32, 32), 40960, 128)
         );
-        assert_eq!(pick(512, 4, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
-        // Forced tiles, and forced families.
+        assert_eq!(
+            pick_split(256, 256, 1, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
+            ("gemm_dmma90_f64_u2_nt".into(), (32, 32), 40960, 128, 2)
+        );
+        assert_eq!(pick_mnk((256, 256, 200), SplitK::Auto), "gemm_dmma90_f64_u_nt");
+        assert_eq!(pick_mnk((256, 256, 256), SplitK::Off), "gemm_dmma90_f64_u_nt");
+        // A batch counts its tiles: 4 x 512^2 is 256 of 64 x 64, 0.97 of a wave of 128 x 64.
+        assert_eq!(pick(512, 4, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_m_nt");
+        // Forced tiles and splits, and forced families.
         assert_eq!(
             pick(256, 1, Kernel::TensorCore, Tile::Small, h).0,
             "gemm_dmma90_f64_s_nt"
         );
-        assert_eq!(pick(256, 1, Kernel::Auto, Tile::Narrow, h).0, "gemm_dmma90_f64_s_nt");
+        assert_eq!(pick(256, 1, Kernel::Auto, Tile::Narrow, h).0, "gemm_dmma90_f64_m_nt");
         assert_eq!(pick(256, 1, Kernel::Auto, Tile::Large, h).0, "gemm_dmma90_f64_l_nt");
         assert_eq!(pick(256, 1, Kernel::Auto, Tile::Wide, h).0, "gemm_dmma90_f64_l_nt");
+        let forced = |n, tile, parts| pick_split(n, n, 1, Kernel::Auto, tile, SplitK::Parts(parts), h);
+        assert_eq!(forced(4096, Tile::Small, 2).unwrap().0, "gemm_dmma90_f64_s2_nt");
+        assert_eq!(forced(4096, Tile::Auto, 2).unwrap().0, "gemm_dmma90_f64_s2_nt");
+        assert_eq!(forced(256, Tile::Auto, 2).unwrap().0, "gemm_dmma90_f64_u2_nt");
+        for (tile, parts) in [
+            (Tile::Large, 2),
+            (Tile::Wide, 2),
+            (Tile::Narrow, 2),
+            (Tile::Small, 4),
+            (Tile::Auto, 3),
+        ] {
+            let e = forced(1024, tile, parts).unwrap_err();
+            assert!(matches!(e, crate::Error::InvalidArgument(_)), "{tile:?} {parts}: {e}");
+        }
+        // Only the sm_90 DMMA kernels split.
+        let e = pick_split(1024, 1024, 1, Kernel::MmaSync, Tile::Auto, SplitK::Parts(2), h).unwrap_err();
+        assert!(e.to_string().contains("only for f64 on the sm_90 DMMA kernels"), "{e}");
         assert_eq!(
             pick(4096, 1, Kernel::MmaSync, Tile::Auto, h),
             ("gemm_dmma_f64_s_nt".into(), (64, 64), 61440, 128)
@@ -1357,8 +1550,22 @@ mod tests {
     fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
         let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096);
         let p = plan(&g, [1 << 24, 1 << 24, 1 << 24]).unwrap();
-        let c =
-            |t, math, forced, tile, ok, cc| choose_kernel(t, t != "f32", math, forced, tile, &p, true, ok, cc, 132, 1);
+        let c = |t, math, forced, tile, ok, cc| {
+            choose_kernel(
+                t,
+                t != "f32",
+                math,
+                forced,
+                tile,
+                SplitK::Auto,
+                &p,
+                true,
+                ok,
+                cc,
+                132,
+                1,
+            )
+        };
         let e = MathMode::Exact;
         let w = c("f16", e, Kernel::Auto, Tile::Auto, true, (9, 0)).unwrap();
         assert_eq!(
@@ -1399,20 +1606,7 @@ mod tests {
         );
         let tf32 = |ta, tb, tile| {
             let p = plan(&Gemm::<f32>::new(ta, tb, 64, 64, 64), [1 << 20; 3]).unwrap();
-            let t = choose_kernel(
-                "f32",
-                false,
-                MathMode::Tf32,
-                Kernel::Wgmma,
-                tile,
-                &p,
-                true,
-                true,
-                (9, 0),
-                132,
-                1,
-            )
-            .unwrap();
+            let t = on_h100("f32", false, MathMode::Tf32, Kernel::Wgmma, tile, &p, true, true).unwrap();
             (t.name, t.pack, t.swap)
         };
         use Transpose::{N, T};
@@ -1436,7 +1630,7 @@ mod tests {
         // 128 x 256 and 66 of 128 x 128 (too few for either: 128 x 64), where the unswapped
         // 8448 x 64 would count 66 wide tiles.
         let skinny = plan(&Gemm::<f32>::new(N, N, 64, 8448, 256), [1 << 26; 3]).unwrap();
-        let t = choose_kernel(
+        let t = on_h100(
             "f32",
             false,
             MathMode::Tf32,
@@ -1445,32 +1639,27 @@ mod tests {
             &skinny,
             true,
             true,
-            (9, 0),
-            132,
-            1,
         )
         .unwrap();
         assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_n_nn", true));
+        // Short k (at most 256): tf32 takes 128 x 128 where f16 keeps 128 x 256.
+        let short_k = |t: &str, k| {
+            let math = if t == "f32" { MathMode::Tf32 } else { e };
+            let p = plan(&Gemm::<f32>::new(T, N, 8192, 8192, k), [1 << 28; 3]).unwrap();
+            let ch = on_h100(t, t != "f32", math, Kernel::Auto, Tile::Auto, &p, true, true);
+            ch.unwrap().name
+        };
+        assert_eq!(short_k("f32", 64), "gemm_wg_tf32_l_tn");
+        assert_eq!(short_k("f32", 256), "gemm_wg_tf32_l_tn");
+        assert_eq!(short_k("f32", 257), "gemm_wg_tf32_w_tn");
+        assert_eq!(short_k("f16", 64), "gemm_wg_f16_w_tn");
         // Small problems take the 128 x 64 wgmma tile.
         let small = plan(
             &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),
             [1 << 20; 3],
         )
         .unwrap();
-        let s = choose_kernel(
-            "f16",
-            true,
-            e,
-            Kernel::Auto,
-            Tile::Auto,
-            &small,
-            true,
-            true,
-            (9, 0),
-            132,
-            1,
-        )
-        .unwrap();
+        let s = on_h100("f16", true, e, Kernel::Auto, Tile::Auto, &small, true, true).unwrap();
         assert_eq!(s.name, "gemm_wg_f16_n_nn");
     }
 }

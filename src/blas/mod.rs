@@ -44,7 +44,7 @@ mod gemm;
 mod gemv;
 mod tma;
 
-pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, Tile};
+pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
 pub use gemv::{gemv, GemvType};
 
 /// `op(X)` for a GEMM or GEMV operand.

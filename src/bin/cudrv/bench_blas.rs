@@ -10,16 +10,18 @@
 //!
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
-//! `--no-skinny`, `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
+//! `--no-skinny`, `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
+//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
 //! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
-//! row each per tile; a combination that does not apply prints `n/a`), `--ops nn,nt,tn,tt` (gemm:
-//! op(A) op(B), column-major, one row each; default nn).
+//! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4`
+//! (gemm: force how k is split between blocks, one row each; the tile column shows `/parts`),
+//! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn).
 
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudrv::blas::{self, Gemm, GemmType, Kernel, MathMode, Tile, Transpose};
+use cudrv::blas::{self, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
 use cudrv::selftest::Rng;
 use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Result, Stream};
 use half::{bf16, f16};
@@ -345,10 +347,13 @@ fn time_pair(
 struct Opts {
     types: Vec<String>,
     sizes: Vec<usize>,
+    /// gemm: m x n x k shapes given with --shapes (replace --sizes and the skinny shapes).
+    shapes: Vec<(usize, usize, usize)>,
     skinny: bool,
     trials: usize,
     tiles: Vec<Tile>,
     kernels: Vec<Kernel>,
+    splits: Vec<SplitK>,
     ops: Vec<(Transpose, Transpose)>,
 }
 
@@ -356,10 +361,12 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
     let mut o = Opts {
         types: default_types.split(',').map(String::from).collect(),
         sizes: default_sizes.to_vec(),
+        shapes: Vec::new(),
         skinny: true,
         trials: 15,
         tiles: vec![Tile::Auto],
         kernels: vec![Kernel::Auto],
+        splits: vec![SplitK::Auto],
         ops: vec![(Transpose::N, Transpose::N)],
     };
     let mut it = args.iter();
@@ -374,6 +381,18 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     .collect::<Result<_>>()?
             }
             "--no-skinny" => o.skinny = false,
+            "--shapes" => {
+                o.shapes = value()?
+                    .split(',')
+                    .map(|t| {
+                        let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
+                        match d[..] {
+                            [m, n, k] => Ok((m, n, k)),
+                            _ => Err(err(format!("bad shape {t:?}; write MxNxK"))),
+                        }
+                    })
+                    .collect::<Result<_>>()?
+            }
             "--tiles" => {
                 o.tiles = value()?
                     .split(',')
@@ -400,6 +419,19 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     })
                     .collect::<Result<_>>()?
             }
+            "--splits" => {
+                o.splits = value()?
+                    .split(',')
+                    .map(|t| match t {
+                        "auto" => Ok(SplitK::Auto),
+                        "off" | "1" => Ok(SplitK::Off),
+                        _ => match t.parse::<u32>() {
+                            Ok(p) if p > 1 => Ok(SplitK::Parts(p)),
+                            _ => Err(err(format!("bad split {t:?}; choose auto, off, or a part count"))),
+                        },
+                    })
+                    .collect::<Result<_>>()?
+            }
             "--ops" => {
                 o.ops = value()?
                     .split(',')
@@ -421,7 +453,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --trials N --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --ops nn,nt,tn,tt"
+                     --no-skinny --shapes 8192x8192x64 --trials N --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
                 )))
             }
         }
@@ -528,7 +560,9 @@ fn gemm_bench(
 ) -> Result<bool> {
     let o = parse(args, "f32,tf32,f16,bf16,f64", &[256, 512, 1024, 2048, 4096, 8192])?;
     let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
-    if o.skinny {
+    if !o.shapes.is_empty() {
+        shapes = o.shapes.clone();
+    } else if o.skinny {
         shapes.extend([(8192, 8192, 64), (64, 8192, 8192), (4096, 11008, 4096)]);
     }
     let _ = ctx;
@@ -549,11 +583,13 @@ fn gemm_bench(
             for &op in &o.ops {
                 for &t in &o.tiles {
                     for &k in &o.kernels {
-                        combos.push((op, t, k));
+                        for &sp in &o.splits {
+                            combos.push((op, t, k, sp));
+                        }
                     }
                 }
             }
-            for (ops, tile, kernel) in combos {
+            for (ops, tile, kernel, split) in combos {
                 let letter = |t| if t == Transpose::N { 'n' } else { 't' };
                 let oname = format!("{}{}", letter(ops.0), letter(ops.1));
                 let (t, c) = (o.trials, cublas);
@@ -564,8 +600,18 @@ fn gemm_bench(
                     Kernel::MmaSync => "mma",
                     Kernel::Wgmma => "wgmma",
                 };
-                let tname = format!("{tile:?}").chars().next().unwrap_or('?').to_ascii_lowercase();
-                let sel = (tile, kernel, ops);
+                let mut tname = format!("{tile:?}")
+                    .chars()
+                    .next()
+                    .unwrap_or('?')
+                    .to_ascii_lowercase()
+                    .to_string();
+                match split {
+                    SplitK::Auto => {}
+                    SplitK::Off => tname.push_str("/1"),
+                    SplitK::Parts(p) => tname.push_str(&format!("/{p}")),
+                }
+                let sel = (tile, kernel, ops, split);
                 let r = match ty.as_str() {
                     "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
                     "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, t),
@@ -578,7 +624,7 @@ fn gemm_bench(
                 let r = match r {
                     Ok(r) => r,
                     // A forced family / tile that does not apply here (e.g. wgmma with the 64 x 64 tile).
-                    Err(cudrv::Error::InvalidArgument(_)) if kernel != Kernel::Auto => {
+                    Err(cudrv::Error::InvalidArgument(_)) if kernel != Kernel::Auto || split != SplitK::Auto => {
                         println!(
                             "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10}",
                             ty,
@@ -639,7 +685,7 @@ fn one_gemm<T: BenchType>(
     cublas: Option<&cublas::Cublas>,
     (m, n, k): (usize, usize, usize),
     math: MathMode,
-    (tile, kernel, (ta, tb)): (Tile, Kernel, (Transpose, Transpose)),
+    (tile, kernel, (ta, tb), split): (Tile, Kernel, (Transpose, Transpose), SplitK),
     compute: i32,
     trials: usize,
 ) -> Result<(Timing, Option<Timing>, Option<f64>)>
@@ -658,6 +704,7 @@ where
     let g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
         .math(math)
         .tile(tile)
+        .split_k(split)
         .kernel(kernel);
     let Some(cb) = cublas else {
         return Ok((time(stream, trials, || g.run(&a, &b, &mut c))?, None, None));
