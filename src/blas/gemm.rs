@@ -112,7 +112,7 @@ pub enum SplitK {
     Off,
     /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
     /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; other kernels and tiles have no
-    /// forced split, and asking for one is an `InvalidArgument`.
+    /// forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
 }
 
@@ -760,7 +760,7 @@ pub(crate) fn choose_kernel(
                 cluster_k: 1,
             })
         }
-        Family::MmaSync if type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync => {
+        Family::MmaSync if dmma90 => {
             // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu).
             let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
