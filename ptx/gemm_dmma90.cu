@@ -15,7 +15,8 @@
 //   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
 // BK = 16. Dynamic shared memory = STAGES * 8 * (BK + 4) * (BM + BN) bytes (the opt-in above
 // 48 KiB is needed for l, m and s). The template also takes BK = 32, m16n8k16 shapes and splits
-// in 4; see docs/kernels/gemm.md for the configurations measured and dropped.
+// in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm.md for
+// the configurations measured and dropped.
 //
 // Split k (SPLIT = 2): the kernel is compiled with a cluster shape of 2 x 1 x 1; the two blocks
 // of a cluster compute the same output tile, block r over k-tiles [r * KT / 2, (r + 1) * KT / 2).

@@ -256,6 +256,11 @@ mod cublas {
     }
 }
 
+/// Parses a comma-separated option value, item by item.
+fn list<T>(value: &str, item: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+    value.split(',').map(item).collect()
+}
+
 fn err(msg: String) -> cudrv::Error {
     cudrv::Error::InvalidArgument(msg)
 }
@@ -375,79 +380,61 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         match a.as_str() {
             "--types" => o.types = value()?.split(',').map(String::from).collect(),
             "--sizes" => {
-                o.sizes = value()?
-                    .split(',')
-                    .map(|s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))
-                    .collect::<Result<_>>()?
+                o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?
             }
             "--no-skinny" => o.skinny = false,
             "--shapes" => {
-                o.shapes = value()?
-                    .split(',')
-                    .map(|t| {
-                        let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
-                        match d[..] {
-                            [m, n, k] => Ok((m, n, k)),
-                            _ => Err(err(format!("bad shape {t:?}; write MxNxK"))),
-                        }
-                    })
-                    .collect::<Result<_>>()?
+                o.shapes = list(&value()?, |t| {
+                    let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
+                    match d[..] {
+                        [m, n, k] => Ok((m, n, k)),
+                        _ => Err(err(format!("bad shape {t:?}; write MxNxK"))),
+                    }
+                })?
             }
             "--tiles" => {
-                o.tiles = value()?
-                    .split(',')
-                    .map(|t| match t {
-                        "auto" => Ok(Tile::Auto),
-                        "s" => Ok(Tile::Small),
-                        "l" => Ok(Tile::Large),
-                        "w" => Ok(Tile::Wide),
-                        "n" => Ok(Tile::Narrow),
-                        _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, w"))),
-                    })
-                    .collect::<Result<_>>()?
+                o.tiles = list(&value()?, |t| match t {
+                    "auto" => Ok(Tile::Auto),
+                    "s" => Ok(Tile::Small),
+                    "l" => Ok(Tile::Large),
+                    "w" => Ok(Tile::Wide),
+                    "n" => Ok(Tile::Narrow),
+                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, w"))),
+                })?
             }
             "--kernels" => {
-                o.kernels = value()?
-                    .split(',')
-                    .map(|t| match t {
-                        "auto" => Ok(Kernel::Auto),
-                        "simt" => Ok(Kernel::Simt),
-                        "tc" => Ok(Kernel::TensorCore),
-                        "mma" => Ok(Kernel::MmaSync),
-                        "wgmma" => Ok(Kernel::Wgmma),
-                        _ => Err(err(format!("bad kernel {t:?}; choose auto, simt, tc, mma, wgmma"))),
-                    })
-                    .collect::<Result<_>>()?
+                o.kernels = list(&value()?, |t| match t {
+                    "auto" => Ok(Kernel::Auto),
+                    "simt" => Ok(Kernel::Simt),
+                    "tc" => Ok(Kernel::TensorCore),
+                    "mma" => Ok(Kernel::MmaSync),
+                    "wgmma" => Ok(Kernel::Wgmma),
+                    _ => Err(err(format!("bad kernel {t:?}; choose auto, simt, tc, mma, wgmma"))),
+                })?
             }
             "--splits" => {
-                o.splits = value()?
-                    .split(',')
-                    .map(|t| match t {
-                        "auto" => Ok(SplitK::Auto),
-                        "off" | "1" => Ok(SplitK::Off),
-                        _ => match t.parse::<u32>() {
-                            Ok(p) if p > 1 => Ok(SplitK::Parts(p)),
-                            _ => Err(err(format!("bad split {t:?}; choose auto, off, or a part count"))),
-                        },
-                    })
-                    .collect::<Result<_>>()?
+                o.splits = list(&value()?, |t| match t {
+                    "auto" => Ok(SplitK::Auto),
+                    "off" | "1" => Ok(SplitK::Off),
+                    _ => match t.parse::<u32>() {
+                        Ok(p) if p > 1 => Ok(SplitK::Parts(p)),
+                        _ => Err(err(format!("bad split {t:?}; choose auto, off, or a part count"))),
+                    },
+                })?
             }
             "--ops" => {
-                o.ops = value()?
-                    .split(',')
-                    .map(|t| {
-                        let op = |c| match c {
-                            'n' => Ok(Transpose::N),
-                            't' => Ok(Transpose::T),
-                            _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
-                        };
-                        let mut ch = t.chars();
-                        match (ch.next(), ch.next(), ch.next()) {
-                            (Some(a), Some(b), None) => Ok((op(a)?, op(b)?)),
-                            _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
-                        }
-                    })
-                    .collect::<Result<_>>()?
+                o.ops = list(&value()?, |t| {
+                    let op = |c| match c {
+                        'n' => Ok(Transpose::N),
+                        't' => Ok(Transpose::T),
+                        _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
+                    };
+                    let mut ch = t.chars();
+                    match (ch.next(), ch.next(), ch.next()) {
+                        (Some(a), Some(b), None) => Ok((op(a)?, op(b)?)),
+                        _ => Err(err(format!("bad ops {t:?}; choose nn, nt, tn, tt"))),
+                    }
+                })?
             }
             "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
             other => {
