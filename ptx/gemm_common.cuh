@@ -76,6 +76,42 @@ __device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double
     }
 }
 
+// The direct epilogue of full output tiles: N consecutive outputs of one row of D, at `dp`
+// (16-byte aligned; column n0 + c of the row), leave from the registers in one vector store after
+// alpha, beta * D (one vector load, only when beta != 0) and bias[n0 + c ..]. A block takes this
+// path only when its whole tile lies inside D, D's rows are 16-byte aligned and there is no
+// activation (`direct_epilogue`), so it needs no bounds checks, no shared memory and no barrier.
+// (Inlining the activations once per register would cost the large tiles their register budget.)
+__device__ __forceinline__ bool direct_epilogue(const GemmParams& p, int elem_bytes, bool full_tile) {
+    return full_tile && p.act == ACT_NONE &&
+           ((p.d | (unsigned long long)(p.ldd | p.sd) * (unsigned long long)elem_bytes) & 15ull) == 0;
+}
+
+__device__ __forceinline__ void store_out4(float* dp, float v0, float v1, float v2, float v3, const float* bias_c,
+                                           float alpha, float beta) {
+    float v[4] = {alpha * v0, alpha * v1, alpha * v2, alpha * v3};
+    if (beta != 0.f) {
+        const float4 o = *reinterpret_cast<const float4*>(dp);
+        v[0] += beta * o.x, v[1] += beta * o.y, v[2] += beta * o.z, v[3] += beta * o.w;
+    }
+    if (bias_c) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] += bias_c[j];
+    }
+    *reinterpret_cast<float4*>(dp) = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+__device__ __forceinline__ void store_out2(double* dp, double v0, double v1, const double* bias_c, double alpha,
+                                           double beta) {
+    double v[2] = {alpha * v0, alpha * v1};
+    if (beta != 0.0) {
+        const double2 o = *reinterpret_cast<const double2*>(dp);
+        v[0] += beta * o.x, v[1] += beta * o.y;
+    }
+    if (bias_c) v[0] += bias_c[0], v[1] += bias_c[1];
+    *reinterpret_cast<double2*>(dp) = make_double2(v[0], v[1]);
+}
+
 // Thread block clusters (sm_90): the block's rank in its cluster, a barrier over every thread of
 // the cluster (release / acquire: shared-memory writes before it, to any block of the cluster,
 // are visible after it), and a store into the shared memory of another block of the cluster

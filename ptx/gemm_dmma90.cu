@@ -217,13 +217,31 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     }
     cp_async_wait<0>();
 
-    // Epilogue: the C tile goes through shared memory (free once the last stage is read; rows
-    // padded by 8 doubles, so the 16-byte stores of each quarter-warp hit distinct banks), then one
-    // rolled loop applies alpha, beta * D, bias and the activation with coalesced accesses to D.
+    // Epilogue: full tiles of a D with 16-byte aligned rows and no activation store from the
+    // registers. Otherwise
+    // the C tile goes through shared memory (free once the last stage is read; rows padded by 8
+    // doubles, so the 16-byte stores of each quarter-warp hit distinct banks), then one rolled
+    // loop applies alpha, beta * D, bias and the activation with coalesced, bounds-checked
+    // accesses to D.
     constexpr int LDC = BN + 8;
     static_assert(BM * LDC * 8 <= STAGES * STAGE_BYTES, "the C tile must fit in the stages");
     double* cs = reinterpret_cast<double*>(smem);
     if constexpr (SPLIT == 1) {
+        if (direct_epilogue(p, 8, m0 + BM <= p.m && n0 + BN <= p.n)) {
+            // A full tile of a D with 16-byte aligned rows, no activation: straight from the
+            // accumulators, two consecutive outputs per store.
+            const double* bias = reinterpret_cast<const double*>(p.bias);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) {
+                    const long long r = m0 + wm * WTM + mi * 16 + g, c = n0 + wn * WTN + ni * 8 + 2 * t;
+                    const double* bc = bias ? bias + c : nullptr;
+                    store_out2(D + r * p.ldd + c, acc[mi][ni][0], acc[mi][ni][1], bc, p.alpha, p.beta);
+                    store_out2(D + (r + 8) * p.ldd + c, acc[mi][ni][2], acc[mi][ni][3], bc, p.alpha, p.beta);
+                }
+            return;
+        }
         __syncthreads();
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)

@@ -495,9 +495,11 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
         }
     }
 
-    // Epilogue: the threads put their outputs into shared memory, then the block applies alpha,
-    // beta * D, bias and the activation with coalesced stores in a rolled loop (once per pass in
-    // the code: at most twice).
+    // Epilogue: full tiles of a D with 16-byte aligned rows and no activation store from the
+    // registers (below);
+    // otherwise the threads put their outputs into shared memory, then the block applies alpha,
+    // beta * D, bias and the activation with coalesced, bounds-checked stores in a rolled loop
+    // (once per pass in the code: at most twice).
     const float alpha = (float)p.alpha, beta = (float)p.beta;
     const float* bias = reinterpret_cast<const float*>(p.bias);
     const int cols = (int)min((long long)BN, p.n - n0);
@@ -558,6 +560,24 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
                 }
             }
         }
+    }
+    // Full tiles of a D with 16-byte aligned rows and no activation: each thread's 4-column
+    // chunks leave straight from the registers (slice 0 holds the sums).
+    if (direct_epilogue(p, 4, m0 + BM <= p.m && n0 + BN <= p.n)) {
+        if (slice != 0) return;
+#pragma unroll
+        for (int h = 0; h < HM; ++h)
+#pragma unroll
+            for (int ii = 0; ii < 4; ++ii) {
+                const long long r = m0 + wm * WM + h * CM + ty * 4 + ii;
+#pragma unroll
+                for (int c = 0; c < HN; ++c) {
+                    const long long col = n0 + wn * WN + c * CN + tx * 4;
+                    const float* a = acc[h * 4 + ii] + c * 4;
+                    store_out4(D + r * p.ldd + col, a[0], a[1], a[2], a[3], bias ? bias + col : nullptr, alpha, beta);
+                }
+            }
+        return;
     }
     // HM passes (1 or 2): pass h holds chunk-row h of every thread.
 #pragma unroll

@@ -485,6 +485,34 @@ fn batch_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
         .collect()
 }
 
+/// Shapes made of whole tiles of every f32 and f64 kernel, on each of `tiles`: full tiles store
+/// straight from the registers when D's rows are 16-byte aligned and there is no activation.
+/// Batches of 2 with C matrices 0 or 1 element apart beyond a multiple of 8 (the second leaves
+/// the second matrix's rows misaligned), bias, beta, alpha, both layouts, and
+/// one case with an activation (the path through shared memory).
+fn whole_tile_cases(kernel: Kernel, ld_align: usize, tiles: &[Tile]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for &tile in tiles {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+                for c_gap in [0, 1] {
+                    let (m, n, k) = if j == 0 { (256, 512, 96) } else { (512, 256, 40) };
+                    let mut c = Case::new(ta, tb, m, n, k);
+                    (c.kernel, c.tile, c.ld_align, c.layout, c.c_gap) = (kernel, tile, ld_align, layout, c_gap);
+                    c.batch = 2;
+                    c.bias = (i + j) % 2 == 0;
+                    (c.alpha, c.beta) = if i % 2 == 0 { (0.75, 0.5) } else { (1.0, 0.0) };
+                    if i == 3 && c_gap == 0 {
+                        c.act = Activation::Tanh;
+                    }
+                    v.push(c);
+                }
+            }
+        }
+    }
+    v
+}
+
 fn all_cases(kernel: Kernel, math: MathMode, ld_align: usize) -> Vec<Case> {
     let mut v = shape_cases(kernel, math, ld_align);
     v.extend(big_cases(kernel, math, ld_align));
@@ -537,6 +565,8 @@ fn gemm_f32_exact() {
         &tile_cases_on(Kernel::Simt, MathMode::Exact, 4, &f32_tiles, true),
     );
     sweep::<f32>(&stream, &mut Rng::new(16), &split_k_cases());
+    let all_f32 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
+    sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
 }
 
 #[test]
@@ -596,6 +626,12 @@ fn gemm_f64_dmma_and_simt() {
         }
         sweep::<f64>(&stream, &mut Rng::new(seed), &cs);
     }
+    let dmma90 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large];
+    sweep::<f64>(
+        &stream,
+        &mut Rng::new(45),
+        &whole_tile_cases(Kernel::TensorCore, 2, &dmma90),
+    );
     // A split the tile does not have is an InvalidArgument.
     let (a, b) = (
         DeviceBuffer::<f64>::zeroed(&stream, 64).unwrap(),
