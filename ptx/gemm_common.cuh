@@ -1,7 +1,10 @@
 #pragma once
 // ptx/gemm_common.cuh: what every GEMM module shares with the Rust side (src/blas/gemm.rs): the
 // parameter block, passed by value, and the epilogue's activation codes; and what the kernels
-// share with each other: the order of the output tiles and the f64 kernels' rolled epilogue.
+// share with each other: the order of the output tiles, the f64 kernels' rolled epilogue and the
+// direct epilogue of full tiles.
+
+#include "cluster.cuh"
 
 struct GemmParams {
     unsigned long long x, y, d, bias;
@@ -110,22 +113,4 @@ __device__ __forceinline__ void store_out2(double* dp, double v0, double v1, con
     }
     if (bias_c) v[0] += bias_c[0], v[1] += bias_c[1];
     *reinterpret_cast<double2*>(dp) = make_double2(v[0], v[1]);
-}
-
-// Thread block clusters (sm_90): the block's rank in its cluster, a barrier over every thread of
-// the cluster (release / acquire: shared-memory writes before it, to any block of the cluster,
-// are visible after it), and a store into the shared memory of another block of the cluster
-// (`addr` a shared-memory offset in this block's window, mapped to block `rank`'s).
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void cluster_store_f64x2(unsigned addr, unsigned rank, double a, double b) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("st.shared::cluster.v2.f64 [%0], {%1, %2};\n" ::"r"(remote), "d"(a), "d"(b) : "memory");
 }

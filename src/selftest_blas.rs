@@ -370,7 +370,15 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
     // one row block), so it also runs `gemv_finish`.
-    for (m, n, lda) in [(1000, 777, 1000), (1000, 777, 1001), (33, 200_000, 33)] {
+    // 2048 x 4096 (aligned) splits its N reduction 16 ways, which sm_90 runs in the 8 blocks of
+    // a thread block cluster (`gemv_nvc`).
+    let sm90 = stream.context().compute_capability() >= (9, 0);
+    for (m, n, lda) in [
+        (1000, 777, 1000),
+        (1000, 777, 1001),
+        (33, 200_000, 33),
+        (2048, 4096, 2048),
+    ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
                 let (result, vec) = match t {
@@ -380,7 +388,12 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
                     _ => (gemv_case::<half::bf16>(stream, &mut rng, trans, m, n, lda), 8),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                let name = format!("gemv_{}{wide}_{t}", letter_of(trans));
+                let cluster = if sm90 && trans == Transpose::N && n == 4096 {
+                    "c"
+                } else {
+                    ""
+                };
+                let name = format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans));
                 let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
                 if check.passed {
                     covered.insert(name);

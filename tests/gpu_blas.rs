@@ -1057,6 +1057,14 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
             worst = worst.max(e);
         }
     }
+    // N reductions split 8-16 ways over aligned columns: on sm_90 the 8 blocks of a thread
+    // block cluster (gemv_nvc) add their partial sums in shared memory; a partial last row
+    // tile, strided vectors, beta.
+    for (m, n, lda) in [(4100, 4000, 4104), (2048, 2048, 2048)] {
+        let e = gemv_case::<T>(stream, &mut rng, Transpose::N, m, n, lda, 2, -3, -0.75, 0.5);
+        assert!(e < bound, "gemv {name} N {m}x{n} lda {lda} inc 2,-3: error {e:e}");
+        worst = worst.max(e);
+    }
     println!("gemv {name}: worst error {worst:.3e}");
 }
 

@@ -1,0 +1,337 @@
+#pragma once
+// ptx/gemv_common.cuh: the GEMV kernels' templates, shared by the modules `gemv` (compute_80) and
+// `gemv90` (compute_90, the cluster variant of the N kernel). The kernels, their launch contract
+// and the parameter block are described in gemv.cu.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cluster.cuh"
+
+struct GemvParams {
+    unsigned long long a, x, y, work;
+    long long m, n, lda, incx, incy, chunk;
+    double alpha, beta;
+    int splits;
+    int pad;
+};
+
+enum : int { GEMV_WARPS = 8 };
+
+// Storage type T, accumulator Acc, and the element loads.
+template <typename T> struct El;
+template <> struct El<float> {
+    using Acc = float;
+    static __device__ __forceinline__ float ld(const float* p) { return __ldg(p); }
+    static __device__ __forceinline__ float ld_a(const float* p) { return __ldcg(p); }
+    static __device__ __forceinline__ float to(float v) { return v; }
+    static __device__ __forceinline__ float from(float v) { return v; }
+    // 16 bytes = 4 elements.
+    static __device__ __forceinline__ void unpack(uint4 q, float* o) {
+        o[0] = __uint_as_float(q.x);
+        o[1] = __uint_as_float(q.y);
+        o[2] = __uint_as_float(q.z);
+        o[3] = __uint_as_float(q.w);
+    }
+};
+template <> struct El<double> {
+    using Acc = double;
+    static __device__ __forceinline__ double ld(const double* p) { return __ldg(p); }
+    static __device__ __forceinline__ double ld_a(const double* p) { return __ldcg(p); }
+    static __device__ __forceinline__ double to(double v) { return v; }
+    static __device__ __forceinline__ double from(double v) { return v; }
+    static __device__ __forceinline__ void unpack(uint4 q, double* o) {
+        o[0] = __hiloint2double((int)q.y, (int)q.x);
+        o[1] = __hiloint2double((int)q.w, (int)q.z);
+    }
+};
+// f16 / bf16: loaded as 16-bit words, widened to f32.
+__device__ __forceinline__ float h_lo(unsigned int w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
+__device__ __forceinline__ float h_hi(unsigned int w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+__device__ __forceinline__ float b_lo(unsigned int w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float b_hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
+template <> struct El<__half> {
+    using Acc = float;
+    static __device__ __forceinline__ float ld(const __half* p) {
+        return h_lo(__ldg(reinterpret_cast<const unsigned short*>(p)));
+    }
+    static __device__ __forceinline__ float ld_a(const __half* p) {
+        return h_lo(__ldcg(reinterpret_cast<const unsigned short*>(p)));
+    }
+    static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+    static __device__ __forceinline__ void unpack(uint4 q, float* o) {
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            o[2 * i] = h_lo(w[i]);
+            o[2 * i + 1] = h_hi(w[i]);
+        }
+    }
+};
+template <> struct El<__nv_bfloat16> {
+    using Acc = float;
+    static __device__ __forceinline__ float ld(const __nv_bfloat16* p) {
+        return b_lo(__ldg(reinterpret_cast<const unsigned short*>(p)));
+    }
+    static __device__ __forceinline__ float ld_a(const __nv_bfloat16* p) {
+        return b_lo(__ldcg(reinterpret_cast<const unsigned short*>(p)));
+    }
+    static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+    static __device__ __forceinline__ void unpack(uint4 q, float* o) {
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            o[2 * i] = b_lo(w[i]);
+            o[2 * i + 1] = b_hi(w[i]);
+        }
+    }
+};
+
+// Loads of A (ld.global.cg: it streams through once, so it is cached in L2 only) and x
+// (ld.global.nc: blocks share it). A "raw" value is what one load returns: the element itself
+// (VEC == 1) or 16 bytes (VEC > 1), unpacked to Acc only where it is used, which keeps the
+// registers of the loads in flight at 4 per 16 bytes.
+template <typename T, int VEC> struct Raw { using type = uint4; };
+template <typename T> struct Raw<T, 1> { using type = typename El<T>::Acc; };
+
+// VEC consecutive elements at p, of which the first `valid` exist (zero bits for the rest).
+// VEC > 1: p is 16-byte aligned and a full vector is one 16-byte load.
+template <typename T, int VEC, bool IS_A>
+__device__ __forceinline__ typename Raw<T, VEC>::type load(const T* p, int valid) {
+    if constexpr (VEC == 1) {
+        using Acc = typename El<T>::Acc;
+        return valid > 0 ? (IS_A ? El<T>::ld_a(p) : El<T>::ld(p)) : Acc(0);
+    } else {
+        if (valid >= VEC) return IS_A ? __ldcg(reinterpret_cast<const uint4*>(p)) : __ldg(reinterpret_cast<const uint4*>(p));
+        union {
+            uint4 q;
+            unsigned short h[8];
+            unsigned int w[4];
+            unsigned long long d[2];
+        } u;
+        u.q = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            if (e < valid) {
+                if constexpr (sizeof(T) == 2)
+                    u.h[e] = __ldg(reinterpret_cast<const unsigned short*>(p) + e);
+                else if constexpr (sizeof(T) == 4)
+                    u.w[e] = __ldg(reinterpret_cast<const unsigned int*>(p) + e);
+                else
+                    u.d[e] = __ldg(reinterpret_cast<const unsigned long long*>(p) + e);
+            }
+        }
+        return u.q;
+    }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(typename Raw<T, VEC>::type r, typename El<T>::Acc* o) {
+    if constexpr (VEC == 1)
+        o[0] = r;
+    else
+        El<T>::unpack(r, o);
+}
+
+template <typename T>
+__device__ __forceinline__ void store_y(T* y, typename El<T>::Acc sum, double alpha, double beta) {
+    using Acc = typename El<T>::Acc;
+    Acc v = (Acc)alpha * sum;
+    if (beta != 0.0) v += (Acc)beta * El<T>::to(*y);
+    *y = El<T>::from(v);
+}
+
+__device__ __forceinline__ int clamp_valid(long long left, int vec) {
+    return left <= 0 ? 0 : (left >= vec ? vec : (int)left);
+}
+
+// One lane's sums over the columns [j, c_end) step 8 of its rows. FULL: every row exists, so
+// the loads need no bounds (the common case; other lanes take FULL = false).
+template <typename T, int VEC, int UR, int UC, bool FULL>
+__device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, long long c_end, long long lda,
+                                       long long incx, const int* valid, typename El<T>::Acc (*s)[VEC]) {
+    using Acc = typename El<T>::Acc;
+    // UC columns per step: UC * UR independent loads in flight per thread.
+    for (; j + (UC - 1) * GEMV_WARPS < c_end; j += UC * GEMV_WARPS) {
+        Acc xv[UC];
+#pragma unroll
+        for (int v = 0; v < UC; ++v) xv[v] = El<T>::ld(x + (j + v * GEMV_WARPS) * incx);
+        typename Raw<T, VEC>::type av[UC][UR];
+#pragma unroll
+        for (int v = 0; v < UC; ++v)
+#pragma unroll
+            for (int u = 0; u < UR; ++u)
+                av[v][u] = load<T, VEC, true>(a0 + (j + v * GEMV_WARPS) * lda + 32 * VEC * u, FULL ? VEC : valid[u]);
+#pragma unroll
+        for (int v = 0; v < UC; ++v)
+#pragma unroll
+            for (int u = 0; u < UR; ++u) {
+                Acc a[VEC];
+                unpack<T, VEC>(av[v][u], a);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) s[u][e] += a[e] * xv[v];
+            }
+    }
+    for (; j < c_end; j += GEMV_WARPS) {
+        const Acc xv = El<T>::ld(x + j * incx);
+#pragma unroll
+        for (int u = 0; u < UR; ++u) {
+            Acc a[VEC];
+            unpack<T, VEC>(load<T, VEC, true>(a0 + j * lda + 32 * VEC * u, FULL ? VEC : valid[u]), a);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) s[u][e] += a[e] * xv;
+        }
+    }
+}
+
+// CLUSTER > 1 (compute_90 only, cluster_* from cluster.cuh): the splits of a row tile are the
+// CLUSTER blocks of one thread block cluster (grid y = CLUSTER = splits). Each block leaves its
+// partial sums of the tile's rows in shared memory; after a cluster barrier block q adds the
+// CLUSTER partials of rows [q ROWS / CLUSTER, (q + 1) ROWS / CLUSTER) in rank order, read from
+// the other blocks' shared memory, and writes y; a second barrier keeps every block's partials
+// alive until they have been read. No workspace, no gemv_finish, the same sums every run.
+template <typename T, int VEC, int UR, int UC, int CLUSTER = 1>
+__device__ __forceinline__ void gemv_n(const GemvParams& p) {
+    using Acc = typename El<T>::Acc;
+    constexpr int ROWS = 32 * VEC * UR;
+    static_assert(ROWS % CLUSTER == 0, "the cluster's blocks share a tile's rows");
+    __shared__ Acc red[GEMV_WARPS][ROWS];
+    __shared__ Acc part[CLUSTER > 1 ? ROWS : 1];
+    const T* A = reinterpret_cast<const T*>(p.a);
+    const T* x = reinterpret_cast<const T*>(p.x);
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const long long tiles = (p.m + ROWS - 1) / ROWS;
+    const long long c_begin = (long long)blockIdx.y * p.chunk;
+    const long long c_end = min(c_begin + p.chunk, p.n);
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const long long r0 = tile * ROWS;
+        Acc s[UR][VEC];
+        int valid[UR];
+#pragma unroll
+        for (int u = 0; u < UR; ++u) {
+            valid[u] = clamp_valid(p.m - (r0 + VEC * tx + 32 * VEC * u), VEC);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) s[u][e] = Acc(0);
+        }
+        const T* a0 = A + r0 + VEC * tx;
+        bool full = true;
+#pragma unroll
+        for (int u = 0; u < UR; ++u) full = full && valid[u] == VEC;
+        if (full)
+            n_sums<T, VEC, UR, UC, true>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
+        else
+            n_sums<T, VEC, UR, UC, false>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
+#pragma unroll
+        for (int u = 0; u < UR; ++u)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
+        __syncthreads();
+        if constexpr (CLUSTER > 1) {
+            for (int t = ty * 32 + tx; t < ROWS; t += 32 * GEMV_WARPS) {
+                Acc sum = Acc(0);
+#pragma unroll
+                for (int w = 0; w < GEMV_WARPS; ++w) sum += red[w][t];
+                part[t] = sum;
+            }
+            cluster_sync();
+            constexpr int MINE = ROWS / CLUSTER;
+            const unsigned q = cluster_rank();
+            for (int t = ty * 32 + tx; t < MINE; t += 32 * GEMV_WARPS) {
+                const int row = (int)q * MINE + t;
+                const long long r = r0 + row;
+                if (r < p.m) {
+                    const unsigned addr = (unsigned)__cvta_generic_to_shared(&part[row]);
+                    Acc sum = Acc(0);
+#pragma unroll
+                    for (int b = 0; b < CLUSTER; ++b) sum += cluster_load(addr, (unsigned)b, Acc(0));
+                    store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
+                }
+            }
+            cluster_sync();
+        } else {
+            for (int t = ty * 32 + tx; t < ROWS; t += 32 * GEMV_WARPS) {
+                const long long r = r0 + t;
+                if (r < p.m) {
+                    Acc sum = Acc(0);
+#pragma unroll
+                    for (int w = 0; w < GEMV_WARPS; ++w) sum += red[w][t];
+                    if (p.splits == 1) {
+                        store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
+                    } else {
+                        reinterpret_cast<Acc*>(p.work)[blockIdx.y * p.m + r] = sum;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <typename T, int VEC, int UR> __device__ __forceinline__ void gemv_t(const GemvParams& p) {
+    using Acc = typename El<T>::Acc;
+    constexpr int STEP = 32 * VEC * UR;
+    const T* A = reinterpret_cast<const T*>(p.a);
+    const T* x = reinterpret_cast<const T*>(p.x);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const long long r_begin = (long long)blockIdx.y * p.chunk;
+    const long long r_end = min(r_begin + p.chunk, p.m);
+    for (long long j = (long long)blockIdx.x * GEMV_WARPS + w; j < p.n; j += (long long)gridDim.x * GEMV_WARPS) {
+        const T* col = A + j * p.lda;
+        Acc s0 = Acc(0), s1 = Acc(0);
+        long long i = r_begin + VEC * lane;
+        // Full steps: UR loads of A and UR of x in flight per lane.
+        for (; i + STEP - 32 * VEC + VEC <= r_end; i += STEP) {
+            typename Raw<T, VEC>::type av[UR], xv[UR];
+#pragma unroll
+            for (int u = 0; u < UR; ++u) av[u] = load<T, VEC, true>(col + i + 32 * VEC * u, VEC);
+#pragma unroll
+            for (int u = 0; u < UR; ++u)
+                xv[u] = load<T, VEC, false>(x + (i + 32 * VEC * u) * (VEC == 1 ? p.incx : 1), VEC);
+#pragma unroll
+            for (int u = 0; u < UR; ++u) {
+                Acc a[VEC], b[VEC];
+                unpack<T, VEC>(av[u], a);
+                unpack<T, VEC>(xv[u], b);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) {
+                    if (u & 1)
+                        s1 += a[e] * b[e];
+                    else
+                        s0 += a[e] * b[e];
+                }
+            }
+        }
+        // The rest of the range, one vector (or part of one) at a time.
+        for (; i < r_end; i += 32 * VEC) {
+            const int valid = clamp_valid(r_end - i, VEC);
+            Acc a[VEC], b[VEC];
+            unpack<T, VEC>(load<T, VEC, true>(col + i, valid), a);
+            unpack<T, VEC>(load<T, VEC, false>(x + i * (VEC == 1 ? p.incx : 1), valid), b);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) s0 += a[e] * b[e];
+        }
+        Acc s = s0 + s1;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) {
+            if (p.splits == 1) {
+                store_y<T>(reinterpret_cast<T*>(p.y) + j * p.incy, s, p.alpha, p.beta);
+            } else {
+                reinterpret_cast<Acc*>(p.work)[blockIdx.y * p.n + j] = s;
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void gemv_finish(T* y, const typename El<T>::Acc* work, long long len, int splits,
+                                            double alpha, double beta, long long incy) {
+    using Acc = typename El<T>::Acc;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= len) return;
+    Acc s = Acc(0);
+    for (int k = 0; k < splits; ++k) s += work[k * len + i];
+    store_y<T>(y + i * incy, s, alpha, beta);
+}
