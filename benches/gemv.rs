@@ -61,6 +61,8 @@ fn benches(c: &mut Criterion) {
         .map(|&s| (Transpose::N, s, s))
         .collect();
     shapes.extend([
+        (Transpose::T, 4096, 4096),
+        (Transpose::T, 8192, 8192),
         (Transpose::T, 16384, 16384),
         (Transpose::T, 32768, 8192),
         (Transpose::T, 8192, 32768),
