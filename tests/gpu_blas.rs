@@ -565,6 +565,11 @@ fn gemm_f32_exact() {
         &tile_cases_on(Kernel::Simt, MathMode::Exact, 4, &f32_tiles, true),
     );
     sweep::<f32>(&stream, &mut Rng::new(16), &split_k_cases());
+    // Long k over few 128 x 256 tiles: the automatic choice splits k over 4 blocks per tile
+    // (32 tiles, 1025 of k per block on 132 multiprocessors), with bias and beta.
+    let mut long_k = Case::new(Transpose::N, Transpose::N, 1024, 1000, 4100);
+    (long_k.ld_align, long_k.bias, long_k.beta) = (4, true, 0.5);
+    sweep::<f32>(&stream, &mut Rng::new(21), &[long_k]);
     let all_f32 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
     sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
 }

@@ -529,6 +529,8 @@ pub(crate) struct Choice {
 
 /// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
 const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
+/// The least k each block keeps when the automatic choice splits the f32 `w` tile's k.
+const F32_SPLIT_MIN_K: usize = 1024;
 
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
@@ -813,21 +815,25 @@ pub(crate) fn choose_kernel(
             // (unaligned) from a wave of 128 x 128 tiles, s from a wave of its tiles, else u.
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
             // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
-            // automatic choice does not split yet: its reduction measured slower than s
-            // (docs/kernels/gemm.md, SIMT v4).
+            // automatic choice splits too when every block keeps at least F32_SPLIT_MIN_K of k
+            // and the w tiles are at least 3/4 inside the problem: the split's reduction is
+            // paid once per tile, so it needs long k (at 1024^3, 256 of k per block, it measured
+            // slower than s; with 1024-4096 per block, 13-20% faster: docs/kernels/gemm.md).
             let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
             let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
             let wide = w_tiles.saturating_mul(10) >= sms * 9;
             let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
+            let w_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= w_tiles.saturating_mul(128 * 256 * 3);
+            let auto_split = tile == Tile::Auto && w_full && plan.k >= F32_SPLIT_MIN_K.saturating_mul(splits);
             let split = split != SplitK::Off
-                && tile == Tile::Wide
+                && (tile == Tile::Wide || auto_split)
                 && aligned
                 && !wide
                 && batch == 1
                 && splits >= 2
                 && w_tiles * splits * 4 >= sms * 3;
             let (size, tile, threads) = match tile {
-                Tile::Auto if aligned && wide => ("w", (128, 256), 256),
+                Tile::Auto if split || (aligned && wide) => ("w", (128, 256), 256),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
                 Tile::Auto if fills((64, 64)) => ("s", (64, 64), 128),
                 Tile::Auto => ("u", (32, 64), 128),
@@ -1407,6 +1413,19 @@ mod tests {
         // 128 x 128.
         assert_eq!(f32(1536, Tile::Auto, true), s);
         assert_eq!(f32(1536, Tile::Auto, false), l);
+        // Long k over few w tiles: the automatic choice splits once every block keeps 1024 of k
+        // (1024 x 1024 x 4096: 32 tiles, k in 4), not below (x 2048: 512 per block).
+        let f32k = |m: usize, n: usize, k: usize| {
+            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, m, n, k), [1 << 28; 3]).unwrap();
+            let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
+            (ch.name, ch.split_k)
+        };
+        let wk = |split| ("gemm_simt_f32_w_nn".to_string(), Some(split));
+        assert_eq!(f32k(1024, 1024, 4096), wk(4));
+        assert_eq!(f32k(256, 8192, 8192), wk(2));
+        assert_eq!(f32k(1024, 1024, 2048), ("gemm_simt_f32_s_nn".to_string(), None));
+        // 128 columns would leave half of each 256-column w tile empty: s.
+        assert_eq!(f32k(128, 8192, 8192), ("gemm_simt_f32_s_nn".to_string(), None));
         // 2048: 128 tiles of 128 x 256, at least 9/10 of 132.
         assert_eq!(f32(2048, Tile::Auto, true), w(1));
         assert_eq!(f32(2048, Tile::Wide, true), w(1));
