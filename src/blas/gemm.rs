@@ -832,10 +832,17 @@ pub(crate) fn choose_kernel(
                 && batch == 1
                 && splits >= 2
                 && w_tiles * splits * 4 >= sms * 3;
+            // s or u: all their blocks are resident at once (3 per SM), so the busiest SM runs
+            // ceil(tiles / SMs) of them. An s block does twice a u block's outputs at about 1.12x
+            // the rate (1024^3: 32.7 against 29.1 TFLOP/s), so s wins unless it leaves SMs with
+            // one block more than the average where u does not (100x6000x6000: 188 s tiles, up
+            // to 2 per SM, against 376 u tiles, up to 3: u measured 16% faster).
+            let per_sm = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch).div_ceil(sms.max(1));
+            let s_over_u = per_sm((64, 64)) * 200 <= per_sm((32, 64)) * 112;
             let (size, tile, threads) = match tile {
                 Tile::Auto if split || (aligned && wide) => ("w", (128, 256), 256),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
-                Tile::Auto if fills((64, 64)) => ("s", (64, 64), 128),
+                Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
                 Tile::Auto => ("u", (32, 64), 128),
                 Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
                 Tile::Large | Tile::Wide => ("l", (128, 128), 256),
@@ -1413,6 +1420,10 @@ mod tests {
         // 128 x 128.
         assert_eq!(f32(1536, Tile::Auto, true), s);
         assert_eq!(f32(1536, Tile::Auto, false), l);
+        // s against u by the blocks on the busiest SM: 768 and 896 (144 / 196 s tiles, 2 per
+        // SM, against 288 / 392 u tiles, 3 per SM) take u; 1024 and 1536 keep s.
+        assert_eq!(f32(768, Tile::Auto, true), u);
+        assert_eq!(f32(896, Tile::Auto, false), u);
         // Long k over few w tiles: the automatic choice splits once every block keeps 1024 of k
         // (1024 x 1024 x 4096: 32 tiles, k in 4), not below (x 2048: 512 per block).
         let f32k = |m: usize, n: usize, k: usize| {
