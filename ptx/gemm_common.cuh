@@ -114,3 +114,23 @@ __device__ __forceinline__ void store_out2(double* dp, double v0, double v1, con
     if (bias_c) v[0] += bias_c[0], v[1] += bias_c[1];
     *reinterpret_cast<double2*>(dp) = make_double2(v[0], v[1]);
 }
+
+// The direct epilogue of a warp's f64 DMMA accumulators (full tiles, see above). Fragment
+// (mi, ni) holds H pairs of consecutive outputs: pair h at row r0 + mi * FR + g + 8 h, columns
+// c0 + ni * 8 + 2 t and the next (m8n8k4: FR = 8, H = 1; m16n8kK: FR = 16, H = 2).
+template <int MI, int NI, int FR, int H>
+__device__ __forceinline__ void store_acc_f64(const double (&acc)[MI][NI][2 * H], double* D, const GemmParams& p,
+                                              long long r0, long long c0, int g, int t) {
+    const double* bias = reinterpret_cast<const double*>(p.bias);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+            const long long r = r0 + mi * FR + g, c = c0 + ni * 8 + 2 * t;
+            const double* bc = bias ? bias + c : nullptr;
+#pragma unroll
+            for (int h = 0; h < H; ++h)
+                store_out2(D + (r + 8 * h) * p.ldd + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], bc, p.alpha,
+                           p.beta);
+        }
+}

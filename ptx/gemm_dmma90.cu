@@ -230,16 +230,7 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
         if (direct_epilogue(p, 8, m0 + BM <= p.m && n0 + BN <= p.n)) {
             // A full tile of a D with 16-byte aligned rows, no activation: straight from the
             // accumulators, two consecutive outputs per store.
-            const double* bias = reinterpret_cast<const double*>(p.bias);
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                for (int ni = 0; ni < NI; ++ni) {
-                    const long long r = m0 + wm * WTM + mi * 16 + g, c = n0 + wn * WTN + ni * 8 + 2 * t;
-                    const double* bc = bias ? bias + c : nullptr;
-                    store_out2(D + r * p.ldd + c, acc[mi][ni][0], acc[mi][ni][1], bc, p.alpha, p.beta);
-                    store_out2(D + (r + 8) * p.ldd + c, acc[mi][ni][2], acc[mi][ni][3], bc, p.alpha, p.beta);
-                }
+            store_acc_f64<MI, NI, 16, 2>(acc, D, p, m0 + wm * WTM, n0 + wn * WTN, g, t);
             return;
         }
         __syncthreads();

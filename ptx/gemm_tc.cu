@@ -37,6 +37,9 @@ template <> struct Tc<__half> {
     enum { KSTEP = 16, B16 = 1 };
     static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
     static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+    static __device__ __forceinline__ void store2(__half* p, float a, float b) {
+        *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+    }
     static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                      "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -48,6 +51,9 @@ template <> struct Tc<__nv_bfloat16> {
     enum { KSTEP = 16, B16 = 1 };
     static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
     static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+    static __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+    }
     static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                      "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -59,6 +65,9 @@ template <> struct Tc<float> {
     enum { KSTEP = 8, B16 = 0 };
     static __device__ __forceinline__ float to_f(float v) { return v; }
     static __device__ __forceinline__ float from_f(float v) { return v; }
+    static __device__ __forceinline__ void store2(float* p, float a, float b) {
+        *reinterpret_cast<float2*>(p) = make_float2(a, b);
+    }
     static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
         asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                      "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -217,15 +226,30 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     }
     cp_async_wait<0>();
 
-    // Epilogue: the accumulators go through shared memory (free once the last stage is read), one
-    // warp-row (WTM rows of the tile) at a time; then one rolled loop applies alpha, beta * D, bias
-    // and the activation with coalesced accesses to D.
+    // Epilogue. Plain C = alpha * A * B (beta 0, no bias, no activation) on a full tile of a D
+    // with 16-byte aligned rows stores straight from the accumulators: each thread's 2
+    // consecutive outputs per fragment row in one store (the code stays small with 64-128
+    // accumulators per thread). Otherwise the accumulators go through shared memory (free once
+    // the last stage is read), one warp-row (WTM rows of the tile) at a time; then one rolled
+    // loop applies alpha, beta * D, bias and the activation with coalesced accesses to D.
+    const float alpha = (float)p.alpha, beta = (float)p.beta;
+    const T* bias = reinterpret_cast<const T*>(p.bias);
+    if (beta == 0.f && !bias && direct_epilogue(p, (int)sizeof(T), m0 + BM <= p.m && n0 + BN <= p.n)) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const long long r = m0 + wm * WTM + mi * 16 + g + h * 8, c = n0 + wn * WTN + ni * 8 + 2 * t;
+                    Tc<T>::store2(D + r * p.ldd + c, alpha * acc[mi][ni][2 * h], alpha * acc[mi][ni][2 * h + 1]);
+                }
+        return;
+    }
     constexpr int LDC = BN + 4;
     static_assert(WTM * LDC * 4 <= STAGES * STAGE_BYTES, "a warp-row of the C tile must fit in the stages");
     __syncthreads();
     float* cs = reinterpret_cast<float*>(smem);
-    const float alpha = (float)p.alpha, beta = (float)p.beta;
-    const T* bias = reinterpret_cast<const T*>(p.bias);
     const int cols = (int)min((long long)BN, p.n - n0);
 #pragma unroll 1
     for (int pass = 0; pass < WM; ++pass) {
@@ -374,6 +398,11 @@ __device__ __forceinline__ void gemm_dmma(const GemmParams& p) {
     }
     cp_async_wait<0>();
 
+    if (direct_epilogue(p, 8, m0 + BM <= p.m && n0 + BN <= p.n)) {
+        // A full tile of a 16-byte aligned D with no activation: straight from the accumulators.
+        store_acc_f64<MI, NI, 8, 1>(acc, D, p, m0 + wm * WTM, n0 + wn * WTN, g, t);
+        return;
+    }
     constexpr int LDC = BN + 2;
     static_assert(BM * LDC * 8 <= STAGES * STAGE_BYTES, "the C tile must fit in the stages");
     __syncthreads();

@@ -755,6 +755,22 @@ fn gemm_mma_sync_f16_on_hopper() {
         &mut Rng::new(24),
         &tile_cases(Kernel::MmaSync, MathMode::Exact, 8),
     );
+    // Whole tiles of the mma.sync kernels (plain C = alpha A B stores from the accumulators) and
+    // of the sm_80 f64 DMMA kernel, with the second C of a batch misaligned.
+    let tc_tiles = [Tile::Small, Tile::Large];
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(25),
+        &whole_tile_cases(Kernel::MmaSync, 8, &tc_tiles),
+    );
+    let mut tf32 = whole_tile_cases(Kernel::MmaSync, 8, &tc_tiles);
+    tf32.iter_mut().for_each(|c| c.math = MathMode::Tf32);
+    sweep::<f32>(&stream, &mut Rng::new(26), &tf32);
+    sweep::<f64>(
+        &stream,
+        &mut Rng::new(27),
+        &whole_tile_cases(Kernel::MmaSync, 2, &[Tile::Auto]),
+    );
 }
 
 /// Every case on every forced wgmma tile (n, l, w).
