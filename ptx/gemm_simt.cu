@@ -496,10 +496,11 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
     }
 
     // Epilogue: full tiles of a D with 16-byte aligned rows and no activation store from the
-    // registers (below);
-    // otherwise the threads put their outputs into shared memory, then the block applies alpha,
-    // beta * D, bias and the activation with coalesced, bounds-checked stores in a rolled loop
-    // (once per pass in the code: at most twice).
+    // registers (below); otherwise the threads put their outputs into shared memory, then the
+    // block applies alpha, beta * D, bias and the activation with coalesced, bounds-checked stores
+    // in a rolled loop (once per pass in the code: at most twice). This thread's outputs, here
+    // and in the split-k exchange: acc[h * 4 + ii][c * 4 + j] is row wm * WM + h * CM + ty * 4 +
+    // ii, column wn * WN + c * CN + tx * 4 + j of the tile.
     const float alpha = (float)p.alpha, beta = (float)p.beta;
     const float* bias = reinterpret_cast<const float*>(p.bias);
     const int cols = (int)min((long long)BN, p.n - n0);
@@ -512,8 +513,6 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
             const long long tiles = gridDim.x;
             float* const ws = q.ws + ((bz * splits + split) * tiles + tile) * (BM * BN);
             float* const mine = q.ws + (bz * splits * tiles + tile) * (BM * BN);  // z = 0
-            // This thread's outputs: rows wm * WM + h * CM + ty * 4 + ii, columns
-            // wn * WN + c * CN + tx * 4 + [0, 4).
 #pragma unroll
             for (int h = 0; h < HM; ++h)
 #pragma unroll

@@ -93,7 +93,8 @@ pub enum Tile {
 /// each sum a share of k, and their partial tiles are added in a fixed order, so the result does
 /// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
 /// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
-/// cores splits its 128 x 256 tile through a scratch buffer (a forced [`Tile::Wide`] only).
+/// cores splits its 128 x 256 tile through a scratch buffer (a forced [`Tile::Wide`], or the
+/// automatic tile when k is long enough for every block to keep at least 1024 of it).
 ///
 /// ```
 /// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
@@ -811,8 +812,9 @@ pub(crate) fn choose_kernel(
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
             // (`aligned` operands only), l = 128 x 128 (any operands), and for problems that
             // would leave multiprocessors idle with those, s = 64 x 64 and u = 32 x 64 (two
-            // k-slices of warps per block). Automatic: w from 9/10 of a wave of its tiles, l
-            // (unaligned) from a wave of 128 x 128 tiles, s from a wave of its tiles, else u.
+            // k-slices of warps per block). Automatic: w from 9/10 of a wave of its tiles (or
+            // split, below), l (unaligned) from a wave of 128 x 128 tiles, s from a wave of its
+            // tiles unless u loads the busiest SM less (below), else u.
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
             // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
             // automatic choice splits too when every block keeps at least F32_SPLIT_MIN_K of k

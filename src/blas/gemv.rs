@@ -221,6 +221,7 @@ pub fn gemv<T: GemvType>(
     // whose blocks add their partial sums in shared memory: no workspace, no second kernel. Only
     // while the clusters fill at most half of the device's slots: with more, placing whole
     // clusters costs more than the second kernel saves (8192^2 f32 measured 3% slower).
+    // `slots` stays gemv_nv's: gemv_nvc has its registers and launch bounds.
     let cluster = name == "nv"
         && (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits)
         && 2 * grid_x * CLUSTER_SPLITS <= slots
