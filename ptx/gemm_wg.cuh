@@ -35,9 +35,14 @@
 // tile while the consumers write the last one. The producer gives registers back with setmaxnreg
 // so the consumers can hold their accumulators.
 //
-// Epilogue: each consumer parks 32 accumulator columns at a time in its own shared-memory chunk.
-// C = alpha * A * B (beta 0, no bias, no activation) then leaves in 16-byte stores, 8 columns
-// per thread, where D's rows are 16-byte aligned. Anything else goes through a rolled loop, one
+// Epilogue: C = alpha * A * B (beta 0, no bias, no activation) with a D map from the host
+// (`dstore`: D's rows 16-byte aligned) leaves through the TMA: each consumer converts 64 rows x
+// 128 bytes of its accumulators at a time into one of its two staging boxes and one thread issues
+// a bulk tensor store, which drains while the consumer moves on (to the next box, then the next
+// tile's wgmma) and is clipped at D's bounds by the TMA (the DT kernels stage two 32 x 32 boxes
+// of the transposed tile per 32 columns). Otherwise each consumer parks 32
+// accumulator columns at a time in its own shared-memory chunk; plain C then leaves in 16-byte
+// stores where D's rows are 16-byte aligned, and anything else goes through a rolled loop, one
 // element per thread, so the beta / bias / activation code appears once per chunk. The DT kernels
 // (tf32 nn) park each chunk transposed and write 32 consecutive rows of one column per warp store.
 //
@@ -53,12 +58,15 @@
 //
 // Launch contract:
 //   params (by value): TensorMap tx, TensorMap ty (3-D maps built by the Rust side with
-//   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above), then
-//   GemmParams p (x, y, d, bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act).
+//   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above),
+//   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
+//   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when dstore !=
+//   0), GemmParams p (x, y, d, bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int
+//   dstore (1: td is valid).
 //   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
 //   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
-//   18432 (epilogue chunks) + 2048 (alignment, barriers) bytes: 217088 for both tiles
-//   (w: 4 stages, l: 6 stages, n: 8 stages).
+//   32768 (epilogue: four 8 KiB staging boxes, or the two 9 KiB chunks) + 2048 (alignment,
+//   barriers) bytes: 231424 for every tile (w: 4 stages, l: 6 stages, n: 8 stages).
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
 //   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
 //   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
@@ -211,6 +219,25 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, uns
                  : "memory");
 }
 
+// One TMA box from shared memory at src into a 3-D map at coordinates (c0, c1, c2), as a bulk
+// async-group store (the TMA clips the box at the map's bounds).
+__device__ __forceinline__ void tma_store(const TensorMap* map, unsigned src, int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most N bulk groups are still reading their shared-memory source.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until every bulk group has completed.
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Makes this thread's shared-memory writes visible to the TMA (the async proxy).
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void named_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+
 // Per-type pieces: the k step of one wgmma, conversions, and the wgmma for a tile width N
 // (the accumulator array holds N / 2 floats).
 template <typename T> struct Wg;
@@ -301,6 +328,19 @@ __device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
     reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
+// Two consecutive outputs into a shared-memory staging box (4 bytes for 16-bit types, 8 for f32).
+__device__ __forceinline__ void stage2(unsigned a, float x, float y, const __half*) {
+    const __half2 h = __floats2half2_rn(x, y);
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*reinterpret_cast<const unsigned*>(&h)) : "memory");
+}
+__device__ __forceinline__ void stage2(unsigned a, float x, float y, const __nv_bfloat16*) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(*reinterpret_cast<const unsigned*>(&h)) : "memory");
+}
+__device__ __forceinline__ void stage2(unsigned a, float x, float y, const float*) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
+}
+
 // The tile a block works on: batch entry bz, first row m0 and column n0 of D. Tiles are numbered
 // batch-major; within a batch entry they are rasterised in groups of 8 row-tiles that share
 // their column tiles in L2.
@@ -317,7 +357,8 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
 }
 
 template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT>
-__device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const GemmParams& p) {
+__device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
+                                        const GemmParams& p, int dstore) {
     constexpr int BM = 128;
     constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
     constexpr int KSTEP = Wg<T>::KSTEP;
@@ -330,6 +371,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     constexpr int EPI_BYTES = 64 * EPI_LD * 4; // one consumer's chunk
     constexpr int EPI_LDT = 64 + 4;            // padded column of a transposed chunk (DT), floats
     static_assert(EPI_COLS * EPI_LDT <= 64 * EPI_LD, "the transposed chunk fits the chunk");
+    // The TMA-store epilogue stages boxes of 64 rows x 128 bytes (8 KiB), two per consumer.
+    constexpr int BOX_COLS = 128 / (int)sizeof(T);
+    constexpr int BOX_BYTES = 64 * 128;
+    constexpr int EPI_REGION = 4 * BOX_BYTES > 2 * EPI_BYTES ? 4 * BOX_BYTES : 2 * EPI_BYTES;
     constexpr int MN_BOX = 128 / (int)sizeof(T);        // rows per box of an m/n-contiguous operand
     constexpr int MN_BOX_BYTES = 128 * BK;               // 8 KiB (16-bit types), 4 KiB (tf32)
     // tf32 with an m-contiguous X: wgmma's A operand comes from registers (RS below).
@@ -343,7 +388,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const unsigned raw = smem_addr(smem_raw);
     const unsigned base = (raw + 1023u) & ~1023u;
     const unsigned epi = base + STAGES * STAGE_BYTES;
-    const unsigned full = epi + 2 * EPI_BYTES;
+    const unsigned full = epi + EPI_REGION;
     const unsigned empty = full + 8 * STAGES;
 
     const int tid = threadIdx.x;
@@ -409,6 +454,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && (p.sd * (long long)sizeof(T)) % 16 == 0 &&
                        p.d % 16 == 0;
     float* chunk = reinterpret_cast<float*>(smem_raw + (epi - raw) + cw * EPI_BYTES);
+    // This consumer's two staging boxes (TMA-store epilogue) and the count of boxes it staged.
+    const unsigned boxes = epi + cw * 2 * BOX_BYTES;
+    unsigned staged = 0;
     float d[NACC];
 
     // RS (tf32, m-contiguous X): each thread loads its A fragments from the stage's X tile (four
@@ -504,6 +552,43 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // read the row-major chunk and wrote 8 rows of a column per thread: NVRTC split its
             // vector stores, so every warp store touched 32 lines, and nn ran 25-30% slower than
             // tt at 4096-8192.)
+            if (plain && dstore) {
+                // TMA stores of the transposed tile: 32 columns at a time, staged as two boxes of
+                // 32 rows (128 bytes, D's contiguous direction) x 32 columns, one per pair of
+                // warps; column c of a box at c * 128 bytes, row r in 16-byte chunk (r / 4) ^ (c
+                // % 8) (the 128-byte swizzle; each warp store hits 32 distinct banks).
+                const int g = lane / 4;
+                const int rb = 16 * (warp & 1) + g;  // this thread's rows rb and rb + 8 of its box
+#pragma unroll
+                for (int q = 0; q < BN / 32; ++q, ++staged) {
+                    const unsigned buf = boxes + (staged & 1) * BOX_BYTES;
+                    const unsigned half = buf + (warp >> 1) * (BOX_BYTES / 2);
+                    if (lt == 0) bulk_wait_read<1>();
+                    named_bar(2 + cw);
+                    auto put = [&](int r, int c, float v) {
+                        const unsigned at = half + c * 128 + ((((r >> 2) ^ (c & 7)) << 4) | ((r & 3) << 2));
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(at), "f"(v) : "memory");
+                    };
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        const int a = 4 * (q * 4 + j), c = 8 * j + 2 * (lane & 3);
+                        put(rb, c, alpha * d[a]);
+                        put(rb, c + 1, alpha * d[a + 1]);
+                        put(rb + 8, c, alpha * d[a + 2]);
+                        put(rb + 8, c + 1, alpha * d[a + 3]);
+                    }
+                    fence_async_smem();
+                    named_bar(2 + cw);
+                    if (lt == 0 && q * 32 < cols) {
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            if (rows > 32 * h)
+                                tma_store(td, buf + h * (BOX_BYTES / 2), (int)row0 + 32 * h, tc.n0 + q * 32, tc.bz);
+                        bulk_commit();
+                    }
+                }
+                continue;
+            }
             T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + (long long)tc.n0 * p.ldd + row0;
             const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
 #pragma unroll
@@ -537,6 +622,36 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            }
+            continue;
+        }
+        if (plain && dstore) {
+            // TMA stores: the consumer converts 64 rows x BOX_COLS columns at a time into a
+            // staging box (128-byte swizzle, the layout the map names; with row % 8 = lane / 4
+            // each warp store hits 32 distinct banks), and one thread hands the box to the TMA,
+            // which clips it at D's bounds. The stores drain while the consumer goes on to the
+            // next box and the next tile's wgmma; a box is rewritten only once the store that
+            // read it two boxes earlier has finished reading.
+            const int g = lane / 4;
+#pragma unroll
+            for (int q = 0; q < BN / BOX_COLS; ++q, ++staged) {
+                const unsigned box = boxes + (staged & 1) * BOX_BYTES;
+                if (lt == 0) bulk_wait_read<1>();
+                named_bar(2 + cw);
+#pragma unroll
+                for (int j = 0; j < BOX_COLS / 8; ++j) {
+                    const int a = 4 * (q * BOX_COLS / 8 + j);
+                    const int byte = (8 * j + 2 * (lane & 3)) * (int)sizeof(T);
+                    const unsigned at = box + (16 * warp + g) * 128 + ((((byte >> 4) ^ g) << 4) | (byte & 15));
+                    stage2(at, alpha * d[a], alpha * d[a + 1], (const T*)nullptr);
+                    stage2(at + 8 * 128, alpha * d[a + 2], alpha * d[a + 3], (const T*)nullptr);
+                }
+                fence_async_smem();
+                named_bar(2 + cw);
+                if (lt == 0 && rows > 0 && q * BOX_COLS < cols) {
+                    tma_store(td, box, tc.n0 + q * BOX_COLS, (int)row0, tc.bz);
+                    bulk_commit();
+                }
             }
             continue;
         }
@@ -590,12 +705,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
         }
     }
+    // The block's shared memory must outlive the TMA stores that read it.
+    if (lt == 0) bulk_wait_all();
 }
 
 #define GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, DT)                                                            \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
-        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty, const GemmParams p) { \
-        gemm_wg<T, BN, STAGES, XK, YK, DT>(&tx, &ty, p);                                                        \
+        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
+             const __grid_constant__ TensorMap td, const GemmParams p, int dstore) {                           \
+        gemm_wg<T, BN, STAGES, XK, YK, DT>(&tx, &ty, &td, p, dstore);                                           \
     }
 #define GEMM_WG(NAME, T, BN, STAGES, XK, YK) GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, false)
 

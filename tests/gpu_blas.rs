@@ -737,6 +737,8 @@ fn gemm_wgmma_hopper() {
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(&stream, &mut Rng::new(28), &plain_wg_cases(MathMode::Exact, 8));
+    sweep::<bf16>(&stream, &mut Rng::new(29), &plain_wg_cases(MathMode::Exact, 8));
 }
 
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
@@ -792,6 +794,33 @@ fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     v
 }
 
+/// Plain C = alpha A B on every wgmma tile, which leaves through TMA stores where C's rows are
+/// 16-byte aligned and a multiple of 16 bytes long: whole tiles and edge tiles (clipped by the
+/// TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread stores), single
+/// matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a multiple of 8 (1:
+/// the later matrices are misaligned and take the thread stores), every op, both layouts.
+fn plain_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+    let shapes = [(256, 512, 64), (200, 300, 72), (136, 65, 100), (1000, 600, 40)];
+    let mut v = Vec::new();
+    for (t, tile) in [Tile::Narrow, Tile::Large, Tile::Wide].into_iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+                for c_gap in [0, 1] {
+                    let (m, n, k) = shapes[(t + i + j) % 4];
+                    let mut c = Case::new(ta, tb, m, n, k);
+                    (c.kernel, c.tile, c.math, c.ld_align, c.layout, c.c_gap) =
+                        (Kernel::Wgmma, tile, math, ld_align, layout, c_gap);
+                    c.batch = if c_gap == 1 || i % 2 == 0 { 3 } else { 1 };
+                    c.alpha = if j == 0 { 0.75 } else { 1.0 };
+                    c.pad = (i + t) % 3;
+                    v.push(c);
+                }
+            }
+        }
+    }
+    v
+}
+
 /// A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores must
 /// fall back for the misaligned batch entries.
 fn odd_c_stride_cases() -> Vec<Case> {
@@ -830,6 +859,19 @@ fn gemm_wgmma_hopper_tf32() {
             .collect::<Vec<_>>(),
     );
     sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
+    let mut plain = plain_wg_cases(MathMode::Tf32, 4);
+    for c in &mut plain {
+        // As in wg_cases: tf32 with both operands m/n-contiguous is packed for batch 1 only (in
+        // row-major storage that is op(A) = A^T, op(B) = B).
+        let (ta, tb) = match c.layout {
+            Layout::ColMajor => (Transpose::N, Transpose::T),
+            Layout::RowMajor => (Transpose::T, Transpose::N),
+        };
+        if c.batch > 1 && c.ta == ta && c.tb == tb {
+            c.kernel = Kernel::TensorCore;
+        }
+    }
+    sweep::<f32>(&stream, &mut Rng::new(30), &plain);
     sweep::<f32>(
         &stream,
         &mut Rng::new(25),

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::tma::{self, TmaElement, TmaMatrix};
+use super::tma::{self, TensorMap, TmaElement, TmaMatrix};
 use super::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
@@ -147,9 +147,10 @@ unsafe impl DeviceRepr for GemmParams {}
 const MAX_BATCH_PER_LAUNCH: usize = 65535;
 /// Tensor-core pipeline depth (the kernels' STAGES).
 const TC_STAGES: u32 = 4;
-/// Dynamic shared memory of the wgmma kernels (both tiles): stages, epilogue chunks, alignment
-/// and barriers.
-const WG_SMEM: u32 = 4 * (128 + 256) * 128 + 2 * 64 * 36 * 4 + 2048;
+/// Dynamic shared memory of the wgmma kernels (every tile): stages, the epilogue's four 8 KiB
+/// TMA staging boxes (which also hold the two 9 KiB chunks of the other epilogues), alignment and
+/// barriers.
+const WG_SMEM: u32 = 4 * (128 + 256) * 128 + 4 * 64 * 128 + 2048;
 
 /// A GEMM description: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, built with
 /// [`Gemm::new`] and the setters, run with [`Gemm::run`] or [`Gemm::run_with_bias`].
@@ -1130,11 +1131,38 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
         } else {
             y.encode(bk, bk)?
         };
+        // D through the TMA (plain alpha * A * B epilogues): D's n x m (x count) extents at ldd and
+        // sd, boxes of 128 bytes x 64 rows; the swapped kernels store D transposed, so there the
+        // rows (the swapped m) are the contiguous side, in boxes of 32 rows x 32 columns. Not for
+        // a batch that writes one D (sd = 0), which the map would address as one matrix, nor for
+        // lines whose length is not a multiple of 16 bytes: on the H100 a box over f16 rows of 7
+        // elements (14 bytes) also wrote each row's 8th element, so the TMA's clipping is relied
+        // on only at 16-byte bounds (rows of 200 and 1000 elements, ending inside a box, kept
+        // their padding in tests/gpu_blas.rs).
+        let (inner, outer, box_outer) = if choice.swap { (p.m, p.n, 32) } else { (p.n, p.m, 64) };
+        let d = TmaMatrix {
+            address: p.d,
+            element,
+            inner: inner as u64,
+            outer: outer as u64,
+            ld: p.ldd as u64,
+            batch: count as u64,
+            stride: p.sd as u64,
+        };
+        let dstore = d.fits() && (count == 1 || p.sd != 0) && (d.inner * sz) % 16 == 0;
+        let td = if dstore {
+            d.encode(bk, box_outer)?
+        } else {
+            TensorMap::unused()
+        };
+        let dstore = i32::from(dstore);
         let mut l = stream.launch_builder(&f);
-        l.arg(&tx).arg(&ty).arg(&p);
-        // SAFETY: the kernel takes (TensorMap, TensorMap, GemmParams) by value. The maps cover
-        // exactly the operands' m x k and k x n extents (TMA bounds zero-fill the rest of each
-        // box); `plan` checked that every element of D (rows < m, cols < n of each of `count`
+        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore);
+        // SAFETY: the kernel takes (TensorMap, TensorMap, TensorMap, GemmParams, i32) by value.
+        // The maps of X and Y cover exactly the operands' m x k and k x n extents (TMA bounds
+        // zero-fill the rest of each box); the map of D, when dstore is 1, covers exactly D's
+        // rows < m and cols < n of each of `count` matrices at ldd / sd (transposed for the
+        // swapped kernels; TMA stores are clipped there); with dstore 0 the kernel never reads td; `plan` checked that every element of D (rows < m, cols < n of each of `count`
         // matrices at ldd / sd) and of the bias lies inside C and the bias. A swapped (tf32 nn)
         // kernel writes D[r][c] of the swapped m x n at d[c * ldd + r], which is element (c, r)
         // of the unswapped D, and reads the bias at r < swapped m = unswapped n: the same ranges.

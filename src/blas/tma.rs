@@ -19,6 +19,13 @@ pub(crate) struct TensorMap {
 // receive it by value as an opaque 128-byte, 64-byte-aligned parameter.
 unsafe impl DeviceRepr for TensorMap {}
 
+impl TensorMap {
+    /// A map for a kernel parameter that the kernel is told not to use.
+    pub(crate) fn unused() -> Self {
+        TensorMap { opaque: [0; 16] }
+    }
+}
+
 /// The element types the GEMM kernels move through the TMA.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TmaElement {
