@@ -12,11 +12,11 @@
 //     f32 (gemm_f32_pipe below): w = 128x256, 256, 8x16, 16-byte copies of the operands that
 //       are not k-contiguous (x, y 16-byte aligned; ldx, ldy, sx, sy multiples of 4);
 //       l = 128x128, 256, 8x8; s = 64x64, 128 (2 k-slices of 64), 8x8; u = 32x64, 128
-//       (2 k-slices of 64), 8x4.
+//       (2 k-slices of 64), 8x4; v = 128x64, 128, 8x8, with k split over blocks as w.
 //     f64, f16, bf16 (gemm_simt below): s = 64x64, 256, 4x4.
 //
 // Launch contract: block = (threads, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
-// batch <= 65535, except that f32 w takes grid z = the number of blocks that split k (1: no
+// batch <= 65535, except that f32 w and v take grid z = the number of blocks that split k (1: no
 // split) and a second parameter, SplitK; dynamic shared memory: f32 w takes 150528 bytes
 // (3 * 32 * (132 + 260) floats), every other kernel none. beta == 0: D is not read. bias == 0: no bias.
 // act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh. k == 0 is allowed. m, n >= 1.
@@ -303,7 +303,7 @@ __device__ __forceinline__ void lds4(float* d, unsigned a) {
                  : "r"(a));
 }
 
-// Split k over blocks (the `w` kernels' second parameter): with gridDim.z = S > 1, block z of
+// Split k over blocks (the `w` and `v` kernels' second parameter): with gridDim.z = S > 1, block z of
 // an output tile takes k-tiles [z * per, (z + 1) * per), per = ceil(k-tiles / S), and stores
 // its sums in ws[((batch * S + z) * tiles + tile) * BM * BN + row * BN + column]; the block that
 // arrives last at counters[batch * tiles + tile] (zeroed by the host) adds the S sums in the
@@ -638,6 +638,7 @@ GEMM_F32_OPS(w, 128, 256, 32, 64, 64, 8, 16, 3, 1, 1, true, true, true)
 GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 1, 2, false, false, false)
 GEMM_F32_OPS(s, 64, 64, 16, 32, 64, 8, 8, 4, 2, 3, false, true, false)
 GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, false)
+GEMM_F32_OPS(v, 128, 64, 16, 64, 32, 8, 8, 3, 1, 2, false, true, true)
 GEMM_SIMT_OPS(f64, double, double, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(f16, __half, float, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(bf16, __nv_bfloat16, float, s, 64, 64, 8, 4, 4)

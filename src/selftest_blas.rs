@@ -193,12 +193,14 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     let small = [(Tile::Small, SplitK::Auto, "s", 0)];
     // f32 on the CUDA cores: w needs operands aligned for 16-byte copies, so l runs on
     // leading dimensions one element longer than the matrices; u is the automatic choice for a
-    // problem this small (fewer 64 x 64 tiles than multiprocessors).
+    // problem this small (fewer 64 x 64 tiles than multiprocessors); v is the 128 x 64 tile with
+    // k split over blocks.
     let f32_simt = [
         (Tile::Small, SplitK::Auto, "s", 0),
         (Tile::Large, SplitK::Auto, "w", 0),
         (Tile::Large, SplitK::Auto, "l", 1),
         (Tile::Auto, SplitK::Auto, "u", 0),
+        (Tile::Narrow, SplitK::Parts(2), "v", 0),
     ];
     let tc = stream.context().compute_capability() >= (8, 0);
     let (s, r) = (stream, &mut rng);

@@ -572,6 +572,36 @@ fn gemm_f32_exact() {
     sweep::<f32>(&stream, &mut Rng::new(21), &[long_k]);
     let all_f32 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
     sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
+    sweep::<f32>(&stream, &mut Rng::new(22), &v_split_cases());
+}
+
+/// Long k over 8200 rows of 52 columns: on 132 multiprocessors the automatic choice takes the
+/// 128 x 64 tile (v) with k split over 2 blocks (k = 2100, a short last k-tile) or 4 (k = 4100)
+/// per tile (src/blas/gemm.rs asserts the choice). Every op, both layouts, aligned and unaligned
+/// leading dimensions (full tiles from the registers or through shared memory), bias, beta,
+/// alpha, one activation; and v forced in 3 parts on a small problem.
+fn v_split_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for (i, &(ta, tb)) in OPS.iter().enumerate() {
+        for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+            let k = if i == 0 { 4100 } else { 2100 };
+            // The kernels' D is 8200 x 52 either way (row-major C is the transposed problem).
+            let (m, n) = if j == 0 { (52, 8200) } else { (8200, 52) };
+            let mut c = Case::new(ta, tb, m, n, k);
+            c.layout = layout;
+            c.ld_align = if (i + j) % 2 == 0 { 4 } else { 1 };
+            c.bias = i % 2 == 1;
+            c.act = if i == 2 { Activation::Gelu } else { Activation::None };
+            (c.alpha, c.beta) = if j == 1 { (0.75, -0.5) } else { (1.0, 0.0) };
+            v.push(c);
+        }
+        // Forced: 3 parts on an edge-only problem (k = 333: 21 k-tiles, 7 per block).
+        let mut c = Case::new(ta, tb, 130, 70, 333);
+        (c.tile, c.split, c.bias, c.beta) = (Tile::Narrow, SplitK::Parts(3), true, 0.5);
+        c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };
+        v.push(c);
+    }
+    v
 }
 
 #[test]

@@ -81,8 +81,9 @@ pub enum Tile {
     Wide,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
     /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
-    /// k-slices of 2 warps, 8 x 4 per thread); f64 on the sm_90 DMMA kernels: 128 x 64 with
-    /// 8 warps; elsewhere the same as `Small`.
+    /// k-slices of 2 warps, 8 x 4 per thread), or 128 x 64 (4 warps, 8 x 8 per thread) with a
+    /// forced [`SplitK::Parts`]; f64 on the sm_90 DMMA kernels: 128 x 64 with 8 warps;
+    /// elsewhere the same as `Small`.
     Narrow,
 }
 
@@ -93,8 +94,10 @@ pub enum Tile {
 /// each sum a share of k, and their partial tiles are added in a fixed order, so the result does
 /// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
 /// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
-/// cores splits its 128 x 256 tile through a scratch buffer (a forced [`Tile::Wide`], or the
-/// automatic tile when k is long enough for every block to keep at least 1024 of it).
+/// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is
+/// long enough for every block to keep at least 1024 of it) and its 128 x 64 tile (long k over
+/// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) through a scratch
+/// buffer.
 ///
 /// ```
 /// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
@@ -112,8 +115,9 @@ pub enum SplitK {
     /// Never split k.
     Off,
     /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
-    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; other kernels and tiles have no
-    /// forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
+    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-4 for f32 on the CUDA cores, on
+    /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); other kernels and tiles
+    /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
 }
 
@@ -707,10 +711,16 @@ pub(crate) fn choose_kernel(
         }
     };
     let dmma90 = family == Family::MmaSync && type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync;
+    let f32_simt = family == Family::Simt && type_name == "f32";
     if let SplitK::Parts(parts) = split {
-        if !dmma90 && parts > 1 {
+        if !dmma90 && !f32_simt && parts > 1 {
             bail_invalid!(
-                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later)"
+                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later) and for f32 on the CUDA cores"
+            );
+        }
+        if f32_simt && parts > 1 && (parts > 4 || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1) {
+            bail_invalid!(
+                "gemm: f32 on the CUDA cores splits k in 2-4 parts on its 128 x 64 tile (Tile::Auto or Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
             );
         }
     }
@@ -746,9 +756,11 @@ pub(crate) fn choose_kernel(
                 Tile::Wide => ('w', (128, 256)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
-                // tf32 with k <= 256 (at most 8 k-tiles): the 128 x 128 tile measured 1.1-1.5x
-                // faster than 128 x 256 (docs/kernels/gemm.md); f16 / bf16 keep the wide tile.
-                _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 256) => ('w', (128, 256)),
+                // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the
+                // epilogue through shared memory it measured 1.1-1.5x faster than 128 x 256 up to
+                // k = 256; with TMA stores the two tie at k = 128 and the wide tile is 5-12% faster
+                // at k = 256 (docs/kernels/gemm.md). f16 / bf16 keep the wide tile.
+                _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 128) => ('w', (128, 256)),
                 _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
                 _ => ('n', (128, 64)),
             };
@@ -813,9 +825,11 @@ pub(crate) fn choose_kernel(
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
             // (`aligned` operands only), l = 128 x 128 (any operands), and for problems that
             // would leave multiprocessors idle with those, s = 64 x 64 and u = 32 x 64 (two
-            // k-slices of warps per block). Automatic: w from 9/10 of a wave of its tiles (or
-            // split, below), l (unaligned) from a wave of 128 x 128 tiles, s from a wave of its
-            // tiles unless u loads the busiest SM less (below), else u.
+            // k-slices of warps per block) and v = 128 x 64 with k split over blocks. Automatic:
+            // w from 9/10 of a wave of its tiles that fill them to 3/4 (or split, below), l
+            // (unaligned) from a wave of 128 x 128 tiles, v for long k where it loads the busiest
+            // SM least (below), s from a wave of its tiles unless u loads the busiest SM less
+            // (below), else u.
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
             // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
             // automatic choice splits too when every block keeps at least F32_SPLIT_MIN_K of k
@@ -824,10 +838,18 @@ pub(crate) fn choose_kernel(
             // slower than s; with 1024-4096 per block, 13-20% faster: docs/kernels/gemm.md).
             let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
             let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
-            let wide = w_tiles.saturating_mul(10) >= sms * 9;
-            let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
             let w_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= w_tiles.saturating_mul(128 * 256 * 3);
+            // w needs its tiles at least 3/4 full: 48 x 16384 x 4096 on 128 w tiles of which
+            // 48 of 256 columns are inside the problem ran at 0.26x cuBLAS.
+            let wide = w_tiles.saturating_mul(10) >= sms * 9 && w_full;
+            let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
             let auto_split = tile == Tile::Auto && w_full && plan.k >= F32_SPLIT_MIN_K.saturating_mul(splits);
+            let split_knob = split;
+            // A forced split (validated above) runs v.
+            let forced_parts = match split {
+                SplitK::Parts(p) if p > 1 => Some(p),
+                _ => None,
+            };
             let split = split != SplitK::Off
                 && (tile == Tile::Wide || auto_split)
                 && aligned
@@ -842,8 +864,45 @@ pub(crate) fn choose_kernel(
             // to 2 per SM, against 376 u tiles, up to 3: u measured 16% faster).
             let per_sm = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch).div_ceil(sms.max(1));
             let s_over_u = per_sm((64, 64)) * 200 <= per_sm((32, 64)) * 112;
+            // v (128 x 64, k split over 2-4 blocks per tile, every block keeping at least
+            // F32_SPLIT_MIN_K of k): long k over at most a wave of its tiles, which at least 3/4
+            // fill, no w split, and less work on the busiest SM than s and u. The work of an SM is
+            // its blocks (all resident: 3 per SM for each of the three) times a block's outputs
+            // times its k, over the block's rate: u 1, s 1.12, v 1.2 (64 x 8192 x 8192: v's 256
+            // blocks of 8 x 8 outputs per thread ran 1.2x u's 256 blocks of 8 x 4). Of equal
+            // splits the larger wins. Measured (docs/kernels/gemm.md): 100 x 6000 x 6000 takes 4
+            // parts (376 blocks, 0.83x cuBLAS, where 2 parts put 2 blocks on some SMs and ran
+            // slower than u), 64 x 8192 x 8192 4 (0.88x; 2 parts leave 4 warps per SM, 3 parts
+            // put 2 blocks on some SMs), 128 x 8192 x 8192 2-4 (equal).
+            let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
+            let v_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= v_tiles.saturating_mul(128 * 64 * 3);
+            // Work on the busiest SM, in units of 1/168 of an output-k product at u's rate.
+            let work = |blocks: usize, outputs: u128, k_per_block: usize, weight: u128| {
+                blocks.div_ceil(sms.max(1)) as u128 * outputs * k_per_block as u128 * weight
+            };
+            let v_work = |parts: usize| work(v_tiles.saturating_mul(parts), 8192, plan.k.div_ceil(parts), 140);
+            let (v_splits, v_least) = (2..=4usize)
+                .filter(|&parts| plan.k >= F32_SPLIT_MIN_K.saturating_mul(parts))
+                .map(|parts| (parts, v_work(parts)))
+                .fold((0, u128::MAX), |best, c| if c.1 <= best.1 { c } else { best });
+            let unsplit = |dims: (usize, usize), weight| {
+                let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch);
+                work(blocks, (dims.0 * dims.1) as u128, plan.k, weight)
+            };
+            let v_faster = v_least < unsplit((64, 64), 150) && v_least < unsplit((32, 64), 168);
+            let v_split = tile == Tile::Auto
+                && v_faster
+                && split_knob != SplitK::Off
+                && !split
+                && !(aligned && wide)
+                && batch == 1
+                && v_splits >= 2
+                && v_full
+                && v_tiles <= sms;
             let (size, tile, threads) = match tile {
+                _ if forced_parts.is_some() => ("v", (128, 64), 128),
                 Tile::Auto if split || (aligned && wide) => ("w", (128, 256), 256),
+                Tile::Auto if v_split => ("v", (128, 64), 128),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
                 Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
                 Tile::Auto => ("u", (32, 64), 128),
@@ -861,6 +920,8 @@ pub(crate) fn choose_kernel(
             );
             if size == "w" {
                 choice.split_k = Some(if split { splits as u32 } else { 1 });
+            } else if size == "v" {
+                choice.split_k = Some(forced_parts.unwrap_or(v_splits as u32));
             }
             Ok(choice)
         }
@@ -1464,9 +1525,45 @@ mod tests {
         let wk = |split| ("gemm_simt_f32_w_nn".to_string(), Some(split));
         assert_eq!(f32k(1024, 1024, 4096), wk(4));
         assert_eq!(f32k(256, 8192, 8192), wk(2));
-        assert_eq!(f32k(1024, 1024, 2048), ("gemm_simt_f32_s_nn".to_string(), None));
-        // 128 columns would leave half of each 256-column w tile empty: s.
-        assert_eq!(f32k(128, 8192, 8192), ("gemm_simt_f32_s_nn".to_string(), None));
+        // 1024 x 1024 x 2048 (128 v tiles, k in 2: 2 blocks of 128 x 64 x 1024 per SM against 2
+        // s blocks of 64 x 64 x 2048) and 128 columns (half of each 256-column w tile would be
+        // empty) take v; so does 100 x 6000 x 6000, in 4 parts (94 v tiles in 2 would put 2
+        // blocks on some SMs, where 3 u blocks of 32 x 64 do less).
+        let vk = |split| ("gemm_simt_f32_v_nn".to_string(), Some(split));
+        assert_eq!(f32k(1024, 1024, 2048), vk(2));
+        assert_eq!(f32k(64, 8192, 8192), vk(4));
+        // tests/gpu_blas.rs `v_split_cases`.
+        assert_eq!(f32k(52, 8200, 2100), vk(2));
+        assert_eq!(f32k(52, 8200, 4100), vk(4));
+        // A forced split runs v: 2-4 parts, Tile::Auto or Narrow, batch 1.
+        let forced = |tile, parts, batch| {
+            let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, 136, 72, 48), [1 << 28; 3]).unwrap();
+            let ch = choose_kernel(
+                "f32",
+                false,
+                MathMode::Exact,
+                Kernel::Auto,
+                tile,
+                SplitK::Parts(parts),
+                &p,
+                false,
+                false,
+                (9, 0),
+                132,
+                batch,
+            )?;
+            Ok::<_, crate::Error>((ch.name, ch.split_k))
+        };
+        assert_eq!(forced(Tile::Narrow, 2, 1).unwrap(), vk(2));
+        assert_eq!(forced(Tile::Auto, 4, 1).unwrap(), vk(4));
+        for (tile, parts, batch) in [(Tile::Small, 2, 1), (Tile::Narrow, 5, 1), (Tile::Narrow, 2, 2)] {
+            let e = forced(tile, parts, batch).unwrap_err();
+            assert!(e.to_string().contains("2-4 parts on its 128 x 64 tile"), "{e}");
+        }
+        assert_eq!(f32k(100, 6000, 6000), vk(4));
+        assert_eq!(f32k(128, 8192, 8192), vk(4));
+        // w needs its tiles 3/4 full: 300 columns of 512 in two w tiles take s.
+        assert_eq!(f32k(300, 16384, 2048), ("gemm_simt_f32_s_nn".to_string(), None));
         // 2048: 128 tiles of 128 x 256, at least 9/10 of 132.
         assert_eq!(f32(2048, Tile::Auto, true), w(1));
         assert_eq!(f32(2048, Tile::Wide, true), w(1));
@@ -1702,7 +1799,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_n_nn", true));
-        // Short k (at most 256): tf32 takes 128 x 128 where f16 keeps 128 x 256.
+        // Short k (at most 128): tf32 takes 128 x 128 where f16 keeps 128 x 256.
         let short_k = |t: &str, k| {
             let math = if t == "f32" { MathMode::Tf32 } else { e };
             let p = plan(&Gemm::<f32>::new(T, N, 8192, 8192, k), [1 << 28; 3]).unwrap();
@@ -1710,8 +1807,9 @@ mod tests {
             ch.unwrap().name
         };
         assert_eq!(short_k("f32", 64), "gemm_wg_tf32_l_tn");
-        assert_eq!(short_k("f32", 256), "gemm_wg_tf32_l_tn");
-        assert_eq!(short_k("f32", 257), "gemm_wg_tf32_w_tn");
+        assert_eq!(short_k("f32", 128), "gemm_wg_tf32_l_tn");
+        assert_eq!(short_k("f32", 129), "gemm_wg_tf32_w_tn");
+        assert_eq!(short_k("f32", 256), "gemm_wg_tf32_w_tn");
         assert_eq!(short_k("f16", 64), "gemm_wg_f16_w_tn");
         // Small problems take the 128 x 64 wgmma tile.
         let small = plan(
