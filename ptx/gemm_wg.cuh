@@ -340,6 +340,22 @@ __device__ __forceinline__ void stage2(unsigned a, float x, float y, const __nv_
 __device__ __forceinline__ void stage2(unsigned a, float x, float y, const float*) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
 }
+// The two values stage2 would write at a, read back as floats (C loaded by the TMA).
+__device__ __forceinline__ float2 unstage2(unsigned a, const __half*) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+    return __half22float2(*reinterpret_cast<const __half2*>(&v));
+}
+__device__ __forceinline__ float2 unstage2(unsigned a, const __nv_bfloat16*) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+__device__ __forceinline__ float2 unstage2(unsigned a, const float*) {
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+    return v;
+}
 
 // The tile a block works on: batch entry bz, first row m0 and column n0 of D. Tiles are numbered
 // batch-major; within a batch entry they are rasterised in groups of 8 row-tiles that share
@@ -390,6 +406,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const unsigned epi = base + STAGES * STAGE_BYTES;
     const unsigned full = epi + EPI_REGION;
     const unsigned empty = full + 8 * STAGES;
+    const unsigned cbar = empty + 8 * STAGES;  // 4: C loaded into each consumer's two boxes
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -402,6 +419,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             mbar_init(full + 8 * s, 1);
             mbar_init(empty + 8 * s, 8);  // one arrival per consumer warp
         }
+        for (int b = 0; b < 4; ++b) mbar_init(cbar + 8 * b, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -450,6 +468,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // activation) goes through shared memory in 32-column chunks, so that code appears once per
     // chunk rather than once per accumulator.
     const bool plain = beta == 0.f && p.bias == 0 && p.act == ACT_NONE;
+    // The TMA-store epilogue also takes beta (C loaded into the box by the TMA) and the bias.
+    const bool linear = p.act == ACT_NONE;
     // Rows of every batch entry 16-byte aligned: D, its row stride and its batch stride.
     const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && (p.sd * (long long)sizeof(T)) % 16 == 0 &&
                        p.d % 16 == 0;
@@ -457,6 +477,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // This consumer's two staging boxes (TMA-store epilogue) and the count of boxes it staged.
     const unsigned boxes = epi + cw * 2 * BOX_BYTES;
     unsigned staged = 0;
+    unsigned loaded = 0;  // bit b: the phase parity of box b's C-load barrier
     float d[NACC];
 
     // RS (tf32, m-contiguous X): each thread loads its A fragments from the stage's X tile (four
@@ -552,34 +573,58 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // read the row-major chunk and wrote 8 rows of a column per thread: NVRTC split its
             // vector stores, so every warp store touched 32 lines, and nn ran 25-30% slower than
             // tt at 4096-8192.)
-            if (plain && dstore) {
+            // Plain and beta / bias compiled apart, as below.
+            auto tma_epilogue_t = [&](const bool LIN) {
                 // TMA stores of the transposed tile: 32 columns at a time, staged as two boxes of
                 // 32 rows (128 bytes, D's contiguous direction) x 32 columns, one per pair of
                 // warps; column c of a box at c * 128 bytes, row r in 16-byte chunk (r / 4) ^ (c
-                // % 8) (the 128-byte swizzle; each warp store hits 32 distinct banks).
+                // % 8) (the 128-byte swizzle; each warp store hits 32 distinct banks). With beta
+                // != 0 the TMA first loads both boxes of C (one barrier), as in the other kernels;
+                // the bias is indexed by row.
                 const int g = lane / 4;
                 const int rb = 16 * (warp & 1) + g;  // this thread's rows rb and rb + 8 of its box
+                const int rt = 32 * (warp >> 1) + rb;  // the same rows within the consumer's 64
+                const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
+                const float b0 = LIN && bias && rt < rows ? bias[rt] : 0.f;
+                const float b8 = LIN && bias && rt + 8 < rows ? bias[rt + 8] : 0.f;
 #pragma unroll
                 for (int q = 0; q < BN / 32; ++q, ++staged) {
-                    const unsigned buf = boxes + (staged & 1) * BOX_BYTES;
+                    const unsigned b = staged & 1, buf = boxes + b * BOX_BYTES, bar = cbar + 8 * (2 * cw + b);
                     const unsigned half = buf + (warp >> 1) * (BOX_BYTES / 2);
-                    if (lt == 0) bulk_wait_read<1>();
+                    const bool live = rows > 0 && q * 32 < cols;  // the same in every thread
+                    if (lt == 0) {
+                        bulk_wait_read<1>();
+                        if (LIN && beta != 0.f && live) {
+                            mbar_expect_tx(bar, (rows > 32 ? 2 : 1) * (BOX_BYTES / 2));
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+                                if (rows > 32 * h)
+                                    tma_load(buf + h * (BOX_BYTES / 2), td, bar, (int)row0 + 32 * h, tc.n0 + q * 32, tc.bz);
+                        }
+                    }
                     named_bar(2 + cw);
-                    auto put = [&](int r, int c, float v) {
-                        const unsigned at = half + c * 128 + ((((r >> 2) ^ (c & 7)) << 4) | ((r & 3) << 2));
-                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(at), "f"(v) : "memory");
+                    if (LIN && beta != 0.f && live) {
+                        mbar_wait(bar, (loaded >> b) & 1);
+                        loaded ^= 1u << b;
+                    }
+                    auto at = [&](int r, int c) {
+                        return half + c * 128 + ((((r >> 2) ^ (c & 7)) << 4) | ((r & 3) << 2));
+                    };
+                    auto put = [&](int r, int c, float v, float bias_r) {
+                        if (LIN && beta != 0.f) v += beta * lds_f32(at(r, c));
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(at(r, c)), "f"(v + bias_r) : "memory");
                     };
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         const int a = 4 * (q * 4 + j), c = 8 * j + 2 * (lane & 3);
-                        put(rb, c, alpha * d[a]);
-                        put(rb, c + 1, alpha * d[a + 1]);
-                        put(rb + 8, c, alpha * d[a + 2]);
-                        put(rb + 8, c + 1, alpha * d[a + 3]);
+                        put(rb, c, alpha * d[a], b0);
+                        put(rb, c + 1, alpha * d[a + 1], b0);
+                        put(rb + 8, c, alpha * d[a + 2], b8);
+                        put(rb + 8, c + 1, alpha * d[a + 3], b8);
                     }
                     fence_async_smem();
                     named_bar(2 + cw);
-                    if (lt == 0 && q * 32 < cols) {
+                    if (lt == 0 && live) {
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
                             if (rows > 32 * h)
@@ -587,6 +632,13 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         bulk_commit();
                     }
                 }
+            };
+            if (plain && dstore) {
+                tma_epilogue_t(false);
+                continue;
+            }
+            if (linear && dstore) {
+                tma_epilogue_t(true);
                 continue;
             }
             T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + (long long)tc.n0 * p.ldd + row0;
@@ -625,34 +677,69 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             }
             continue;
         }
-        if (plain && dstore) {
+        // Called with a constant LIN (beta / bias), so that the plain and the beta / bias
+        // variants are inlined apart: one loop with the extra terms behind run-time tests
+        // measured 8-16% slower at k = 128-256 for plain C.
+        auto tma_epilogue = [&](const bool LIN) {
             // TMA stores: the consumer converts 64 rows x BOX_COLS columns at a time into a
             // staging box (128-byte swizzle, the layout the map names; with row % 8 = lane / 4
             // each warp store hits 32 distinct banks), and one thread hands the box to the TMA,
             // which clips it at D's bounds. The stores drain while the consumer goes on to the
             // next box and the next tile's wgmma; a box is rewritten only once the store that
-            // read it two boxes earlier has finished reading.
+            // read it two boxes earlier has finished reading. With beta != 0 the TMA first loads
+            // C's box into the staging box (zeros outside C), and each thread reads back exactly
+            // the values it then overwrites; the bias is read per column.
             const int g = lane / 4;
+            const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + tc.n0 : nullptr;
 #pragma unroll
             for (int q = 0; q < BN / BOX_COLS; ++q, ++staged) {
-                const unsigned box = boxes + (staged & 1) * BOX_BYTES;
-                if (lt == 0) bulk_wait_read<1>();
+                const unsigned b = staged & 1, box = boxes + b * BOX_BYTES, bar = cbar + 8 * (2 * cw + b);
+                const bool live = rows > 0 && q * BOX_COLS < cols;  // the same in every thread
+                if (lt == 0) {
+                    bulk_wait_read<1>();
+                    if (LIN && beta != 0.f && live) {
+                        mbar_expect_tx(bar, BOX_BYTES);
+                        tma_load(box, td, bar, tc.n0 + q * BOX_COLS, (int)row0, tc.bz);
+                    }
+                }
                 named_bar(2 + cw);
+                if (LIN && beta != 0.f && live) {
+                    mbar_wait(bar, (loaded >> b) & 1);
+                    loaded ^= 1u << b;
+                }
 #pragma unroll
                 for (int j = 0; j < BOX_COLS / 8; ++j) {
                     const int a = 4 * (q * BOX_COLS / 8 + j);
+                    const int c = q * BOX_COLS + 8 * j + 2 * (lane & 3);
                     const int byte = (8 * j + 2 * (lane & 3)) * (int)sizeof(T);
                     const unsigned at = box + (16 * warp + g) * 128 + ((((byte >> 4) ^ g) << 4) | (byte & 15));
-                    stage2(at, alpha * d[a], alpha * d[a + 1], (const T*)nullptr);
-                    stage2(at + 8 * 128, alpha * d[a + 2], alpha * d[a + 3], (const T*)nullptr);
+                    float v[4] = {alpha * d[a], alpha * d[a + 1], alpha * d[a + 2], alpha * d[a + 3]};
+                    if (LIN && beta != 0.f) {
+                        const float2 c0 = unstage2(at, (const T*)nullptr), c1 = unstage2(at + 8 * 128, (const T*)nullptr);
+                        v[0] += beta * c0.x, v[1] += beta * c0.y, v[2] += beta * c1.x, v[3] += beta * c1.y;
+                    }
+                    if (LIN && bias) {
+                        const float b0 = c < cols ? Wg<T>::to_f(bias[c]) : 0.f;
+                        const float b1 = c + 1 < cols ? Wg<T>::to_f(bias[c + 1]) : 0.f;
+                        v[0] += b0, v[1] += b1, v[2] += b0, v[3] += b1;
+                    }
+                    stage2(at, v[0], v[1], (const T*)nullptr);
+                    stage2(at + 8 * 128, v[2], v[3], (const T*)nullptr);
                 }
                 fence_async_smem();
                 named_bar(2 + cw);
-                if (lt == 0 && rows > 0 && q * BOX_COLS < cols) {
+                if (lt == 0 && live) {
                     tma_store(td, box, tc.n0 + q * BOX_COLS, (int)row0, tc.bz);
                     bulk_commit();
                 }
             }
+        };
+        if (plain && dstore) {
+            tma_epilogue(false);
+            continue;
+        }
+        if (linear && dstore) {
+            tma_epilogue(true);
             continue;
         }
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;

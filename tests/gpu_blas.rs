@@ -767,8 +767,8 @@ fn gemm_wgmma_hopper() {
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
-    sweep::<f16>(&stream, &mut Rng::new(28), &plain_wg_cases(MathMode::Exact, 8));
-    sweep::<bf16>(&stream, &mut Rng::new(29), &plain_wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(&stream, &mut Rng::new(28), &tma_store_wg_cases(MathMode::Exact, 8));
+    sweep::<bf16>(&stream, &mut Rng::new(29), &tma_store_wg_cases(MathMode::Exact, 8));
 }
 
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
@@ -824,12 +824,14 @@ fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     v
 }
 
-/// Plain C = alpha A B on every wgmma tile, which leaves through TMA stores where C's rows are
-/// 16-byte aligned and a multiple of 16 bytes long: whole tiles and edge tiles (clipped by the
-/// TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread stores), single
-/// matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a multiple of 8 (1:
-/// the later matrices are misaligned and take the thread stores), every op, both layouts.
-fn plain_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+/// C = alpha A B (+ beta C, + bias) on every wgmma tile, which leaves through TMA stores where
+/// C's rows are 16-byte aligned and a multiple of 16 bytes long (C loaded by the TMA when beta
+/// != 0; the transposed tf32 kernels take plain cases only): whole tiles and edge tiles (clipped
+/// by the TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread stores),
+/// single matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a multiple
+/// of 8 (1: the later matrices are misaligned and take the thread stores), every op, both
+/// layouts, plain, beta, bias, and both.
+fn tma_store_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     let shapes = [(256, 512, 64), (200, 300, 72), (136, 65, 100), (1000, 600, 40)];
     let mut v = Vec::new();
     for (t, tile) in [Tile::Narrow, Tile::Large, Tile::Wide].into_iter().enumerate() {
@@ -843,6 +845,10 @@ fn plain_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
                     c.batch = if c_gap == 1 || i % 2 == 0 { 3 } else { 1 };
                     c.alpha = if j == 0 { 0.75 } else { 1.0 };
                     c.pad = (i + t) % 3;
+                    // plain, beta, bias, beta and bias
+                    let e = (t + 2 * i + j + c_gap) % 4;
+                    c.beta = if e % 2 == 1 { -0.5 } else { 0.0 };
+                    c.bias = e >= 2;
                     v.push(c);
                 }
             }
@@ -889,7 +895,7 @@ fn gemm_wgmma_hopper_tf32() {
             .collect::<Vec<_>>(),
     );
     sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
-    let mut plain = plain_wg_cases(MathMode::Tf32, 4);
+    let mut plain = tma_store_wg_cases(MathMode::Tf32, 4);
     for c in &mut plain {
         // As in wg_cases: tf32 with both operands m/n-contiguous is packed for batch 1 only (in
         // row-major storage that is op(A) = A^T, op(B) = B).

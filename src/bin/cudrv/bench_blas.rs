@@ -15,7 +15,9 @@
 //! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
 //! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4`
 //! (gemm: force how k is split between blocks, one row each; the tile column shows `/parts`),
-//! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn).
+//! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn), `--beta B`
+//! (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls stay
+//! bounded and both converge to the same C).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -356,6 +358,8 @@ struct Opts {
     shapes: Vec<(usize, usize, usize)>,
     skinny: bool,
     trials: usize,
+    /// gemm: beta for both libraries (C = alpha A B + beta C).
+    beta: f64,
     tiles: Vec<Tile>,
     kernels: Vec<Kernel>,
     splits: Vec<SplitK>,
@@ -369,6 +373,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         shapes: Vec::new(),
         skinny: true,
         trials: 15,
+        beta: 0.0,
         tiles: vec![Tile::Auto],
         kernels: vec![Kernel::Auto],
         splits: vec![SplitK::Auto],
@@ -437,10 +442,11 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                 })?
             }
             "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
+            "--beta" => o.beta = value()?.parse().map_err(|_| err("bad --beta".into()))?,
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --shapes 8192x8192x64 --trials N --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
+                     --no-skinny --shapes 8192x8192x64 --trials N --beta B --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
                 )))
             }
         }
@@ -475,9 +481,14 @@ trait BenchType: GemmType + Copy {
     const CUDA_TYPE: i32;
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
+    /// `x` as this type's alpha / beta.
+    fn scalar(x: f64) -> Self::Scalar;
 }
 impl BenchType for f32 {
     const CUDA_TYPE: i32 = cublas::R_32F;
+    fn scalar(x: f64) -> Self::Scalar {
+        x as f32
+    }
     fn from_f64(x: f64) -> Self {
         x as f32
     }
@@ -487,6 +498,9 @@ impl BenchType for f32 {
 }
 impl BenchType for f64 {
     const CUDA_TYPE: i32 = cublas::R_64F;
+    fn scalar(x: f64) -> Self::Scalar {
+        x
+    }
     fn from_f64(x: f64) -> Self {
         x
     }
@@ -496,6 +510,9 @@ impl BenchType for f64 {
 }
 impl BenchType for f16 {
     const CUDA_TYPE: i32 = cublas::R_16F;
+    fn scalar(x: f64) -> Self::Scalar {
+        x as f32
+    }
     fn from_f64(x: f64) -> Self {
         f16::from_f64(x)
     }
@@ -505,6 +522,9 @@ impl BenchType for f16 {
 }
 impl BenchType for bf16 {
     const CUDA_TYPE: i32 = cublas::R_16BF;
+    fn scalar(x: f64) -> Self::Scalar {
+        x as f32
+    }
     fn from_f64(x: f64) -> Self {
         bf16::from_f64(x)
     }
@@ -554,9 +574,10 @@ fn gemm_bench(
     }
     let _ = ctx;
     println!(
-        "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), random inputs in [-1, 1]; TFLOP/s = 2mnk / median time (cudrv and cuBLAS batches alternate); ratio = cudrv / cuBLAS; \
+        "\ncolumn-major, op(A) op(B) as in the ops column (--ops; default NN), C = A B + {} C, random inputs in [-1, 1]; TFLOP/s = 2mnk / median time (cudrv and cuBLAS batches alternate); ratio = cudrv / cuBLAS; \
          diff = |C_cudrv - C_cublas| / |C_cublas|; \
          host us = cudrv/cuBLAS host time per call to enqueue (median){}",
+        o.beta,
         if h100 { "; peak = H100 SXM datasheet" } else { "" }
     );
     println!(
@@ -579,7 +600,7 @@ fn gemm_bench(
             for (ops, tile, kernel, split) in combos {
                 let letter = |t| if t == Transpose::N { 'n' } else { 't' };
                 let oname = format!("{}{}", letter(ops.0), letter(ops.1));
-                let (t, c) = (o.trials, cublas);
+                let c = cublas;
                 let kname = match kernel {
                     Kernel::Auto => "auto",
                     Kernel::Simt => "simt",
@@ -600,11 +621,11 @@ fn gemm_bench(
                 }
                 let sel = (tile, kernel, ops, split);
                 let r = match ty.as_str() {
-                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
-                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, t),
-                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
-                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, t),
-                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, t),
+                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
+                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, &o),
+                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
+                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
+                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, &o),
                     other => return Err(err(format!("unknown type {other:?}; choose f32, tf32, f16, bf16, f64"))),
                 };
                 let (m, n, k) = shape;
@@ -674,11 +695,9 @@ fn one_gemm<T: BenchType>(
     math: MathMode,
     (tile, kernel, (ta, tb), split): (Tile, Kernel, (Transpose, Transpose), SplitK),
     compute: i32,
-    trials: usize,
-) -> Result<(Timing, Option<Timing>, Option<f64>)>
-where
-    T::Scalar: From<u8>,
-{
+    o: &Opts,
+) -> Result<(Timing, Option<Timing>, Option<f64>)> {
+    let (trials, beta) = (o.trials, o.beta);
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let host = |len: usize, rng: &mut Rng| {
         (0..len)
@@ -689,6 +708,7 @@ where
     let b = DeviceBuffer::from_slice(stream, &host(k * n, &mut rng))?;
     let mut c = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
     let g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
+        .beta(T::scalar(beta))
         .math(math)
         .tile(tile)
         .split_k(split)
@@ -696,9 +716,11 @@ where
     let Some(cb) = cublas else {
         return Ok((time(stream, trials, || g.run(&a, &b, &mut c))?, None, None));
     };
-    let mut c2 = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
-    let (a32, b32) = (1.0f32, 0.0f32);
-    let (a64, b64) = (1.0f64, 0.0f64);
+    // With beta != 0 both start from the same C; repeated calls then converge to the same
+    // fixed point when |beta| < 1.
+    let mut c2 = DeviceBuffer::from_slice(stream, &c.to_vec()?)?;
+    let (a32, b32) = (1.0f32, beta as f32);
+    let (a64, b64) = (1.0f64, beta);
     let (ap, bp): (*const c_void, *const c_void) = if compute == cublas::COMPUTE_64F {
         (&a64 as *const f64 as _, &b64 as *const f64 as _)
     } else {
