@@ -37,15 +37,16 @@
 //
 // Epilogue: C = alpha * A * B (+ beta * C, + bias; no activation) with a D map from the host
 // (`dstore`: D's rows 16-byte aligned, 16-byte multiples long) leaves through the TMA: each
-// consumer converts 64 rows x 128 bytes of its accumulators at a time into one of its two
-// staging boxes (with beta != 0 the TMA first loads C's box there, and each thread reads back the
-// values it overwrites) and one thread issues a bulk tensor store, which drains while the
-// consumer moves on (to the next box, then the next tile's wgmma) and is clipped at D's bounds by
-// the TMA (the DT kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). Otherwise each consumer parks 32
-// accumulator columns at a time in its own shared-memory chunk; plain C then leaves in 16-byte
-// stores where D's rows are 16-byte aligned, and anything else goes through a rolled loop, one
-// element per thread, so the beta / bias / activation code appears once per chunk. The DT kernels
-// (tf32 nn) park each chunk transposed and write 32 consecutive rows of one column per warp store.
+// consumer converts 64 rows x 128 bytes of its accumulators at a time into one of its two staging
+// boxes (with beta != 0 the TMA first loads C's box there, and each thread reads back the values
+// it overwrites) and one thread issues a bulk tensor store, which drains while the consumer moves
+// on (to the next box, then the next tile's wgmma) and is clipped at D's bounds by the TMA (the DT
+// kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). Otherwise each consumer
+// parks 32 accumulator columns at a time in its own shared-memory chunk; plain C then leaves in
+// 16-byte stores where D's rows are 16-byte aligned, and anything else goes through a rolled loop,
+// one element per thread, so the beta / bias / activation code appears once per chunk. The DT
+// kernels (tf32 nn) park each chunk transposed and write 32 consecutive rows of one column per
+// warp store.
 //
 // Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
 // wgmma's matrix descriptors name (swizzle mode 1):
@@ -62,8 +63,8 @@
 //   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above),
 //   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
 //   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when dstore !=
-//   0 and there is no activation: written, and read when beta != 0), GemmParams p (x, y, d, bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int
-//   dstore (1: td is valid).
+//   0 and there is no activation: written, and read when beta != 0), GemmParams p (x, y, d,
+//   bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int dstore (1: td is valid).
 //   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
 //   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
 //   32768 (epilogue: four 8 KiB staging boxes, or the two 9 KiB chunks) + 2048 (alignment,

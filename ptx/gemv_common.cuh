@@ -45,48 +45,44 @@ template <> struct El<double> {
         o[1] = __hiloint2double((int)q.w, (int)q.z);
     }
 };
-// f16 / bf16: loaded as 16-bit words, widened to f32.
-__device__ __forceinline__ float h_lo(unsigned int w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
-__device__ __forceinline__ float h_hi(unsigned int w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
-__device__ __forceinline__ float b_lo(unsigned int w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float b_hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
-template <> struct El<__half> {
+// f16 / bf16: loaded as 16-bit words and widened to f32 by W (lo / hi: the element in the low /
+// high half of a 32-bit word); the two types differ only in W and their conversions.
+struct HalfWords {
+    static __device__ __forceinline__ float lo(unsigned int w) {
+        return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+    }
+    static __device__ __forceinline__ float hi(unsigned int w) {
+        return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+    }
+};
+struct Bf16Words {
+    static __device__ __forceinline__ float lo(unsigned int w) { return __uint_as_float(w << 16); }
+    static __device__ __forceinline__ float hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
+};
+template <typename T, typename W> struct El16 {
     using Acc = float;
-    static __device__ __forceinline__ float ld(const __half* p) {
-        return h_lo(__ldg(reinterpret_cast<const unsigned short*>(p)));
+    static __device__ __forceinline__ float ld(const T* p) {
+        return W::lo(__ldg(reinterpret_cast<const unsigned short*>(p)));
     }
-    static __device__ __forceinline__ float ld_a(const __half* p) {
-        return h_lo(__ldcg(reinterpret_cast<const unsigned short*>(p)));
+    static __device__ __forceinline__ float ld_a(const T* p) {
+        return W::lo(__ldcg(reinterpret_cast<const unsigned short*>(p)));
     }
-    static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
-    static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
     static __device__ __forceinline__ void unpack(uint4 q, float* o) {
         const unsigned int w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            o[2 * i] = h_lo(w[i]);
-            o[2 * i + 1] = h_hi(w[i]);
+            o[2 * i] = W::lo(w[i]);
+            o[2 * i + 1] = W::hi(w[i]);
         }
     }
 };
-template <> struct El<__nv_bfloat16> {
-    using Acc = float;
-    static __device__ __forceinline__ float ld(const __nv_bfloat16* p) {
-        return b_lo(__ldg(reinterpret_cast<const unsigned short*>(p)));
-    }
-    static __device__ __forceinline__ float ld_a(const __nv_bfloat16* p) {
-        return b_lo(__ldcg(reinterpret_cast<const unsigned short*>(p)));
-    }
+template <> struct El<__half> : El16<__half, HalfWords> {
+    static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct El<__nv_bfloat16> : El16<__nv_bfloat16, Bf16Words> {
     static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
     static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
-    static __device__ __forceinline__ void unpack(uint4 q, float* o) {
-        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            o[2 * i] = b_lo(w[i]);
-            o[2 * i + 1] = b_hi(w[i]);
-        }
-    }
 };
 
 // Loads of A (ld.global.cg: it streams through once, so it is cached in L2 only) and x
