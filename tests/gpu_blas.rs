@@ -805,6 +805,20 @@ fn gemm_mma_sync_f16_on_hopper() {
     );
 }
 
+/// tf32 with both operands m/n-contiguous (column-major op(A) = A, op(B) = B^T; in row-major
+/// storage op(A) = A^T, op(B) = B) packs B, for batch 1 only: such batches take the best
+/// tensor-core kernel that applies instead of wgmma. The other op combinations run batched on
+/// wgmma.
+fn off_wgmma_where_tf32_packs(c: &mut Case) {
+    let (ta, tb) = match c.layout {
+        Layout::ColMajor => (Transpose::N, Transpose::T),
+        Layout::RowMajor => (Transpose::T, Transpose::N),
+    };
+    if c.math == MathMode::Tf32 && c.batch > 1 && c.ta == ta && c.tb == tb {
+        c.kernel = Kernel::TensorCore;
+    }
+}
+
 /// Every case on every forced wgmma tile (n, l, w).
 fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     let mut v = Vec::new();
@@ -812,12 +826,7 @@ fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
         let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
         for c in &mut cs {
             c.tile = tile;
-            // tf32 with both operands m/n-contiguous (column-major op(A) = A, op(B) = B^T)
-            // packs B, for batch 1 only: those batches take the best tensor-core kernel that
-            // applies. The other three op combinations run batched on wgmma.
-            if math == MathMode::Tf32 && c.batch > 1 && c.ta == Transpose::N && c.tb == Transpose::T {
-                c.kernel = Kernel::TensorCore;
-            }
+            off_wgmma_where_tf32_packs(c);
         }
         v.extend(cs);
     }
@@ -896,17 +905,7 @@ fn gemm_wgmma_hopper_tf32() {
     );
     sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
     let mut plain = tma_store_wg_cases(MathMode::Tf32, 4);
-    for c in &mut plain {
-        // As in wg_cases: tf32 with both operands m/n-contiguous is packed for batch 1 only (in
-        // row-major storage that is op(A) = A^T, op(B) = B).
-        let (ta, tb) = match c.layout {
-            Layout::ColMajor => (Transpose::N, Transpose::T),
-            Layout::RowMajor => (Transpose::T, Transpose::N),
-        };
-        if c.batch > 1 && c.ta == ta && c.tb == tb {
-            c.kernel = Kernel::TensorCore;
-        }
-    }
+    plain.iter_mut().for_each(off_wgmma_where_tf32_packs);
     sweep::<f32>(&stream, &mut Rng::new(30), &plain);
     sweep::<f32>(
         &stream,

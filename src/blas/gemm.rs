@@ -844,13 +844,12 @@ pub(crate) fn choose_kernel(
             let wide = w_tiles.saturating_mul(10) >= sms * 9 && w_full;
             let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
             let auto_split = tile == Tile::Auto && w_full && plan.k >= F32_SPLIT_MIN_K.saturating_mul(splits);
-            let split_knob = split;
             // A forced split (validated above) runs v.
             let forced_parts = match split {
                 SplitK::Parts(p) if p > 1 => Some(p),
                 _ => None,
             };
-            let split = split != SplitK::Off
+            let w_split = split != SplitK::Off
                 && (tile == Tile::Wide || auto_split)
                 && aligned
                 && !wide
@@ -892,8 +891,8 @@ pub(crate) fn choose_kernel(
             let v_faster = v_least < unsplit((64, 64), 150) && v_least < unsplit((32, 64), 168);
             let v_split = tile == Tile::Auto
                 && v_faster
-                && split_knob != SplitK::Off
-                && !split
+                && split != SplitK::Off
+                && !w_split
                 && !(aligned && wide)
                 && batch == 1
                 && v_splits >= 2
@@ -901,7 +900,7 @@ pub(crate) fn choose_kernel(
                 && v_tiles <= sms;
             let (size, tile, threads) = match tile {
                 _ if forced_parts.is_some() => ("v", (128, 64), 128),
-                Tile::Auto if split || (aligned && wide) => ("w", (128, 256), 256),
+                Tile::Auto if w_split || (aligned && wide) => ("w", (128, 256), 256),
                 Tile::Auto if v_split => ("v", (128, 64), 128),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
                 Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
@@ -919,7 +918,7 @@ pub(crate) fn choose_kernel(
                 threads,
             );
             if size == "w" {
-                choice.split_k = Some(if split { splits as u32 } else { 1 });
+                choice.split_k = Some(if w_split { splits as u32 } else { 1 });
             } else if size == "v" {
                 choice.split_k = Some(forced_parts.unwrap_or(v_splits as u32));
             }
@@ -1192,13 +1191,13 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
         } else {
             y.encode(bk, bk)?
         };
-        // D through the TMA (plain alpha * A * B epilogues): D's n x m (x count) extents at ldd and
-        // sd, boxes of 128 bytes x 64 rows; the swapped kernels store D transposed, so there the
-        // rows (the swapped m) are the contiguous side, in boxes of 32 rows x 32 columns. Not for
-        // a batch that writes one D (sd = 0), which the map would address as one matrix, nor for
-        // lines whose length is not a multiple of 16 bytes: on the H100 a box over f16 rows of 7
-        // elements (14 bytes) also wrote each row's 8th element, so the TMA's clipping is relied
-        // on only at 16-byte bounds (rows of 200 and 1000 elements, ending inside a box, kept
+        // D through the TMA (epilogues without an activation; C read through it when beta != 0): D's n
+        // x m (x count) extents at ldd and sd, boxes of 128 bytes x 64 rows; the swapped kernels store
+        // D transposed, so there the rows (the swapped m) are the contiguous side, in boxes of 32 rows
+        // x 32 columns. Not for a batch that writes one D (sd = 0), which the map would address as one
+        // matrix, nor for lines whose length is not a multiple of 16 bytes: on the H100 a box over f16
+        // rows of 7 elements (14 bytes) also wrote each row's 8th element, so the TMA's clipping is
+        // relied on only at 16-byte bounds (rows of 200 and 1000 elements, ending inside a box, kept
         // their padding in tests/gpu_blas.rs).
         let (inner, outer, box_outer) = if choice.swap { (p.m, p.n, 32) } else { (p.n, p.m, 64) };
         let d = TmaMatrix {
