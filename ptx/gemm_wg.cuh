@@ -1,6 +1,7 @@
 #pragma once
 // ptx/gemm_wg.cuh: the GEMM kernel template of the modules gemm_wg_f16, gemm_wg_bf16 and
-// gemm_wg_tf32 (one module per type, so a process JIT-compiles only the types it uses).
+// gemm_wg_tf32, and of their activation twins gemm_wg_<act>_<type> (relu, gelu, sigmoid, tanh):
+// one module per type and activation, so a process JIT-compiles only what it uses.
 //
 // GEMM on Hopper's warpgroup tensor cores (sm_90a): `wgmma.mma_async`
 // fed by the Tensor Memory Accelerator (`cp.async.bulk.tensor`), f16 / bf16 / tf32 inputs with f32
@@ -35,18 +36,19 @@
 // tile while the consumers write the last one. The producer gives registers back with setmaxnreg
 // so the consumers can hold their accumulators.
 //
-// Epilogue: C = alpha * A * B (+ beta * C, + bias; no activation) with a D map from the host
-// (`dstore`: D's rows 16-byte aligned, 16-byte multiples long) leaves through the TMA: each
-// consumer converts 64 rows x 128 bytes of its accumulators at a time into one of its two staging
-// boxes (with beta != 0 the TMA first loads C's box there, and each thread reads back the values
-// it overwrites) and one thread issues a bulk tensor store, which drains while the consumer moves
-// on (to the next box, then the next tile's wgmma) and is clipped at D's bounds by the TMA (the DT
-// kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). Otherwise each consumer
-// parks 32 accumulator columns at a time in its own shared-memory chunk; plain C then leaves in
-// 16-byte stores where D's rows are 16-byte aligned, and anything else goes through a rolled loop,
-// one element per thread, so the beta / bias / activation code appears once per chunk. The DT
-// kernels (tf32 nn) park each chunk transposed and write 32 consecutive rows of one column per
-// warp store.
+// Epilogue: with a D map from the host (`dstore`: D's rows 16-byte aligned, 16-byte multiples
+// long) the tile leaves through the TMA: each consumer converts 64 rows x 128 bytes of its
+// accumulators at a time (alpha, + beta * C, + bias, then the activation, all in f32) into one of
+// its two staging boxes (with beta != 0 the TMA first loads C's box there, and each thread reads
+// back the values it overwrites) and one thread issues a bulk tensor store, which drains while
+// the consumer moves on (to the next box, then the next tile's wgmma) and is clipped at D's bounds
+// by the TMA (the DT kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). That
+// code is compiled once for plain C and once per activation, so each copy carries only its own
+// terms. Otherwise each consumer parks 32 accumulator columns at a time in its own shared-memory
+// chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, and anything
+// else goes through a rolled loop, one element per thread, so the beta / bias / activation code
+// appears once per chunk. The DT kernels (tf32 nn) park each chunk transposed and write 32
+// consecutive rows of one column per warp store.
 //
 // Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
 // wgmma's matrix descriptors name (swizzle mode 1):
@@ -63,7 +65,7 @@
 //   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above),
 //   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
 //   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when dstore !=
-//   0 and there is no activation: written, and read when beta != 0), GemmParams p (x, y, d,
+//   0: written, and read when beta != 0), GemmParams p (x, y, d,
 //   bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int dstore (1: td is valid).
 //   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
 //   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
@@ -374,7 +376,7 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
     return TileCoord{bz, tm * BM, tn * BN};
 }
 
-template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT>
+template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
                                         const GemmParams& p, int dstore) {
     constexpr int BM = 128;
@@ -466,12 +468,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const int cw = wg - 1;  // consumer index: rows 64 * cw .. 64 * cw + 63 of the tile
     const int lt = tid & 127, warp = lt / 32, lane = lt & 31;
     const float alpha = (float)p.alpha, beta = (float)p.beta;
-    // Plain C = alpha * A * B stores straight from the accumulators; anything else (beta, bias,
-    // activation) goes through shared memory in 32-column chunks, so that code appears once per
-    // chunk rather than once per accumulator.
+    // Plain C = alpha * A * B: no beta, bias or activation code in its epilogue.
     const bool plain = beta == 0.f && p.bias == 0 && p.act == ACT_NONE;
-    // The TMA-store epilogue also takes beta (C loaded into the box by the TMA) and the bias.
-    const bool linear = p.act == ACT_NONE;
     // Rows of every batch entry 16-byte aligned: D, its row stride and its batch stride.
     const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && (p.sd * (long long)sizeof(T)) % 16 == 0 &&
                        p.d % 16 == 0;
@@ -558,16 +556,31 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             wgmma_wait<1>();
             if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
         }
+        const long long row0 = (long long)tc.m0 + 64 * cw;
+        const long long rows = p.m - row0 < 64 ? p.m - row0 : 64;
+        const long long cols = p.n - tc.n0 < BN ? p.n - tc.n0 : BN;
+        // The bias of the tile's columns (not DT), loaded while the last wgmma group runs: lane l
+        // keeps columns 64 i + 2 l and the next in bpair[i]; the TMA epilogue's threads take the
+        // pairs they need from the lane that holds them (__shfl_sync), so the bias costs one load
+        // latency per tile rather than one per staged box.
+        float2 bpair[BN / 64];
+        if constexpr (!DT) {
+            if (dstore && p.bias) {
+                const T* bias = reinterpret_cast<const T*>(p.bias) + tc.n0;
+#pragma unroll
+                for (int i = 0; i < BN / 64; ++i) {
+                    const int c = 64 * i + 2 * lane;
+                    bpair[i].x = c < cols ? Wg<T>::to_f(bias[c]) : 0.f;
+                    bpair[i].y = c + 1 < cols ? Wg<T>::to_f(bias[c + 1]) : 0.f;
+                }
+            }
+        }
         wgmma_wait<0>();
         fence_regs(d);
         if (lane == 0) mbar_arrive(empty + 8 * ((it + ktiles - 1) % STAGES));
         it += ktiles;
 
         // Epilogue (see the top of the file).
-
-        const long long row0 = (long long)tc.m0 + 64 * cw;
-        const long long rows = p.m - row0 < 64 ? p.m - row0 : 64;
-        const long long cols = p.n - tc.n0 < BN ? p.n - tc.n0 : BN;
         if constexpr (DT) {
             // Transposed store: D[r][c] at d[c * ldd + r]. The chunk is parked transposed (column
             // c's 64 rows at c * EPI_LDT floats), so that a warp reads 32 consecutive floats and
@@ -576,7 +589,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // vector stores, so every warp store touched 32 lines, and nn ran 25-30% slower than
             // tt at 4096-8192.)
             // Plain and beta / bias compiled apart, as below.
-            auto tma_epilogue_t = [&](const bool LIN) {
+            auto tma_epilogue_t = [&](const bool LIN, const int FN) {
                 // TMA stores of the transposed tile: 32 columns at a time, staged as two boxes of
                 // 32 rows (128 bytes, D's contiguous direction) x 32 columns, one per pair of
                 // warps; column c of a box at c * 128 bytes, row r in 16-byte chunk (r / 4) ^ (c
@@ -614,7 +627,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     };
                     auto put = [&](int r, int c, float v, float bias_r) {
                         if (LIN && beta != 0.f) v += beta * lds_f32(at(r, c));
-                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(at(r, c)), "f"(v + bias_r) : "memory");
+                        v = activate(v + bias_r, FN);
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(at(r, c)), "f"(v) : "memory");
                     };
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
@@ -635,13 +649,23 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                 }
             };
-            if (plain && dstore) {
-                tma_epilogue_t(false);
-                continue;
-            }
-            if (linear && dstore) {
-                tma_epilogue_t(true);
-                continue;
+            if (dstore) {
+                // A kernel of an activation module (ACT != ACT_NONE) holds one copy of the
+                // epilogue, with its activation inlined; the others one for plain C and one for
+                // beta / bias.
+                if constexpr (ACT != ACT_NONE) {
+                    if (p.act == ACT) {
+                        tma_epilogue_t(true, ACT);
+                        continue;
+                    }
+                } else if (p.act == ACT_NONE) {
+                    if (plain) {
+                        tma_epilogue_t(false, ACT_NONE);
+                    } else {
+                        tma_epilogue_t(true, ACT_NONE);
+                    }
+                    continue;
+                }
             }
             T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + (long long)tc.n0 * p.ldd + row0;
             const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
@@ -679,10 +703,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             }
             continue;
         }
-        // Called with a constant LIN (beta / bias), so that the plain and the beta / bias
-        // variants are inlined apart: one loop with the extra terms behind run-time tests
-        // measured 8-16% slower at k = 128-256 for plain C.
-        auto tma_epilogue = [&](const bool LIN) {
+        // Called with constant LIN (beta / bias) and FN (the activation), so that plain C and
+        // each activation get their own inlined copy: one loop with the extra terms behind
+        // run-time tests measured 8-16% slower at k = 128-256 for plain C.
+        auto tma_epilogue = [&](const bool LIN, const int FN) {
             // TMA stores: the consumer converts 64 rows x BOX_COLS columns at a time into a
             // staging box (128-byte swizzle, the layout the map names; with row % 8 = lane / 4
             // each warp store hits 32 distinct banks), and one thread hands the box to the TMA,
@@ -692,7 +716,6 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // C's box into the staging box (zeros outside C), and each thread reads back exactly
             // the values it then overwrites; the bias is read per column.
             const int g = lane / 4;
-            const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + tc.n0 : nullptr;
 #pragma unroll
             for (int q = 0; q < BN / BOX_COLS; ++q, ++staged) {
                 const unsigned b = staged & 1, box = boxes + b * BOX_BYTES, bar = cbar + 8 * (2 * cw + b);
@@ -712,7 +735,6 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
 #pragma unroll
                 for (int j = 0; j < BOX_COLS / 8; ++j) {
                     const int a = 4 * (q * BOX_COLS / 8 + j);
-                    const int c = q * BOX_COLS + 8 * j + 2 * (lane & 3);
                     const int byte = (8 * j + 2 * (lane & 3)) * (int)sizeof(T);
                     const unsigned at = box + (16 * warp + g) * 128 + ((((byte >> 4) ^ g) << 4) | (byte & 15));
                     float v[4] = {alpha * d[a], alpha * d[a + 1], alpha * d[a + 2], alpha * d[a + 3]};
@@ -720,11 +742,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         const float2 c0 = unstage2(at, (const T*)nullptr), c1 = unstage2(at + 8 * 128, (const T*)nullptr);
                         v[0] += beta * c0.x, v[1] += beta * c0.y, v[2] += beta * c1.x, v[3] += beta * c1.y;
                     }
-                    if (LIN && bias) {
-                        const float b0 = c < cols ? Wg<T>::to_f(bias[c]) : 0.f;
-                        const float b1 = c + 1 < cols ? Wg<T>::to_f(bias[c + 1]) : 0.f;
+                    if (LIN && p.bias) {
+                        // Columns 8 J + 2 (lane % 4) and the next: bpair[J / 8] of lane 4 (J % 8) + lane % 4.
+                        const int J = q * BOX_COLS / 8 + j, src = 4 * (J % 8) + (lane & 3);
+                        const float b0 = __shfl_sync(0xffffffffu, bpair[J / 8].x, src);
+                        const float b1 = __shfl_sync(0xffffffffu, bpair[J / 8].y, src);
                         v[0] += b0, v[1] += b1, v[2] += b0, v[3] += b1;
                     }
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) v[e] = activate(v[e], FN);
                     stage2(at, v[0], v[1], (const T*)nullptr);
                     stage2(at + 8 * 128, v[2], v[3], (const T*)nullptr);
                 }
@@ -736,13 +762,22 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 }
             }
         };
-        if (plain && dstore) {
-            tma_epilogue(false);
-            continue;
-        }
-        if (linear && dstore) {
-            tma_epilogue(true);
-            continue;
+        if (dstore) {
+            // A kernel of an activation module (ACT != ACT_NONE) holds one copy of the epilogue,
+            // with its activation inlined; the others one for plain C and one for beta / bias.
+            if constexpr (ACT != ACT_NONE) {
+                if (p.act == ACT) {
+                    tma_epilogue(true, ACT);
+                    continue;
+                }
+            } else if (p.act == ACT_NONE) {
+                if (plain) {
+                    tma_epilogue(false, ACT_NONE);
+                } else {
+                    tma_epilogue(true, ACT_NONE);
+                }
+                continue;
+            }
         }
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
         if (plain) {
@@ -798,25 +833,44 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     if (lt == 0) bulk_wait_all();
 }
 
-#define GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, DT)                                                            \
+// ACT: ACT_NONE for the kernels of gemm_wg_<type>, which take an activation through the rolled
+// epilogue only; an activation for those of gemm_wg_<act>_<type>, whose TMA epilogue applies it
+// (any other activation takes the rolled epilogue there too).
+#define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT)                                                  \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
         NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
              const __grid_constant__ TensorMap td, const GemmParams p, int dstore) {                           \
-        gemm_wg<T, BN, STAGES, XK, YK, DT>(&tx, &ty, &td, p, dstore);                                           \
+        gemm_wg<T, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, dstore);                                      \
     }
-#define GEMM_WG(NAME, T, BN, STAGES, XK, YK) GEMM_WG_DT(NAME, T, BN, STAGES, XK, YK, false)
 
-#define GEMM_WG_OPS(TNAME, T)                                                   \
-    GEMM_WG(gemm_wg_##TNAME##_w_nn, T, 256, 4, true, false)                     \
-    GEMM_WG(gemm_wg_##TNAME##_w_nt, T, 256, 4, false, false)                    \
-    GEMM_WG(gemm_wg_##TNAME##_w_tn, T, 256, 4, true, true)                      \
-    GEMM_WG(gemm_wg_##TNAME##_w_tt, T, 256, 4, false, true)                     \
-    GEMM_WG(gemm_wg_##TNAME##_l_nn, T, 128, 6, true, false)                     \
-    GEMM_WG(gemm_wg_##TNAME##_l_nt, T, 128, 6, false, false)                    \
-    GEMM_WG(gemm_wg_##TNAME##_l_tn, T, 128, 6, true, true)                      \
-    GEMM_WG(gemm_wg_##TNAME##_l_tt, T, 128, 6, false, true)                     \
-    GEMM_WG(gemm_wg_##TNAME##_n_nn, T, 64, 8, true, false)                      \
-    GEMM_WG(gemm_wg_##TNAME##_n_nt, T, 64, 8, false, false)                     \
-    GEMM_WG(gemm_wg_##TNAME##_n_tn, T, 64, 8, true, true)                       \
-    GEMM_WG(gemm_wg_##TNAME##_n_tt, T, 64, 8, false, true)
+// The kernels of a 16-bit type, every op combination and tile: P_<tile>_<ops>.
+#define GEMM_WG_OPS(P, T, ACT)                                          \
+    GEMM_WG_KERNEL(P##_w_nn, T, 256, 4, true, false, false, ACT)        \
+    GEMM_WG_KERNEL(P##_w_nt, T, 256, 4, false, false, false, ACT)       \
+    GEMM_WG_KERNEL(P##_w_tn, T, 256, 4, true, true, false, ACT)         \
+    GEMM_WG_KERNEL(P##_w_tt, T, 256, 4, false, true, false, ACT)        \
+    GEMM_WG_KERNEL(P##_l_nn, T, 128, 6, true, false, false, ACT)        \
+    GEMM_WG_KERNEL(P##_l_nt, T, 128, 6, false, false, false, ACT)       \
+    GEMM_WG_KERNEL(P##_l_tn, T, 128, 6, true, true, false, ACT)         \
+    GEMM_WG_KERNEL(P##_l_tt, T, 128, 6, false, true, false, ACT)        \
+    GEMM_WG_KERNEL(P##_n_nn, T, 64, 8, true, false, false, ACT)         \
+    GEMM_WG_KERNEL(P##_n_nt, T, 64, 8, false, false, false, ACT)        \
+    GEMM_WG_KERNEL(P##_n_tn, T, 64, 8, true, true, false, ACT)          \
+    GEMM_WG_KERNEL(P##_n_tt, T, 64, 8, false, true, false, ACT)
 
+// The tf32 kernels: P_<tile>_<ops>.
+//   tn: both operands k-contiguous, both read by wgmma from shared memory.
+//   tt: X m-contiguous, loaded into registers (rounded to tf32) as wgmma's A operand.
+//   nn: the tt kernel on the transposed problem. The host passes X and Y swapped (the caller's
+//       m-contiguous operand as X, the k-contiguous one as Y, m and n swapped) and the kernel
+//       stores D transposed (D[r][c] at d[c * ldd + r]; the bias is indexed by r).
+#define GEMM_WG_TF32(P, ACT)                                            \
+    GEMM_WG_KERNEL(P##_w_tn, float, 256, 4, true, true, false, ACT)     \
+    GEMM_WG_KERNEL(P##_l_tn, float, 128, 6, true, true, false, ACT)     \
+    GEMM_WG_KERNEL(P##_n_tn, float, 64, 8, true, true, false, ACT)      \
+    GEMM_WG_KERNEL(P##_w_tt, float, 256, 4, false, true, false, ACT)    \
+    GEMM_WG_KERNEL(P##_l_tt, float, 128, 6, false, true, false, ACT)    \
+    GEMM_WG_KERNEL(P##_n_tt, float, 64, 8, false, true, false, ACT)     \
+    GEMM_WG_KERNEL(P##_w_nn, float, 256, 4, false, true, true, ACT)     \
+    GEMM_WG_KERNEL(P##_l_nn, float, 128, 6, false, true, true, ACT)     \
+    GEMM_WG_KERNEL(P##_n_nn, float, 64, 8, false, true, true, ACT)

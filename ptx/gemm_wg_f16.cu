@@ -3,4 +3,4 @@
 
 #include "gemm_wg.cuh"
 
-GEMM_WG_OPS(f16, __half)
+GEMM_WG_OPS(gemm_wg_f16, __half, ACT_NONE)

@@ -3,20 +3,7 @@
 
 #include "gemm_wg.cuh"
 
-// tn: both operands k-contiguous, both read by wgmma from shared memory.
-GEMM_WG(gemm_wg_tf32_w_tn, float, 256, 4, true, true)
-GEMM_WG(gemm_wg_tf32_l_tn, float, 128, 6, true, true)
-GEMM_WG(gemm_wg_tf32_n_tn, float, 64, 8, true, true)
-// tt: X m-contiguous, loaded into registers (rounded to tf32) as wgmma's A operand.
-GEMM_WG(gemm_wg_tf32_w_tt, float, 256, 4, false, true)
-GEMM_WG(gemm_wg_tf32_l_tt, float, 128, 6, false, true)
-GEMM_WG(gemm_wg_tf32_n_tt, float, 64, 8, false, true)
-// nn: the tt kernel on the transposed problem. The host passes X and Y swapped (the caller's
-// m-contiguous operand as X, the k-contiguous one as Y, m and n swapped) and the kernel stores
-// D transposed (D[r][c] at d[c * ldd + r]; the bias is indexed by r).
-GEMM_WG_DT(gemm_wg_tf32_w_nn, float, 256, 4, false, true, true)
-GEMM_WG_DT(gemm_wg_tf32_l_nn, float, 128, 6, false, true, true)
-GEMM_WG_DT(gemm_wg_tf32_n_nn, float, 64, 8, false, true, true)
+GEMM_WG_TF32(gemm_wg_tf32, ACT_NONE)
 
 // Packs an n-contiguous f32 operand k-contiguous for the tf32 kernels (wgmma reads tf32 from
 // shared memory only k-contiguous; the nt case has both operands m/n-contiguous), rounding to tf32 on the way (cvt.rna, as the mma.sync kernels do):

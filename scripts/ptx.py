@@ -12,6 +12,7 @@ Usage:
 
 Environment (from `eval "$(scripts/cuda-tools.sh)"`):
     NVRTC_LIB            path to libnvrtc.so.12 (CUDA 12.0: emits PTX ISA 8.0)
+    PTX_JOBS             modules compiled / assembled at once (default: the CPU count)
     PTXAS                path to ptxas 12.0 (check, resources)
     CUDA_NVRTC_INCLUDES  ':'-separated include dirs passed to NVRTC with -I (optional)
 
@@ -240,6 +241,49 @@ def compile_module(nvrtc: Nvrtc, module: Module) -> tuple[bytes, str]:
     return nvrtc.compile(module.source.read_bytes(), module.source.name, nvrtc_options(module))
 
 
+def jobs() -> int:
+    """Modules compiled at once: PTX_JOBS, else the CPU count."""
+    return max(1, int(os.environ.get("PTX_JOBS", "0")) or os.cpu_count() or 1)
+
+
+_worker_nvrtc: Nvrtc | None = None
+
+
+def _worker_init(lib: str) -> None:
+    global _worker_nvrtc
+    _worker_nvrtc = Nvrtc(lib)
+
+
+def _worker_compile(module: Module) -> tuple[bytes, str] | Failure:
+    assert _worker_nvrtc is not None
+    try:
+        return compile_module(_worker_nvrtc, module)
+    except Failure as e:
+        return e
+
+
+def compile_all(lib: str, modules: list[Module]):
+    """Yields (module, (ptx, log) or Failure) in manifest order, compiling up to jobs() modules
+    at once (one NVRTC per worker process; NVRTC's output does not depend on the process)."""
+    if jobs() == 1 or len(modules) < 2:
+        nvrtc = Nvrtc(lib)
+        for m in modules:
+            try:
+                yield m, compile_module(nvrtc, m)
+            except Failure as e:
+                yield m, e
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    # Largest committed PTX (the slowest to compile) first, so the pool does not end waiting on
+    # one of them.
+    order = sorted(modules, key=lambda m: -(m.ptx.stat().st_size if m.ptx.is_file() else 0))
+    with ProcessPoolExecutor(max_workers=jobs(), initializer=_worker_init, initargs=(lib,)) as pool:
+        futures = {m.name: pool.submit(_worker_compile, m) for m in order}
+        for m in modules:
+            yield m, futures[m.name].result()
+
+
 def ptx_header_problems(module: Module, ptx: bytes) -> list[str]:
     text = ptx.decode(errors="replace")
     problems = []
@@ -290,15 +334,14 @@ def cmd_gen(names: list[str]) -> int:
     env = require_env(["NVRTC_LIB"])
     modules = select(read_manifest(), names)
     nvrtc = Nvrtc(env["NVRTC_LIB"])
-    print(f"NVRTC {nvrtc.version()} ({env['NVRTC_LIB']})")
+    print(f"NVRTC {nvrtc.version()} ({env['NVRTC_LIB']}), {jobs()} at once")
     failed = 0
-    for m in modules:
-        try:
-            ptx, log = compile_module(nvrtc, m)
-        except Failure as e:
-            print(f"FAIL  gen   {m.name}: {e}")
+    for m, result in compile_all(env["NVRTC_LIB"], modules):
+        if isinstance(result, Failure):
+            print(f"FAIL  gen   {m.name}: {result}")
             failed += 1
             continue
+        ptx, log = result
         problems = ptx_header_problems(m, ptx)
         if problems:
             print(f"FAIL  gen   {m.name}: " + "; ".join(problems))
@@ -324,7 +367,7 @@ def cmd_check(names: list[str]) -> int:
     all_modules = read_manifest()
     modules = select(all_modules, names)
     nvrtc = Nvrtc(env["NVRTC_LIB"])
-    print(f"NVRTC {nvrtc.version()} ({env['NVRTC_LIB']})")
+    print(f"NVRTC {nvrtc.version()} ({env['NVRTC_LIB']}), {jobs()} at once")
     print(f"ptxas {env['PTXAS']}")
     failures: list[str] = []
 
@@ -336,12 +379,11 @@ def cmd_check(names: list[str]) -> int:
         tmp = Path(tmp_s)
 
         # 1. Reproducibility: recompile and compare with the committed PTX.
-        for m in modules:
-            try:
-                fresh, log = compile_module(nvrtc, m)
-            except Failure as e:
-                fail(f"nvrtc {m.name}: {e}")
+        for m, result in compile_all(env["NVRTC_LIB"], modules):
+            if isinstance(result, Failure):
+                fail(f"nvrtc {m.name}: {result}")
                 continue
+            fresh, log = result
             (tmp / f"{m.name}.ptx").write_bytes(fresh)
             if log:
                 print(f"      NVRTC log for {m.name}:\n{indent(log)}")
@@ -371,13 +413,20 @@ def cmd_check(names: list[str]) -> int:
             else:
                 print(f"ok    nvrtc {m.name} ({m.arch}): {rel(m.ptx)} is up to date ({len(committed)} bytes)")
 
-        # 2. Assemble every committed PTX for each of its sm targets.
+        # 2. Assemble every committed PTX for each of its sm targets (up to jobs() at once).
+        from concurrent.futures import ThreadPoolExecutor
+
+        runs = []
         for m in modules:
             if not m.ptx.is_file():
                 fail(f"ptxas {m.name}: {rel(m.ptx)} is missing")
                 continue
-            for target in m.sm_targets:
-                rc, log = run_ptxas(env["PTXAS"], m.ptx, target, tmp / f"{m.name}.{target}.cubin")
+            runs += [(m, target) for target in m.sm_targets]
+        with ThreadPoolExecutor(max_workers=jobs()) as pool:
+            results = pool.map(
+                lambda r: run_ptxas(env["PTXAS"], r[0].ptx, r[1], tmp / f"{r[0].name}.{r[1]}.cubin"), runs
+            )
+            for (m, target), (rc, log) in zip(runs, results):
                 if rc != 0 or log:
                     fail(f"ptxas {m.name} {target}: exit {rc}\n{indent(log)}")
                 else:

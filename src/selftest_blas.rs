@@ -116,6 +116,7 @@ fn sweep<T: Element>(
     tol: f64,
     out: &mut Vec<Check>,
     covered: &mut BTreeSet<String>,
+    acts: &[Activation],
 ) where
     T::Scalar: From<f32>,
 {
@@ -126,7 +127,7 @@ fn sweep<T: Element>(
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
-            let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
+            let act = acts[out.len() % acts.len()];
             let name = format!("gemm {prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
             let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, (tile, split), act);
             let what = format!("136x72x48 ld+{pad} +bias {act:?}");
@@ -214,6 +215,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         1e-5,
         &mut out,
         &mut covered,
+        &ACTIVATIONS,
     );
     sweep::<f64>(
         s,
@@ -225,6 +227,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         1e-12,
         &mut out,
         &mut covered,
+        &ACTIVATIONS,
     );
     sweep::<half::f16>(
         s,
@@ -236,6 +239,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         2e-2,
         &mut out,
         &mut covered,
+        &ACTIVATIONS,
     );
     sweep::<half::bf16>(
         s,
@@ -247,6 +251,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         2e-2,
         &mut out,
         &mut covered,
+        &ACTIVATIONS,
     );
     if tc {
         let k = Kernel::MmaSync;
@@ -260,6 +265,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             2e-2,
             &mut out,
             &mut covered,
+            &ACTIVATIONS,
         );
         sweep::<half::bf16>(
             s,
@@ -271,6 +277,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             2e-2,
             &mut out,
             &mut covered,
+            &ACTIVATIONS,
         );
         sweep::<f32>(
             s,
@@ -282,6 +289,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             5e-3,
             &mut out,
             &mut covered,
+            &ACTIVATIONS,
         );
         sweep::<f64>(
             s,
@@ -293,6 +301,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             1e-12,
             &mut out,
             &mut covered,
+            &ACTIVATIONS,
         );
     }
     if tc && stream.context().compute_capability() >= (9, 0) {
@@ -317,50 +326,57 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             1e-12,
             &mut out,
             &mut covered,
+            &ACTIVATIONS,
         );
     }
     if stream.context().compute_capability() == (9, 0) {
-        // The sm_90a kernels (module gemm_wg). tf32 has only `tn` kernels: the other op
-        // combinations pack their operands first, so a passing tf32 sweep covers the packer too.
+        // The sm_90a kernels: modules gemm_wg_<type> without an activation, and their twins in
+        // gemm_wg_<act>_<type>, which a D aligned for the TMA runs with that activation (136
+        // rows are 16-byte multiples for every type). tf32's `nt` packs its operands first, so a
+        // passing tf32 sweep covers the packer too.
         let wide = [
             (Tile::Narrow, SplitK::Auto, "n", 0),
             (Tile::Large, SplitK::Auto, "l", 0),
             (Tile::Wide, SplitK::Auto, "w", 0),
         ];
         let k = Kernel::Wgmma;
-        sweep::<half::f16>(
-            s,
-            r,
-            "gemm_wg_f16",
-            MathMode::Exact,
-            k,
-            &wide,
-            2e-2,
-            &mut out,
-            &mut covered,
-        );
-        sweep::<half::bf16>(
-            s,
-            r,
-            "gemm_wg_bf16",
-            MathMode::Exact,
-            k,
-            &wide,
-            2e-2,
-            &mut out,
-            &mut covered,
-        );
-        sweep::<f32>(
-            s,
-            r,
-            "gemm_wg_tf32",
-            MathMode::Tf32,
-            k,
-            &wide,
-            5e-3,
-            &mut out,
-            &mut covered,
-        );
+        for act in ACTIVATIONS {
+            let module = match act {
+                Activation::None => "gemm_wg".to_string(),
+                _ => format!("gemm_wg_{}", format!("{act:?}").to_lowercase()),
+            };
+            let acts = &[act][..];
+            let (p16, pb16, p32) = (
+                format!("{module}_f16"),
+                format!("{module}_bf16"),
+                format!("{module}_tf32"),
+            );
+            sweep::<half::f16>(
+                s,
+                r,
+                &p16,
+                MathMode::Exact,
+                k,
+                &wide,
+                2e-2,
+                &mut out,
+                &mut covered,
+                acts,
+            );
+            sweep::<half::bf16>(
+                s,
+                r,
+                &pb16,
+                MathMode::Exact,
+                k,
+                &wide,
+                2e-2,
+                &mut out,
+                &mut covered,
+                acts,
+            );
+            sweep::<f32>(s, r, &p32, MathMode::Tf32, k, &wide, 5e-3, &mut out, &mut covered, acts);
+        }
         if ["n", "l", "w"]
             .iter()
             .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))

@@ -767,8 +767,26 @@ fn gemm_wgmma_hopper() {
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
-    sweep::<f16>(&stream, &mut Rng::new(28), &tma_store_wg_cases(MathMode::Exact, 8));
-    sweep::<bf16>(&stream, &mut Rng::new(29), &tma_store_wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(28),
+        &tma_store_wg_cases(MathMode::Exact, 8, false),
+    );
+    sweep::<bf16>(
+        &stream,
+        &mut Rng::new(29),
+        &tma_store_wg_cases(MathMode::Exact, 8, false),
+    );
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(31),
+        &tma_store_wg_cases(MathMode::Exact, 8, true),
+    );
+    sweep::<bf16>(
+        &stream,
+        &mut Rng::new(32),
+        &tma_store_wg_cases(MathMode::Exact, 8, true),
+    );
 }
 
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
@@ -833,14 +851,22 @@ fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     v
 }
 
-/// C = alpha A B (+ beta C, + bias) on every wgmma tile, which leaves through TMA stores where
-/// C's rows are 16-byte aligned and a multiple of 16 bytes long (C loaded by the TMA when beta
-/// != 0; the transposed tf32 kernels take plain cases only): whole tiles and edge tiles (clipped
-/// by the TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread stores),
-/// single matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a multiple
-/// of 8 (1: the later matrices are misaligned and take the thread stores), every op, both
-/// layouts, plain, beta, bias, and both.
-fn tma_store_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+/// C = act(alpha A B (+ beta C, + bias)) on every wgmma tile, which leaves through TMA stores
+/// where C's rows are 16-byte aligned and a multiple of 16 bytes long (C loaded by the TMA when
+/// beta != 0; the transposed tf32 kernels add the bias by row): whole tiles and edge tiles
+/// (clipped by the TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread
+/// stores), single matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a
+/// multiple of 8 (1: the later matrices are misaligned and take the thread stores), every op,
+/// both layouts, plain, beta, bias, and both. With `acts` every case also has an activation
+/// (relu, gelu, sigmoid, tanh in turn): the kernels of the activation modules where the TMA
+/// stores, the rolled epilogue of the others elsewhere.
+fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> {
+    let nonlinear = [
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+    ];
     let shapes = [(256, 512, 64), (200, 300, 72), (136, 65, 100), (1000, 600, 40)];
     let mut v = Vec::new();
     for (t, tile) in [Tile::Narrow, Tile::Large, Tile::Wide].into_iter().enumerate() {
@@ -858,6 +884,9 @@ fn tma_store_wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
                     let e = (t + 2 * i + j + c_gap) % 4;
                     c.beta = if e % 2 == 1 { -0.5 } else { 0.0 };
                     c.bias = e >= 2;
+                    if acts {
+                        c.act = nonlinear[(t + i + 2 * j + c_gap) % 4];
+                    }
                     v.push(c);
                 }
             }
@@ -904,9 +933,11 @@ fn gemm_wgmma_hopper_tf32() {
             .collect::<Vec<_>>(),
     );
     sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
-    let mut plain = tma_store_wg_cases(MathMode::Tf32, 4);
-    plain.iter_mut().for_each(off_wgmma_where_tf32_packs);
-    sweep::<f32>(&stream, &mut Rng::new(30), &plain);
+    for (seed, acts) in [(30, false), (31, true)] {
+        let mut cases = tma_store_wg_cases(MathMode::Tf32, 4, acts);
+        cases.iter_mut().for_each(off_wgmma_where_tf32_packs);
+        sweep::<f32>(&stream, &mut Rng::new(seed), &cases);
+    }
     sweep::<f32>(
         &stream,
         &mut Rng::new(25),

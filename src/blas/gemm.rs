@@ -9,6 +9,7 @@ use super::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::module::Function;
 use crate::stream::Stream;
 
 /// Element types GEMM is built for: `f32`, `f64`, `half::f16`, `half::bf16`.
@@ -1120,16 +1121,36 @@ fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -
     Ok((out, ld))
 }
 
+/// The name part of the wgmma activation modules (`gemm_wg_<act>_<type>`) for an activation code
+/// of `GemmParams::act`; `None` for none.
+fn wg_activation_name(act: i32) -> Option<&'static str> {
+    match act {
+        1 => Some("relu"),
+        2 => Some("gelu"),
+        3 => Some("sigmoid"),
+        4 => Some("tanh"),
+        _ => None,
+    }
+}
+
 /// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and
 /// launches `(tx, ty, params)`.
 fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: GemmParams, batch: usize) -> Result<()> {
     let Some(element) = tma_element::<T>() else {
         bail_invalid!("gemm: {} has no wgmma kernel", T::NAME);
     };
-    let f = stream.context().kernel(&choice.name)?;
-    if choice.smem > f.max_dynamic_shared_memory() {
-        f.set_max_dynamic_shared_memory(choice.smem)?;
-    }
+    let kernel = |name: &str| -> Result<Function> {
+        let f = stream.context().kernel(name)?;
+        if choice.smem > f.max_dynamic_shared_memory() {
+            f.set_max_dynamic_shared_memory(choice.smem)?;
+        }
+        Ok(f)
+    };
+    // With an activation, a D for the TMA runs the twin kernel of that activation's module
+    // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
+    // epilogue.
+    let act_name =
+        wg_activation_name(params.act).map(|a| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{a}_"), 1));
     // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
     // the same stream after it.
     let mut packed = Vec::new();
@@ -1191,7 +1212,7 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
         } else {
             y.encode(bk, bk)?
         };
-        // D through the TMA (epilogues without an activation; C read through it when beta != 0): D's n
+        // D through the TMA (C read through it when beta != 0): D's n
         // x m (x count) extents at ldd and sd, boxes of 128 bytes x 64 rows; the swapped kernels store
         // D transposed, so there the rows (the swapped m) are the contiguous side, in boxes of 32 rows
         // x 32 columns. Not for a batch that writes one D (sd = 0), which the map would address as one
@@ -1215,15 +1236,20 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
         } else {
             TensorMap::unused()
         };
+        let f = match &act_name {
+            Some(name) if dstore => kernel(name)?,
+            _ => kernel(&choice.name)?,
+        };
         let dstore = i32::from(dstore);
         let mut l = stream.launch_builder(&f);
         l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore);
-        // SAFETY: the kernel takes (TensorMap, TensorMap, TensorMap, GemmParams, i32) by value.
-        // The maps of X and Y cover exactly the operands' m x k and k x n extents (TMA bounds
-        // zero-fill the rest of each box); the map of D, when dstore is 1, covers exactly D's
-        // rows < m and cols < n of each of `count` matrices at ldd / sd (transposed for the
-        // swapped kernels; TMA stores are clipped there); with dstore 0 the kernel never reads td; `plan` checked that every element of D (rows < m, cols < n of each of `count`
-        // matrices at ldd / sd) and of the bias lies inside C and the bias. A swapped (tf32 nn)
+        // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
+        // GemmParams, i32) by value. The maps of X and Y cover exactly the operands' m x k and
+        // k x n extents (TMA bounds zero-fill the rest of each box); the map of D, when dstore
+        // is 1, covers exactly D's rows < m and cols < n of each of `count` matrices at ldd / sd
+        // (transposed for the swapped kernels; TMA stores are clipped there); with dstore 0 the
+        // kernel never reads td; `plan` checked that every element of D (rows < m, cols < n of
+        // each of `count` matrices at ldd / sd) and of the bias lies inside C and the bias. A swapped (tf32 nn)
         // kernel writes D[r][c] of the swapped m x n at d[c * ldd + r], which is element (c, r)
         // of the unswapped D, and reads the bias at r < swapped m = unswapped n: the same ranges.
         unsafe {
@@ -1310,6 +1336,31 @@ pub fn matmul<T: GemmType>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wgmma_activation_modules_match_the_codes_and_the_manifest() {
+        use crate::blas::Activation;
+        let manifest = include_str!("../../ptx/MANIFEST");
+        assert_eq!(super::wg_activation_name(Activation::None.code()), None);
+        for a in [
+            Activation::Relu,
+            Activation::Gelu,
+            Activation::Sigmoid,
+            Activation::Tanh,
+        ] {
+            let name = super::wg_activation_name(a.code()).unwrap();
+            assert_eq!(format!("{a:?}").to_lowercase(), name);
+            for t in ["f16", "bf16", "tf32"] {
+                let module = format!("gemm_wg_{name}_{t}");
+                assert!(
+                    manifest
+                        .lines()
+                        .any(|l| l.split_whitespace().next() == Some(module.as_str())),
+                    "{module} is not in ptx/MANIFEST"
+                );
+            }
+        }
+    }
+
     /// `choose_kernel` on an H100 (compute capability 9.0, 132 multiprocessors), one batch,
     /// automatic k split.
     #[allow(clippy::too_many_arguments)]

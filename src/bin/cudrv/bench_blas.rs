@@ -17,13 +17,16 @@
 //! (gemm: force how k is split between blocks, one row each; the tile column shows `/parts`),
 //! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn), `--beta B`
 //! (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls stay
-//! bounded and both converge to the same C).
+//! bounded and both converge to the same C), `--epilogue bias,relu,gelu,sigmoid,tanh` (gemm: one
+//! row each; cudrv runs `C = act(A B + bias)` fused, cuBLAS the plain `C = A B`, which a fused
+//! epilogue can at best match; diff then compares cudrv's C with act(cuBLAS's C + bias) computed on
+//! the host; `none`, the default, is the plain product in both).
 
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudrv::blas::{self, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
+use cudrv::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
 use cudrv::selftest::Rng;
 use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Result, Stream};
 use half::{bf16, f16};
@@ -364,6 +367,64 @@ struct Opts {
     kernels: Vec<Kernel>,
     splits: Vec<SplitK>,
     ops: Vec<(Transpose, Transpose)>,
+    /// gemm: fused epilogues, one row each.
+    epilogues: Vec<Epilogue>,
+}
+
+/// A fused GEMM epilogue of the bench: the bias (added to each row of the column-major C) and an
+/// activation after it.
+#[derive(Copy, Clone, PartialEq)]
+struct Epilogue {
+    bias: bool,
+    act: Activation,
+}
+
+impl Epilogue {
+    const NONE: Epilogue = Epilogue {
+        bias: false,
+        act: Activation::None,
+    };
+
+    fn parse(t: &str) -> Result<Epilogue> {
+        let (bias, act) = match t {
+            "none" => (false, Activation::None),
+            "bias" => (true, Activation::None),
+            "relu" => (true, Activation::Relu),
+            "gelu" => (true, Activation::Gelu),
+            "sigmoid" => (true, Activation::Sigmoid),
+            "tanh" => (true, Activation::Tanh),
+            _ => {
+                return Err(err(format!(
+                    "bad epilogue {t:?}; choose none, bias, relu, gelu, sigmoid, tanh"
+                )))
+            }
+        };
+        Ok(Epilogue { bias, act })
+    }
+
+    fn name(self) -> &'static str {
+        match (self.bias, self.act) {
+            (false, _) => "",
+            (true, Activation::None) => "+b",
+            (true, Activation::Relu) => "+br",
+            (true, Activation::Gelu) => "+bg",
+            (true, Activation::Sigmoid) => "+bs",
+            (true, Activation::Tanh) => "+bt",
+        }
+    }
+
+    /// act(v + bias), in f64 on the host (the library's reference functions).
+    fn apply(self, v: f64, bias: f64) -> f64 {
+        use cudrv::ops::Activation as Op;
+        let v = if self.bias { v + bias } else { v };
+        match self.act {
+            Activation::None => v,
+            Activation::Relu => Op::Relu.reference(v),
+            Activation::Gelu => Op::Gelu.reference(v),
+            Activation::Sigmoid => Op::Sigmoid.reference(v),
+            Activation::Tanh => Op::Tanh.reference(v),
+        }
+    }
 }
 
 fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Result<Opts> {
@@ -378,6 +439,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         kernels: vec![Kernel::Auto],
         splits: vec![SplitK::Auto],
         ops: vec![(Transpose::N, Transpose::N)],
+        epilogues: vec![Epilogue::NONE],
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -443,10 +505,11 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             }
             "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
             "--beta" => o.beta = value()?.parse().map_err(|_| err("bad --beta".into()))?,
+            "--epilogue" => o.epilogues = list(&value()?, Epilogue::parse)?,
             other => {
                 return Err(err(format!(
                     "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --shapes 8192x8192x64 --trials N --beta B --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
+                     --no-skinny --shapes 8192x8192x64 --trials N --beta B --epilogue none,bias,relu,gelu,sigmoid,tanh --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
                 )))
             }
         }
@@ -581,7 +644,7 @@ fn gemm_bench(
         if h100 { "; peak = H100 SXM datasheet" } else { "" }
     );
     println!(
-        "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10} {:>13}",
+        "{:<5} {:<6} {:<4} {:<6} {:>20} {:>10} {:>10} {:>7} {:>7} {:>10} {:>13}",
         "type", "ops", "tile", "kernel", "m x n x k", "cudrv", "cuBLAS", "ratio", "%peak", "diff", "host us"
     );
     let mut ok = true;
@@ -592,14 +655,16 @@ fn gemm_bench(
                 for &t in &o.tiles {
                     for &k in &o.kernels {
                         for &sp in &o.splits {
-                            combos.push((op, t, k, sp));
+                            for &e in &o.epilogues {
+                                combos.push((op, t, k, sp, e));
+                            }
                         }
                     }
                 }
             }
-            for (ops, tile, kernel, split) in combos {
+            for (ops, tile, kernel, split, epi) in combos {
                 let letter = |t| if t == Transpose::N { 'n' } else { 't' };
-                let oname = format!("{}{}", letter(ops.0), letter(ops.1));
+                let oname = format!("{}{}{}", letter(ops.0), letter(ops.1), epi.name());
                 let c = cublas;
                 let kname = match kernel {
                     Kernel::Auto => "auto",
@@ -619,7 +684,7 @@ fn gemm_bench(
                     SplitK::Off => tname.push_str("/1"),
                     SplitK::Parts(p) => tname.push_str(&format!("/{p}")),
                 }
-                let sel = (tile, kernel, ops, split);
+                let sel = (tile, kernel, ops, split, epi);
                 let r = match ty.as_str() {
                     "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
                     "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, &o),
@@ -634,7 +699,7 @@ fn gemm_bench(
                     // A forced family / tile that does not apply here (e.g. wgmma with the 64 x 64 tile).
                     Err(cudrv::Error::InvalidArgument(_)) if kernel != Kernel::Auto || split != SplitK::Auto => {
                         println!(
-                            "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10}",
+                            "{:<5} {:<6} {:<4} {:<6} {:>20} {:>10}",
                             ty,
                             oname,
                             tname,
@@ -663,7 +728,7 @@ fn gemm_bench(
                 let good = r.2.map_or(true, |d| d < bound);
                 ok &= good;
                 println!(
-                    "{:<5} {:<3} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10} {:>13}{}",
+                    "{:<5} {:<6} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10} {:>13}{}",
                     ty,
                     oname,
                     tname,
@@ -693,11 +758,14 @@ fn one_gemm<T: BenchType>(
     cublas: Option<&cublas::Cublas>,
     (m, n, k): (usize, usize, usize),
     math: MathMode,
-    (tile, kernel, (ta, tb), split): (Tile, Kernel, (Transpose, Transpose), SplitK),
+    (tile, kernel, (ta, tb), split, epi): (Tile, Kernel, (Transpose, Transpose), SplitK, Epilogue),
     compute: i32,
     o: &Opts,
 ) -> Result<(Timing, Option<Timing>, Option<f64>)> {
     let (trials, beta) = (o.trials, o.beta);
+    if epi != Epilogue::NONE && beta != 0.0 {
+        return Err(err("--epilogue other than none needs --beta 0".into()));
+    }
     let mut rng = Rng::new((m * 31 + n * 7 + k) as u64);
     let host = |len: usize, rng: &mut Rng| {
         (0..len)
@@ -707,14 +775,24 @@ fn one_gemm<T: BenchType>(
     let a = DeviceBuffer::from_slice(stream, &host(m * k, &mut rng))?;
     let b = DeviceBuffer::from_slice(stream, &host(k * n, &mut rng))?;
     let mut c = DeviceBuffer::from_slice(stream, &host(m * n, &mut rng))?;
+    let bias_host = host(m, &mut rng);
+    let bias = DeviceBuffer::from_slice(stream, &bias_host)?;
     let g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
         .beta(T::scalar(beta))
         .math(math)
         .tile(tile)
         .split_k(split)
-        .kernel(kernel);
+        .kernel(kernel)
+        .activation(epi.act);
+    let run = |c: &mut DeviceBuffer<T>| {
+        if epi.bias {
+            g.run_with_bias(&a, &b, &bias, c)
+        } else {
+            g.run(&a, &b, c)
+        }
+    };
     let Some(cb) = cublas else {
-        return Ok((time(stream, trials, || g.run(&a, &b, &mut c))?, None, None));
+        return Ok((time(stream, trials, || run(&mut c))?, None, None));
     };
     // With beta != 0 both start from the same C; repeated calls then converge to the same
     // fixed point when |beta| < 1.
@@ -727,7 +805,7 @@ fn one_gemm<T: BenchType>(
         (&a32 as *const f32 as _, &b32 as *const f32 as _)
     };
     let (pa, pb, pc) = (a.device_ptr(), b.device_ptr(), c2.device_ptr());
-    let ours = || g.run(&a, &b, &mut c);
+    let ours = || run(&mut c);
     let (ours, theirs) = time_pair(stream, trials, ours, || {
         // SAFETY: a, b, c2 hold m*k, k*n, m*n elements of T; the scalars match the compute type.
         unsafe {
@@ -745,7 +823,14 @@ fn one_gemm<T: BenchType>(
         }
         .map_err(err)
     })?;
-    let diff = rel_diff(&c.to_vec()?, &c2.to_vec()?);
+    let mut expect = c2.to_vec()?;
+    if epi != Epilogue::NONE {
+        // Column-major C: element i + m j is row i, which takes bias[i].
+        for (idx, v) in expect.iter_mut().enumerate() {
+            *v = T::from_f64(epi.apply(v.to_f64(), bias_host[idx % m].to_f64()));
+        }
+    }
+    let diff = rel_diff(&c.to_vec()?, &expect);
     c2.memset_bytes(0)?;
     Ok((ours, Some(theirs), Some(diff)))
 }
