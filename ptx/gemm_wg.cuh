@@ -741,7 +741,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // next box and the next tile's wgmma; a box is rewritten only once the store that
             // read it two boxes earlier has finished reading. With beta != 0 the TMA first loads
             // C's box into the staging box (zeros outside C), and each thread reads back exactly
-            // the values it then overwrites; the bias is read per column.
+            // the values it then overwrites; the bias comes from bpair (loaded before the epilogue).
             const int g = lane / 4;
 #pragma unroll
             for (int q = 0; q < BN / BOX_COLS; ++q, ++staged) {
