@@ -14,17 +14,6 @@ use crate::stream::Stream;
 trait Element: GemmType + FromF64 {}
 impl<T: GemmType + FromF64> Element for T {}
 
-fn activate(act: Activation, x: f64) -> f64 {
-    use crate::ops::Activation as Op;
-    match act {
-        Activation::None => x,
-        Activation::Relu => Op::Relu.reference(x),
-        Activation::Gelu => Op::Gelu.reference(x),
-        Activation::Sigmoid => Op::Sigmoid.reference(x),
-        Activation::Tanh => Op::Tanh.reference(x),
-    }
-}
-
 const ACTIVATIONS: [Activation; 5] = [
     Activation::None,
     Activation::Relu,
@@ -80,7 +69,7 @@ where
         for i in 0..m {
             let dot: f64 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
             let x = alpha as f64 * dot + beta as f64 * c0[i + j * ldc].to_f64() + bias[i].to_f64();
-            want[i + j * m] = activate(act, x);
+            want[i + j * m] = act.op().map_or(x, |f| f.reference(x));
         }
     }
     let da = DeviceBuffer::from_slice(stream, &a)?;
@@ -341,10 +330,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         ];
         let k = Kernel::Wgmma;
         for act in ACTIVATIONS {
-            let module = match act {
-                Activation::None => "gemm_wg".to_string(),
-                _ => format!("gemm_wg_{}", format!("{act:?}").to_lowercase()),
-            };
+            let module = act
+                .op()
+                .map_or("gemm_wg".to_string(), |f| format!("gemm_wg_{}", f.name()));
             let acts = &[act][..];
             let (p16, pb16, p32) = (
                 format!("{module}_f16"),

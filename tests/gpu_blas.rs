@@ -767,26 +767,11 @@ fn gemm_wgmma_hopper() {
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
-    sweep::<f16>(
-        &stream,
-        &mut Rng::new(28),
-        &tma_store_wg_cases(MathMode::Exact, 8, false),
-    );
-    sweep::<bf16>(
-        &stream,
-        &mut Rng::new(29),
-        &tma_store_wg_cases(MathMode::Exact, 8, false),
-    );
-    sweep::<f16>(
-        &stream,
-        &mut Rng::new(31),
-        &tma_store_wg_cases(MathMode::Exact, 8, true),
-    );
-    sweep::<bf16>(
-        &stream,
-        &mut Rng::new(32),
-        &tma_store_wg_cases(MathMode::Exact, 8, true),
-    );
+    for (seed, acts) in [(28, false), (31, true)] {
+        let cases = tma_store_wg_cases(MathMode::Exact, 8, acts);
+        sweep::<f16>(&stream, &mut Rng::new(seed), &cases);
+        sweep::<bf16>(&stream, &mut Rng::new(seed + 1), &cases);
+    }
 }
 
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.

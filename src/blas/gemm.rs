@@ -497,7 +497,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             use_on(bias, &stream)?;
         }
         match choice.family {
-            Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch),
+            Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch, self.activation),
             _ => run_kernel::<T>(&stream, &choice, params, self.batch),
         }
     }
@@ -1121,21 +1121,15 @@ fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -
     Ok((out, ld))
 }
 
-/// The name part of the wgmma activation modules (`gemm_wg_<act>_<type>`) for an activation code
-/// of `GemmParams::act`; `None` for none.
-fn wg_activation_name(act: i32) -> Option<&'static str> {
-    match act {
-        1 => Some("relu"),
-        2 => Some("gelu"),
-        3 => Some("sigmoid"),
-        4 => Some("tanh"),
-        _ => None,
-    }
-}
-
 /// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and
 /// launches `(tx, ty, params)`.
-fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: GemmParams, batch: usize) -> Result<()> {
+fn run_wgmma<T: GemmType>(
+    stream: &Arc<Stream>,
+    choice: &Choice,
+    mut params: GemmParams,
+    batch: usize,
+    activation: Activation,
+) -> Result<()> {
     let Some(element) = tma_element::<T>() else {
         bail_invalid!("gemm: {} has no wgmma kernel", T::NAME);
     };
@@ -1149,8 +1143,9 @@ fn run_wgmma<T: GemmType>(stream: &Arc<Stream>, choice: &Choice, mut params: Gem
     // With an activation, a D for the TMA runs the twin kernel of that activation's module
     // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
     // epilogue.
-    let act_name =
-        wg_activation_name(params.act).map(|a| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{a}_"), 1));
+    let act_name = activation
+        .op()
+        .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
     // the same stream after it.
     let mut packed = Vec::new();
@@ -1337,17 +1332,17 @@ pub fn matmul<T: GemmType>(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn wgmma_activation_modules_match_the_codes_and_the_manifest() {
+    fn wgmma_activation_modules_are_in_the_manifest() {
         use crate::blas::Activation;
         let manifest = include_str!("../../ptx/MANIFEST");
-        assert_eq!(super::wg_activation_name(Activation::None.code()), None);
+        assert!(Activation::None.op().is_none());
         for a in [
             Activation::Relu,
             Activation::Gelu,
             Activation::Sigmoid,
             Activation::Tanh,
         ] {
-            let name = super::wg_activation_name(a.code()).unwrap();
+            let name = a.op().unwrap().name();
             assert_eq!(format!("{a:?}").to_lowercase(), name);
             for t in ["f16", "bf16", "tf32"] {
                 let module = format!("gemm_wg_{name}_{t}");

@@ -103,6 +103,27 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// The elementwise function this activation applies ([`crate::ops::Activation`], whose
+    /// `name` also names the GEMM kernels that inline it and whose `reference` is the host
+    /// function they are checked against); `None` for [`Activation::None`].
+    ///
+    /// ```
+    /// use cudrv::blas::Activation;
+    /// assert_eq!(Activation::Gelu.op().map(|f| f.name()), Some("gelu"));
+    /// assert_eq!(Activation::Relu.op().map(|f| f.reference(-2.0)), Some(0.0));
+    /// assert!(Activation::None.op().is_none());
+    /// ```
+    pub fn op(self) -> Option<crate::ops::Activation> {
+        use crate::ops::Activation as Op;
+        match self {
+            Activation::None => None,
+            Activation::Relu => Some(Op::Relu),
+            Activation::Gelu => Some(Op::Gelu),
+            Activation::Sigmoid => Some(Op::Sigmoid),
+            Activation::Tanh => Some(Op::Tanh),
+        }
+    }
+
     fn code(self) -> i32 {
         match self {
             Activation::None => 0,

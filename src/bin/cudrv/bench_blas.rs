@@ -415,15 +415,8 @@ impl Epilogue {
 
     /// act(v + bias), in f64 on the host (the library's reference functions).
     fn apply(self, v: f64, bias: f64) -> f64 {
-        use cudrv::ops::Activation as Op;
         let v = if self.bias { v + bias } else { v };
-        match self.act {
-            Activation::None => v,
-            Activation::Relu => Op::Relu.reference(v),
-            Activation::Gelu => Op::Gelu.reference(v),
-            Activation::Sigmoid => Op::Sigmoid.reference(v),
-            Activation::Tanh => Op::Tanh.reference(v),
-        }
+        self.act.op().map_or(v, |f| f.reference(v))
     }
 }
 
