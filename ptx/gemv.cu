@@ -15,13 +15,15 @@
 //     gemv_nv: 16-byte loads (VEC = 16 / sizeof(T)); needs A 16-byte aligned and lda a multiple
 //     of VEC. ROWS = 128 (f32, f64) or 256 (f16, bf16). Rows past m are handled per lane.
 //   gemv_t_<T>, gemv_tv_<T>: y (length n) = alpha * A^T x + beta * y.
-//     block = (256, 1, 1) = 8 warps; grid = (column blocks, splits, 1). Warp w of block b takes
-//     columns j = 8 * (b + k * gridDim.x) + w; its lanes stride down the rows of the split's row
-//     range (VEC * UR elements per lane per step), then a shuffle reduction. splits > 1:
-//     partials to work[split * n + j], then gemv_finish_<T>.
-//     gemv_t: one element per load, any lda, alignment and incx.
+//     block = (256, 1, 1) = 8 warps; grid = (column blocks, splits, 1).
+//     gemv_t: one element per load, any lda, alignment and incx. Warp w of block b takes
+//     columns j = 8 * (b + k * gridDim.x) + w; its lanes stride down the rows of the split's
+//     row range (UR elements per lane per step), then a shuffle reduction.
 //     gemv_tv: 16-byte loads of A and x; needs A and x 16-byte aligned, lda a multiple of VEC,
-//     incx == 1, and split boundaries (chunk) multiples of 512 rows.
+//     incx == 1, and split boundaries (chunk) multiples of 512 rows. Four warps per column: block
+//     b takes columns j = 2 * (b + k * gridDim.x) + w / 4, and warp w takes every fourth step
+//     (32 * VEC * UR rows) of it, from step w % 4; the four sums meet in shared memory.
+//     splits > 1: partials to work[split * n + j], then gemv_finish_<T>.
 //   (gemv90.cu adds gemv_nvc_<T>, gemv_nv with the splits in a thread block cluster, for sm_90.)
 //   gemv_finish_<T>(y, work, len, splits, alpha, beta, incy): y[i] = alpha * sum_s work[s*len+i]
 //     + beta * y[i]; block = (256, 1, 1), grid = (ceil(len / 256), 1, 1).
@@ -32,14 +34,15 @@
 #include "gemv_common.cuh"
 
 // Per type: the 16-byte kernels' shapes. N: VEC * UR rows and UC columns per thread per step
-// (UC * UR 16-byte loads in flight); T: UR 16-byte loads of A (and of x) per lane per step.
+// (UC * UR 16-byte loads in flight); T: UR 16-byte loads of A (and of x) per lane per step,
+// four warps per column.
 #define GEMV(T, N, VEC, N_UR, N_UC, T_UR)                                                               \
     extern "C" __global__ void __launch_bounds__(256) gemv_n_##N(GemvParams p) { gemv_n<T, 1, 4, 4>(p); } \
     extern "C" __global__ void __launch_bounds__(256, 4) gemv_nv_##N(GemvParams p) {                    \
         gemv_n<T, VEC, N_UR, N_UC>(p);                                                                  \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(256) gemv_t_##N(GemvParams p) { gemv_t<T, 1, 8>(p); }  \
-    extern "C" __global__ void __launch_bounds__(256) gemv_tv_##N(GemvParams p) { gemv_t<T, VEC, T_UR>(p); } \
+    extern "C" __global__ void __launch_bounds__(256) gemv_tv_##N(GemvParams p) { gemv_tw<T, VEC, T_UR, 4>(p); } \
     extern "C" __global__ void __launch_bounds__(256)                                                   \
         gemv_finish_##N(T* y, const El<T>::Acc* work, long long len, int splits, double alpha, double beta, \
                         long long incy) {                                                               \

@@ -145,21 +145,21 @@ __device__ __forceinline__ int clamp_valid(long long left, int vec) {
 
 // One lane's sums over the columns [j, c_end) step 8 of its rows. FULL: every row exists, so
 // the loads need no bounds (the common case; other lanes take FULL = false).
-template <typename T, int VEC, int UR, int UC, bool FULL>
+template <typename T, int VEC, int UR, int UC, bool FULL, int WARPS>
 __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, long long c_end, long long lda,
                                        long long incx, const int* valid, typename El<T>::Acc (*s)[VEC]) {
     using Acc = typename El<T>::Acc;
     // UC columns per step: UC * UR independent loads in flight per thread.
-    for (; j + (UC - 1) * GEMV_WARPS < c_end; j += UC * GEMV_WARPS) {
+    for (; j + (UC - 1) * WARPS < c_end; j += UC * WARPS) {
         Acc xv[UC];
 #pragma unroll
-        for (int v = 0; v < UC; ++v) xv[v] = El<T>::ld(x + (j + v * GEMV_WARPS) * incx);
+        for (int v = 0; v < UC; ++v) xv[v] = El<T>::ld(x + (j + v * WARPS) * incx);
         typename Raw<T, VEC>::type av[UC][UR];
 #pragma unroll
         for (int v = 0; v < UC; ++v)
 #pragma unroll
             for (int u = 0; u < UR; ++u)
-                av[v][u] = load<T, VEC, true>(a0 + (j + v * GEMV_WARPS) * lda + 32 * VEC * u, FULL ? VEC : valid[u]);
+                av[v][u] = load<T, VEC, true>(a0 + (j + v * WARPS) * lda + 32 * VEC * u, FULL ? VEC : valid[u]);
 #pragma unroll
         for (int v = 0; v < UC; ++v)
 #pragma unroll
@@ -170,7 +170,7 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
                 for (int e = 0; e < VEC; ++e) s[u][e] += a[e] * xv[v];
             }
     }
-    for (; j < c_end; j += GEMV_WARPS) {
+    for (; j < c_end; j += WARPS) {
         const Acc xv = El<T>::ld(x + j * incx);
 #pragma unroll
         for (int u = 0; u < UR; ++u) {
@@ -188,12 +188,12 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
 // CLUSTER partials of rows [q ROWS / CLUSTER, (q + 1) ROWS / CLUSTER) in rank order, read from
 // the other blocks' shared memory, and writes y; a second barrier keeps every block's partials
 // alive until they have been read. No workspace, no gemv_finish, the same sums every run.
-template <typename T, int VEC, int UR, int UC, int CLUSTER = 1>
+template <typename T, int VEC, int UR, int UC, int CLUSTER = 1, int WARPS = GEMV_WARPS>
 __device__ __forceinline__ void gemv_n(const GemvParams& p) {
     using Acc = typename El<T>::Acc;
     constexpr int ROWS = 32 * VEC * UR;
     static_assert(ROWS % CLUSTER == 0, "the cluster's blocks share a tile's rows");
-    __shared__ Acc red[GEMV_WARPS][ROWS];
+    __shared__ Acc red[WARPS][ROWS];
     __shared__ Acc part[CLUSTER > 1 ? ROWS : 1];
     const T* A = reinterpret_cast<const T*>(p.a);
     const T* x = reinterpret_cast<const T*>(p.x);
@@ -216,25 +216,25 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
 #pragma unroll
         for (int u = 0; u < UR; ++u) full = full && valid[u] == VEC;
         if (full)
-            n_sums<T, VEC, UR, UC, true>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
+            n_sums<T, VEC, UR, UC, true, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
         else
-            n_sums<T, VEC, UR, UC, false>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
+            n_sums<T, VEC, UR, UC, false, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
 #pragma unroll
         for (int u = 0; u < UR; ++u)
 #pragma unroll
             for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
         __syncthreads();
         if constexpr (CLUSTER > 1) {
-            for (int t = ty * 32 + tx; t < ROWS; t += 32 * GEMV_WARPS) {
+            for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) {
                 Acc sum = Acc(0);
 #pragma unroll
-                for (int w = 0; w < GEMV_WARPS; ++w) sum += red[w][t];
+                for (int w = 0; w < WARPS; ++w) sum += red[w][t];
                 part[t] = sum;
             }
             cluster_sync();
             constexpr int MINE = ROWS / CLUSTER;
             const unsigned q = cluster_rank();
-            for (int t = ty * 32 + tx; t < MINE; t += 32 * GEMV_WARPS) {
+            for (int t = ty * 32 + tx; t < MINE; t += 32 * WARPS) {
                 const int row = (int)q * MINE + t;
                 const long long r = r0 + row;
                 if (r < p.m) {
@@ -247,12 +247,12 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
             }
             cluster_sync();
         } else {
-            for (int t = ty * 32 + tx; t < ROWS; t += 32 * GEMV_WARPS) {
+            for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) {
                 const long long r = r0 + t;
                 if (r < p.m) {
                     Acc sum = Acc(0);
 #pragma unroll
-                    for (int w = 0; w < GEMV_WARPS; ++w) sum += red[w][t];
+                    for (int w = 0; w < WARPS; ++w) sum += red[w][t];
                     if (p.splits == 1) {
                         store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
                     } else {
@@ -265,59 +265,107 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
     }
 }
 
-template <typename T, int VEC, int UR> __device__ __forceinline__ void gemv_t(const GemvParams& p) {
+// One lane's part of a column's dot product with x over rows [i, r_end) (i = the lane's first
+// row), taking every WPC-th step of 32 * VEC * UR rows, summed over the warp (every lane gets
+// the sum). A step is full for a lane when all its UR loads exist; only the first step that is
+// not can hold rows of the range (those after it start past r_end), and only the warp whose
+// step it is reads them, one vector (or part of one) at a time.
+template <typename T, int VEC, int UR, int WPC>
+__device__ __forceinline__ typename El<T>::Acc t_dot(const T* col, const T* x, long long i, long long r_end,
+                                                     long long incx) {
     using Acc = typename El<T>::Acc;
     constexpr int STEP = 32 * VEC * UR;
+    Acc s0 = Acc(0), s1 = Acc(0);
+    // Full steps: UR loads of A and UR of x in flight per lane.
+    for (; i + STEP - 32 * VEC + VEC <= r_end; i += (long long)STEP * WPC) {
+        typename Raw<T, VEC>::type av[UR], xv[UR];
+#pragma unroll
+        for (int u = 0; u < UR; ++u) av[u] = load<T, VEC, true>(col + i + 32 * VEC * u, VEC);
+#pragma unroll
+        for (int u = 0; u < UR; ++u) xv[u] = load<T, VEC, false>(x + (i + 32 * VEC * u) * (VEC == 1 ? incx : 1), VEC);
+#pragma unroll
+        for (int u = 0; u < UR; ++u) {
+            Acc a[VEC], b[VEC];
+            unpack<T, VEC>(av[u], a);
+            unpack<T, VEC>(xv[u], b);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                if (u & 1)
+                    s1 += a[e] * b[e];
+                else
+                    s0 += a[e] * b[e];
+            }
+        }
+    }
+    // The rest of the range, one vector (or part of one) at a time.
+    for (; i < r_end; i += 32 * VEC) {
+        const int valid = clamp_valid(r_end - i, VEC);
+        Acc a[VEC], b[VEC];
+        unpack<T, VEC>(load<T, VEC, true>(col + i, valid), a);
+        unpack<T, VEC>(load<T, VEC, false>(x + i * (VEC == 1 ? incx : 1), valid), b);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s0 += a[e] * b[e];
+    }
+    Acc s = s0 + s1;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+// Column j's sum: y[j] (splits == 1) or its split's partial.
+template <typename T>
+__device__ __forceinline__ void t_store(const GemvParams& p, long long j, typename El<T>::Acc s) {
+    if (p.splits == 1)
+        store_y<T>(reinterpret_cast<T*>(p.y) + j * p.incy, s, p.alpha, p.beta);
+    else
+        reinterpret_cast<typename El<T>::Acc*>(p.work)[blockIdx.y * p.n + j] = s;
+}
+
+// One warp per column: warp w of block b takes columns 8 * (b + k * gridDim.x) + w.
+template <typename T, int VEC, int UR> __device__ __forceinline__ void gemv_t(const GemvParams& p) {
     const T* A = reinterpret_cast<const T*>(p.a);
     const T* x = reinterpret_cast<const T*>(p.x);
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const long long r_begin = (long long)blockIdx.y * p.chunk;
     const long long r_end = min(r_begin + p.chunk, p.m);
     for (long long j = (long long)blockIdx.x * GEMV_WARPS + w; j < p.n; j += (long long)gridDim.x * GEMV_WARPS) {
-        const T* col = A + j * p.lda;
-        Acc s0 = Acc(0), s1 = Acc(0);
-        long long i = r_begin + VEC * lane;
-        // Full steps: UR loads of A and UR of x in flight per lane.
-        for (; i + STEP - 32 * VEC + VEC <= r_end; i += STEP) {
-            typename Raw<T, VEC>::type av[UR], xv[UR];
+        const auto s = t_dot<T, VEC, UR, 1>(A + j * p.lda, x, r_begin + VEC * lane, r_end, p.incx);
+        if (lane == 0) t_store<T>(p, j, s);
+    }
+}
+
+// WPC warps per column: the block's 8 warps take 8 / WPC columns, and the WPC warps of a column
+// take every WPC-th step of its rows, so fewer columns are read at once for the same loads in
+// flight; their sums meet in shared memory. Every warp reaches the barriers, also those whose
+// column is past n.
+template <typename T, int VEC, int UR, int WPC> __device__ __forceinline__ void gemv_tw(const GemvParams& p) {
+    using Acc = typename El<T>::Acc;
+    constexpr int COLS = GEMV_WARPS / WPC;
+    __shared__ Acc red[GEMV_WARPS];
+    const T* A = reinterpret_cast<const T*>(p.a);
+    const T* x = reinterpret_cast<const T*>(p.x);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int c = w / WPC, phase = w % WPC;
+    const long long r_begin = (long long)blockIdx.y * p.chunk;
+    const long long r_end = min(r_begin + p.chunk, p.m);
+    const long long groups = (p.n + COLS - 1) / COLS;
+    for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+        const long long j = g * COLS + c;
+        Acc s = Acc(0);
+        if (j < p.n)
+            s = t_dot<T, VEC, UR, WPC>(A + j * p.lda, x, r_begin + (long long)32 * VEC * UR * phase + VEC * lane,
+                                       r_end, p.incx);
+        if constexpr (WPC > 1) {
+            if (lane == 0) red[w] = s;
+            __syncthreads();
+            if (phase == 0) {
+                s = red[w];
 #pragma unroll
-            for (int u = 0; u < UR; ++u) av[u] = load<T, VEC, true>(col + i + 32 * VEC * u, VEC);
-#pragma unroll
-            for (int u = 0; u < UR; ++u)
-                xv[u] = load<T, VEC, false>(x + (i + 32 * VEC * u) * (VEC == 1 ? p.incx : 1), VEC);
-#pragma unroll
-            for (int u = 0; u < UR; ++u) {
-                Acc a[VEC], b[VEC];
-                unpack<T, VEC>(av[u], a);
-                unpack<T, VEC>(xv[u], b);
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    if (u & 1)
-                        s1 += a[e] * b[e];
-                    else
-                        s0 += a[e] * b[e];
-                }
+                for (int q = 1; q < WPC; ++q) s += red[w + q];
             }
+            __syncthreads();
         }
-        // The rest of the range, one vector (or part of one) at a time.
-        for (; i < r_end; i += 32 * VEC) {
-            const int valid = clamp_valid(r_end - i, VEC);
-            Acc a[VEC], b[VEC];
-            unpack<T, VEC>(load<T, VEC, true>(col + i, valid), a);
-            unpack<T, VEC>(load<T, VEC, false>(x + i * (VEC == 1 ? p.incx : 1), valid), b);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) s0 += a[e] * b[e];
-        }
-        Acc s = s0 + s1;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) {
-            if (p.splits == 1) {
-                store_y<T>(reinterpret_cast<T*>(p.y) + j * p.incy, s, p.alpha, p.beta);
-            } else {
-                reinterpret_cast<Acc*>(p.work)[blockIdx.y * p.n + j] = s;
-            }
-        }
+        if (lane == 0 && phase == 0 && j < p.n) t_store<T>(p, j, s);
     }
 }
 

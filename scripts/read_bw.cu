@@ -13,34 +13,8 @@
 #include <algorithm>
 #include <cuda_runtime.h>
 
-#define CHECK(x)                                                                   \
-    do {                                                                           \
-        cudaError_t e_ = (x);                                                      \
-        if (e_ != cudaSuccess) {                                                   \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
-
-// Grid-stride over float4s, UNROLL independent 16-byte loads in flight per thread.
-template <int UNROLL>
-__global__ void read_grid_stride(const float4* __restrict__ a, long long n4, float* out) {
-    float s = 0.f;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + (UNROLL - 1) * stride < n4; i += UNROLL * stride) {
-        float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = __ldcg(a + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
-    }
-    for (; i < n4; i += stride) {
-        const float4 v = __ldcg(a + i);
-        s += v.x + v.y + v.z + v.w;
-    }
-    if (s == 12345.678f) out[blockIdx.x] = s;  // never true here; keeps the loads
-}
+#include "readers.cuh"
+#include "timing.cuh"
 
 // Each block reads one contiguous chunk (n4 / gridDim.x float4s), UNROLL loads in flight.
 template <int UNROLL>
@@ -66,39 +40,9 @@ __global__ void read_chunked(const float4* __restrict__ a, long long n4, float* 
 
 typedef void (*ReadFn)(const float4*, long long, float*);
 
-// Median over `trials` batches of `calls` back-to-back launches, seconds per call.
-template <typename F>
-static double time_calls(F launch, int calls, int trials) {
-    cudaEvent_t e0, e1;
-    CHECK(cudaEventCreate(&e0));
-    CHECK(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; ++w) launch();
-    std::vector<double> t;
-    for (int r = 0; r < trials; ++r) {
-        CHECK(cudaEventRecord(e0));
-        for (int c = 0; c < calls; ++c) launch();
-        CHECK(cudaEventRecord(e1));
-        CHECK(cudaEventSynchronize(e1));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms * 1e-3 / calls);
-    }
-    CHECK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    CHECK(cudaEventDestroy(e0));
-    CHECK(cudaEventDestroy(e1));
-    return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
-    int sms;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    printf("%s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
-    std::vector<long long> mibs;
-    for (int i = 1; i < argc; ++i) mibs.push_back(atoll(argv[i]));
-    if (mibs.empty()) mibs = {64, 144, 256, 1024};
+    const int sms = print_device();
+    const std::vector<long long> mibs = numbers_or(argc, argv, {64, 144, 256, 1024});
     const long long max_bytes = *std::max_element(mibs.begin(), mibs.end()) << 20;
     float4 *a, *b;
     float* out;
@@ -110,8 +54,8 @@ int main(int argc, char** argv) {
         const char* name;
         ReadFn fn;
     };
-    const Kernel kernels[] = {{"stride x4", read_grid_stride<4>},   {"stride x8", read_grid_stride<8>},
-                              {"stride x16", read_grid_stride<16>}, {"chunk x4", read_chunked<4>},
+    const Kernel kernels[] = {{"stride x4", read_stride<4, false>},   {"stride x8", read_stride<8, false>},
+                              {"stride x16", read_stride<16, false>}, {"chunk x4", read_chunked<4>},
                               {"chunk x8", read_chunked<8>},        {"chunk x16", read_chunked<16>}};
     const int threads[] = {256, 512, 1024};
     const int per_sm[] = {1, 2, 4, 8};

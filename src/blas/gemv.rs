@@ -15,27 +15,33 @@ pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + super::sealed::Sealed
     /// Rows of a row tile of the 16-byte-load kernel `gemv_nv_<t>` (`32 * VEC * UR` in
     /// ptx/gemv.cu).
     const NV_ROWS: usize;
+    /// Rows of a row tile of the cluster kernel `gemv_nvc_<t>` (ptx/gemv90.cu).
+    const NVC_ROWS: usize;
     /// Bytes of the accumulator type (the element of the split-reduction workspace).
     const ACC_BYTES: usize;
 }
 impl GemvType for f32 {
     const NAME: &'static str = "f32";
     const NV_ROWS: usize = 128;
+    const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
 }
 impl GemvType for f64 {
     const NAME: &'static str = "f64";
     const NV_ROWS: usize = 128;
+    const NVC_ROWS: usize = 128;
     const ACC_BYTES: usize = 8;
 }
 impl GemvType for half::f16 {
     const NAME: &'static str = "f16";
     const NV_ROWS: usize = 256;
+    const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
 }
 impl GemvType for half::bf16 {
     const NAME: &'static str = "bf16";
     const NV_ROWS: usize = 256;
+    const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
 }
 
@@ -62,9 +68,11 @@ struct GemvParams {
 unsafe impl DeviceRepr for GemvParams {}
 
 /// Rows of a row tile of the one-element-per-load `gemv_n` kernel, columns per block of the
-/// `gemv_t` kernels (one per warp), and threads per block of all of them.
+/// one-element-per-load `gemv_t` kernels (one per warp), and threads per block of all of them.
 const N_ROWS: usize = 128;
 const T_COLS: usize = 8;
+/// Columns per block of the 16-byte `gemv_tv` kernels (four warps per column).
+const TV_COLS: usize = 2;
 const THREADS: u32 = 256;
 /// Shortest split of the reduction: columns (N), rows (T). T splits are also a multiple of
 /// `T_GRAIN` rows, which keeps the 16-byte loads of `gemv_tv` aligned.
@@ -73,6 +81,8 @@ const T_MIN_CHUNK: usize = 1024;
 const T_GRAIN: usize = 512;
 /// Blocks of the cluster of `gemv_nvc` (its compile-time cluster shape, 1 x 8 x 1).
 const CLUSTER_SPLITS: usize = 8;
+/// Largest A (bytes) whose split N reduction runs in a cluster (see `gemv`).
+const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
 /// Elements a vector of `len` entries with increment `inc` spans.
 fn vec_span(len: usize, inc: isize) -> Option<usize> {
@@ -82,7 +92,7 @@ fn vec_span(len: usize, inc: isize) -> Option<usize> {
     (len - 1).checked_mul(inc.unsigned_abs())?.checked_add(1)
 }
 
-/// The launch shape for `base` independent blocks of work (row tiles for N, groups of 8 columns
+/// The launch shape for `base` independent blocks of work (row tiles for N, groups of columns
 /// for T) over a reduction of `len`, when `slots` blocks fit on the device at once:
 /// `(grid_x, splits, chunk)`.
 ///
@@ -203,32 +213,36 @@ pub fn gemv<T: GemvType>(
             (k, m.div_ceil(rows), n, N_MIN_CHUNK, 1, (32, THREADS / 32, 1))
         }
         Transpose::T => {
-            let k = if a_vec && incx == 1 && x.device_ptr() % 16 == 0 {
-                "tv"
+            let (k, cols) = if a_vec && incx == 1 && x.device_ptr() % 16 == 0 {
+                ("tv", TV_COLS)
             } else {
-                "t"
+                ("t", T_COLS)
             };
-            (k, n.div_ceil(T_COLS), m, T_MIN_CHUNK, T_GRAIN, (THREADS, 1, 1))
+            (k, n.div_ceil(cols), m, T_MIN_CHUNK, T_GRAIN, (THREADS, 1, 1))
         }
     };
     let mut f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
     let sms = ctx.limits().multiprocessor_count as usize;
     let slots = f.max_active_blocks_per_multiprocessor(THREADS, 0)?.max(1) as usize * sms;
-    let (grid_x, splits, chunk) = plan(base, len, min_chunk, grain, slots);
+    let (mut grid_x, splits, chunk) = plan(base, len, min_chunk, grain, slots);
     // alpha == 0: reduce over nothing (A and x are not read), leaving y = beta * y.
     let (mut splits, mut chunk) = if alpha == 0.0 { (1, 0) } else { (splits, chunk) };
     // On sm_90, an N reduction split 8 to 16 ways runs as 8 splits in one thread block cluster,
     // whose blocks add their partial sums in shared memory: no workspace, no second kernel. Only
-    // while the clusters fill at most half of the device's slots: with more, placing whole
-    // clusters costs more than the second kernel saves (8192^2 f32 measured 3% slower).
-    // `slots` stays gemv_nv's: gemv_nvc has its registers and launch bounds.
+    // while the clusters fill at most half of the device's slots, and for an A of at most 192
+    // MiB: beyond, the second kernel's microsecond weighs little against the split's doubled
+    // parallelism. H100, 2026-11-22: the cluster is 2-7% faster for f32 4096^2 and 6144^2, f64
+    // 4096^2 and f16 8192^2 (64-144 MiB), 1-3% slower for f32 8192^2 (256 MiB).
+    // `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and row tiles.
+    let cluster_tiles = m.div_ceil(T::NVC_ROWS);
     let cluster = name == "nv"
         && (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits)
-        && 2 * grid_x * CLUSTER_SPLITS <= slots
+        && 2 * cluster_tiles * CLUSTER_SPLITS <= slots
+        && need_a as u64 * sz <= CLUSTER_MAX_BYTES
         && ctx.compute_capability() >= (9, 0);
     if cluster {
         f = ctx.kernel(&format!("gemv_nvc_{}", T::NAME))?;
-        (splits, chunk) = (CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
+        (grid_x, splits, chunk) = (cluster_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
     }
     let work = if splits > 1 && !cluster {
         // SAFETY: every element of the workspace is written by the gemv kernel before
