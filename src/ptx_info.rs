@@ -35,3 +35,90 @@ pub fn isa_version(ptx: &str) -> Option<(u32, u32)> {
     let (major, minor) = line.strip_prefix(".version")?.trim().split_once('.')?;
     Some((major.trim().parse().ok()?, minor.trim().parse().ok()?))
 }
+
+/// The byte ranges of every kernel definition in `ptx`, with the kernel's name: from the start
+/// of the line that holds `.entry NAME` to the end of the line that closes its body (or of its
+/// `;` when it is only a declaration). Braces are counted outside `//` and `/* */` comments.
+fn entry_spans(ptx: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let bytes = ptx.as_bytes();
+    let mut spans = Vec::new();
+    let mut line_start = 0;
+    while line_start < bytes.len() {
+        let line_end = ptx[line_start..].find('\n').map_or(bytes.len(), |i| line_start + i);
+        let line = &ptx[line_start..line_end];
+        let name = entries(line).into_iter().next();
+        let Some(name) = name else {
+            line_start = line_end + 1;
+            continue;
+        };
+        // Scan from the entry line to the end of its body.
+        let (mut i, mut depth, mut opened) = (line_start, 0usize, false);
+        let end = loop {
+            if i >= bytes.len() {
+                break bytes.len();
+            }
+            match bytes[i] {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    i = ptx[i..].find('\n').map_or(bytes.len(), |k| i + k);
+                    continue;
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = ptx[i + 2..].find("*/").map_or(bytes.len(), |k| i + 2 + k + 2);
+                    continue;
+                }
+                b'{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if opened && depth == 0 {
+                        break i + 1;
+                    }
+                }
+                b';' if !opened => break i + 1,
+                _ => {}
+            }
+            i += 1;
+        };
+        let end = ptx[end..].find('\n').map_or(bytes.len(), |k| end + k + 1);
+        spans.push((name, line_start..end));
+        line_start = end;
+    }
+    spans
+}
+
+/// The module `ptx` with only the kernel `name` defined: every other kernel's definition is
+/// left out, everything at module scope (the header, declarations, device functions) is kept.
+/// `None` when `ptx` defines no kernel `name`.
+///
+/// The driver JIT-compiles a whole module when it is loaded, so loading one kernel from a
+/// module of many costs the compile time of all of them; a module holding one kernel costs
+/// only its own. Kernels that share state through module-scope variables must stay together
+/// (each module gets its own copy of them), so this suits modules whose kernels share none.
+///
+/// ```
+/// let ptx = ".version 8.0\n.target sm_80\n\
+///            .visible .entry a()\n{\n\tret;\n}\n\
+///            .visible .entry b()\n{\n\tret;\n}\n";
+/// let one = cudrv::ptx_info::entry_module(ptx, "b").unwrap();
+/// assert_eq!(cudrv::ptx_info::entries(&one), vec!["b".to_string()]);
+/// assert!(one.starts_with(".version 8.0\n.target sm_80\n"));
+/// assert!(cudrv::ptx_info::entry_module(ptx, "c").is_none());
+/// ```
+pub fn entry_module(ptx: &str, name: &str) -> Option<String> {
+    let spans = entry_spans(ptx);
+    if !spans.iter().any(|(n, _)| n == name) {
+        return None;
+    }
+    let mut out = String::with_capacity(ptx.len() / spans.len().max(1) + 4096);
+    let mut at = 0;
+    for (n, range) in &spans {
+        if n != name {
+            out.push_str(&ptx[at..range.start]);
+            at = range.end;
+        }
+    }
+    out.push_str(&ptx[at..]);
+    Some(out)
+}

@@ -3,7 +3,11 @@
 //! Every context starts with cudrv's embedded PTX modules (built from `ptx/*.cu`, embedded by
 //! build.rs). Users add their own PTX from a string, a file or a directory. A module is loaded
 //! (JIT-compiled by the driver) the first time one of its kernels is asked for, and the function
-//! is cached, so later look-ups cost a hash-map read.
+//! is cached, so later look-ups cost a hash-map read. The embedded modules are loaded one kernel
+//! at a time (the module's text with that kernel's definition only, see
+//! [`ptx_info::entry_module`]): the driver compiles a whole module when it loads it, and a GEMM
+//! needs one kernel of a module of a dozen. A user's module is loaded whole, since its kernels
+//! may share module-scope variables.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -57,7 +61,13 @@ impl EmbeddedModule {
 struct Source {
     name: String,
     ptx: Arc<str>,
+    /// Load one kernel at a time (cudrv's own modules, whose kernels share no state).
+    per_kernel: bool,
 }
+
+/// A loaded module: the index of its source and, for a source loaded one kernel at a time, the
+/// kernel.
+type ModuleKey = (usize, Option<String>);
 
 /// Kernel name to function, for one context.
 ///
@@ -73,8 +83,9 @@ pub struct KernelRegistry {
     sources: RwLock<Vec<Source>>,
     /// Kernel name to index into `sources` (later registrations shadow earlier ones).
     kernels: RwLock<HashMap<String, usize>>,
-    /// Modules loaded so far, by index into `sources`.
-    loaded: Mutex<HashMap<usize, Arc<Module>>>,
+    /// Modules loaded so far, by index into `sources` and, for a module loaded one kernel at a
+    /// time, the kernel.
+    loaded: Mutex<HashMap<ModuleKey, Arc<Module>>>,
     /// Functions looked up so far.
     functions: RwLock<HashMap<String, Function>>,
 }
@@ -98,15 +109,16 @@ impl KernelRegistry {
                 module.name.to_string(),
                 Arc::from(module.ptx),
                 module.kernels.iter().map(|k| k.to_string()),
+                true,
             );
         }
         registry
     }
 
-    fn add(&self, name: String, ptx: Arc<str>, kernels: impl IntoIterator<Item = String>) -> usize {
+    fn add(&self, name: String, ptx: Arc<str>, kernels: impl IntoIterator<Item = String>, per_kernel: bool) -> usize {
         let mut sources = self.sources.write();
         let mut map = self.kernels.write();
-        sources.push(Source { name, ptx });
+        sources.push(Source { name, ptx, per_kernel });
         let index = sources.len() - 1;
         let mut functions = self.functions.write();
         for kernel in kernels {
@@ -126,7 +138,7 @@ impl KernelRegistry {
                 "PTX module `{name}` defines no kernels (no `.entry` directive)"
             )));
         }
-        self.add(name.to_string(), Arc::from(ptx), kernels.clone());
+        self.add(name.to_string(), Arc::from(ptx), kernels.clone(), false);
         Ok(kernels)
     }
 
@@ -187,20 +199,26 @@ impl KernelRegistry {
                 known: self.kernel_names(),
             });
         };
-        let module = self.module(ctx, index)?;
+        let module = self.module(ctx, index, name)?;
         let function = module.function(name)?;
         self.functions.write().insert(name.to_string(), function.clone());
         Ok(function)
     }
 
-    fn module(&self, ctx: &Arc<Context>, index: usize) -> Result<Arc<Module>> {
+    /// The loaded module of source `index` that holds `kernel`: the whole module, or for a
+    /// source loaded one kernel at a time, the module of that kernel alone.
+    fn module(&self, ctx: &Arc<Context>, index: usize, kernel: &str) -> Result<Arc<Module>> {
+        let source = self.sources.read()[index].clone();
+        let key = (index, source.per_kernel.then(|| kernel.to_string()));
         let mut loaded = self.loaded.lock();
-        if let Some(m) = loaded.get(&index) {
+        if let Some(m) = loaded.get(&key) {
             return Ok(m.clone());
         }
-        let source = self.sources.read()[index].clone();
-        let module = Module::from_ptx(ctx, &source.ptx, &source.name)?;
-        loaded.insert(index, module.clone());
+        let module = match source.per_kernel.then(|| ptx_info::entry_module(&source.ptx, kernel)) {
+            Some(Some(one)) => Module::from_ptx(ctx, &one, &format!("{}:{kernel}", source.name))?,
+            _ => Module::from_ptx(ctx, &source.ptx, &source.name)?,
+        };
+        loaded.insert(key, module.clone());
         Ok(module)
     }
 }
@@ -225,6 +243,24 @@ mod tests {
             assert!(m.ptx.ends_with('\0'), "{} is not NUL-terminated", m.name);
             assert!(!m.kernels.is_empty(), "{} has no kernels", m.name);
             assert_eq!(ptx_info::isa_version(m.ptx), Some((8, 0)), "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn embedded_modules_split_into_one_kernel_each() {
+        for m in EMBEDDED_MODULES {
+            let header: Vec<&str> = m.ptx.lines().take_while(|l| !l.contains(".entry")).collect();
+            for &k in m.kernels {
+                let one = ptx_info::entry_module(m.ptx, k).unwrap_or_else(|| panic!("{}: no {k}", m.name));
+                assert_eq!(ptx_info::entries(&one), vec![k.to_string()], "{}", m.name);
+                assert!(one.lines().zip(&header).all(|(a, b)| a == *b), "{}:{k} header", m.name);
+                assert!(one.ends_with('\0'), "{}:{k} is not NUL-terminated", m.name);
+                if m.kernels.len() > 1 {
+                    assert!(one.len() < m.ptx.len(), "{}:{k}", m.name);
+                }
+                // The kernel's body is whole: as many braces open as close.
+                assert_eq!(one.matches('{').count(), one.matches('}').count(), "{}:{k}", m.name);
+            }
         }
     }
 
