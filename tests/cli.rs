@@ -293,27 +293,105 @@ fn unknown_command_is_a_usage_error() {
 
 #[test]
 fn help_prints_usage_on_stdout() {
-    for flag in ["help", "-h", "--help"] {
-        let run = cudrv(Some(&fake_driver::nonexistent_library()), &[flag]);
-        assert_eq!(run.code, Some(0), "{flag}: {run}");
-        assert!(run.stdout.starts_with("usage: cudrv <info"), "{flag}: {run}");
-        assert_eq!(run.stderr, "", "{flag}: {run}");
+    for args in [
+        &["help"][..],
+        &["-h"],
+        &["--help"],
+        &["bench", "gemm", "--help"],
+        &["bench", "gemv", "--types", "f64", "-h"],
+        &["selftest", "--help"],
+        &["info", "--help"],
+    ] {
+        let run = cudrv(Some(&fake_driver::nonexistent_library()), args);
+        assert_eq!(run.code, Some(0), "{args:?}: {run}");
+        assert!(run.stdout.starts_with("usage: cudrv <info"), "{args:?}: {run}");
+        // The whole text: every command and every bench option.
+        for word in [
+            "cudrv selftest",
+            "bench gemv",
+            "--types",
+            "--epilogue",
+            "--splits",
+            "CUDRV_LIBCUDA",
+        ] {
+            assert!(run.stdout.contains(word), "{args:?}: no {word:?} in {run}");
+        }
+        assert_eq!(run.stderr, "", "{args:?}: {run}");
     }
 }
 
 #[test]
-fn selftest_with_bad_arguments_fails_with_one_line() {
+fn a_closed_stdout_ends_the_tool_without_a_panic() {
+    // The pipe's reader is closed before cudrv starts, so its first write meets a broken pipe.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(cudrv_bin())
+        .arg("help")
+        .env(cudrv::sys::loader::LIBCUDA_ENV, fake_driver::nonexistent_library())
+        .env("RUST_BACKTRACE", "1")
+        .stdout(writer)
+        .output()
+        .expect("run the cudrv binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "cudrv wrote to stderr: {stderr}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(13), "{:?}", out.status);
+    }
+}
+
+/// Checks that `run` was refused as bad usage, before any driver call (the driver is missing
+/// in these runs, so reaching it would be exit 1): exit 2, one stderr line `cudrv: ...` that
+/// points at `cudrv help`, nothing on stdout. Returns that line.
+fn assert_usage_error(run: &Run) -> String {
+    assert_eq!(run.code, Some(2), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{run}");
+    assert!(
+        lines[0].starts_with("cudrv: ") && lines[0].ends_with("(see `cudrv help`)"),
+        "{run}"
+    );
+    lines[0].to_string()
+}
+
+#[test]
+fn selftest_with_bad_arguments_is_a_usage_error() {
     let missing = fake_driver::nonexistent_library();
     let run = cudrv(Some(&missing), &["selftest", "--seed", "many"]);
-    let line = assert_one_line_failure(&run);
+    let line = assert_usage_error(&run);
     assert_eq!(
-        line, "cudrv: invalid argument: --seed takes a number, not \"many\"",
+        line, "cudrv: --seed takes a number, not \"many\" (see `cudrv help`)",
         "{run}"
     );
     let run = cudrv(Some(&missing), &["selftest", "--fast"]);
-    let line = assert_one_line_failure(&run);
-    assert!(
-        line.starts_with("cudrv: invalid argument: unexpected arguments"),
-        "{run}"
-    );
+    let line = assert_usage_error(&run);
+    assert!(line.starts_with("cudrv: unexpected arguments"), "{run}");
+}
+
+#[test]
+fn bad_bench_arguments_are_usage_errors() {
+    let missing = fake_driver::nonexistent_library();
+    for (args, says) in [
+        (&["bench", "frobnicate"][..], "unknown bench \"frobnicate\""),
+        (&["bench", "launch", "--fast"], "unexpected arguments"),
+        (&["bench", "gemm", "--fast"], "unknown option \"--fast\""),
+        (
+            &["bench", "gemm", "--types", "f16,f8"],
+            "unknown type \"f8\" for bench gemm",
+        ),
+        (
+            &["bench", "gemv", "--types", "tf32"],
+            "unknown type \"tf32\" for bench gemv",
+        ),
+        (&["bench", "gemm", "--sizes", "12a"], "bad size \"12a\""),
+        (&["bench", "gemm", "--shapes", "8x8"], "bad shape \"8x8\""),
+        (&["bench", "gemm", "--epilogue", "swish"], "bad epilogue \"swish\""),
+        (&["bench", "gemm", "--trials"], "--trials needs a value"),
+    ] {
+        let run = cudrv(Some(&missing), args);
+        let line = assert_usage_error(&run);
+        assert!(line.contains(says), "{args:?}: {run}");
+    }
 }

@@ -420,6 +420,34 @@ impl Epilogue {
     }
 }
 
+/// The options of `cudrv bench gemm` / `bench gemv` (see `cudrv help`), checked before any
+/// driver call: a usage error is reported as such, with or without a GPU.
+pub struct Options(Opts);
+
+/// Parses the options of bench `what` (`gemm` or `gemv`).
+pub fn options(what: &str, args: &[String]) -> Result<Options> {
+    let (types, sizes): (&[&str], &[usize]) = match what {
+        "gemm" => (
+            &["f32", "tf32", "f16", "bf16", "f64"],
+            &[256, 512, 1024, 2048, 4096, 8192],
+        ),
+        _ => (&["f32", "f64", "f16", "bf16"], &[1024, 4096, 6144, 8192, 16384, 32768]),
+    };
+    let default_types = if what == "gemm" {
+        types.join(",")
+    } else {
+        "f32".to_string()
+    };
+    let o = parse(args, &default_types, sizes)?;
+    if let Some(bad) = o.types.iter().find(|t| !types.contains(&t.as_str())) {
+        return Err(err(format!(
+            "unknown type {bad:?} for bench {what}; choose from {}",
+            types.join(", ")
+        )));
+    }
+    Ok(Options(o))
+}
+
 fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Result<Opts> {
     let mut o = Opts {
         types: default_types.split(',').map(String::from).collect(),
@@ -439,9 +467,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         let mut value = || it.next().cloned().ok_or_else(|| err(format!("{a} needs a value")));
         match a.as_str() {
             "--types" => o.types = value()?.split(',').map(String::from).collect(),
-            "--sizes" => {
-                o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?
-            }
+            "--sizes" => o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?,
             "--no-skinny" => o.skinny = false,
             "--shapes" => {
                 o.shapes = list(&value()?, |t| {
@@ -499,18 +525,14 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             "--trials" => o.trials = value()?.parse().map_err(|_| err("bad --trials".into()))?,
             "--beta" => o.beta = value()?.parse().map_err(|_| err("bad --beta".into()))?,
             "--epilogue" => o.epilogues = list(&value()?, Epilogue::parse)?,
-            other => {
-                return Err(err(format!(
-                    "unknown option {other:?}; options: --types f32,tf32,f16,bf16,f64 --sizes 256,1024 \
-                     --no-skinny --shapes 8192x8192x64 --trials N --beta B --epilogue none,bias,relu,gelu,sigmoid,tanh --tiles auto,s,n,l,w --kernels auto,simt,tc,mma,wgmma --splits auto,off,2,4 --ops nn,nt,tn,tt"
-                )))
-            }
+            other => return Err(err(format!("unknown option {other:?}"))),
         }
     }
     Ok(o)
 }
 
-pub fn run(what: &str, args: &[String]) -> Result<bool> {
+pub fn run(what: &str, options: Options) -> Result<bool> {
+    let Options(o) = options;
     let ctx = Context::new(0)?;
     let stream = ctx.new_stream()?;
     let name = ctx.device().name()?;
@@ -527,8 +549,8 @@ pub fn run(what: &str, args: &[String]) -> Result<bool> {
     };
     let h100 = name.contains("H100");
     match what {
-        "gemm" => gemm_bench(&ctx, &stream, cublas.as_ref(), h100, args),
-        _ => gemv_bench(&stream, cublas.as_ref(), h100, args),
+        "gemm" => gemm_bench(&ctx, &stream, cublas.as_ref(), h100, &o),
+        _ => gemv_bench(&stream, cublas.as_ref(), h100, &o),
     }
 }
 
@@ -619,9 +641,8 @@ fn gemm_bench(
     stream: &Arc<Stream>,
     cublas: Option<&cublas::Cublas>,
     h100: bool,
-    args: &[String],
+    o: &Opts,
 ) -> Result<bool> {
-    let o = parse(args, "f32,tf32,f16,bf16,f64", &[256, 512, 1024, 2048, 4096, 8192])?;
     let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
     if !o.shapes.is_empty() {
         shapes = o.shapes.clone();
@@ -679,11 +700,11 @@ fn gemm_bench(
                 }
                 let sel = (tile, kernel, ops, split, epi);
                 let r = match ty.as_str() {
-                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
-                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, &o),
-                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
-                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, &o),
-                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, &o),
+                    "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
+                    "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, o),
+                    "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
+                    "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
+                    "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, o),
                     other => return Err(err(format!("unknown type {other:?}; choose f32, tf32, f16, bf16, f64"))),
                 };
                 let (m, n, k) = shape;
@@ -831,8 +852,7 @@ fn one_gemm<T: BenchType>(
 /// One GEMV row of the bench: op, m, n, lda.
 type GemvShape = (Transpose, usize, usize, usize);
 
-fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool, args: &[String]) -> Result<bool> {
-    let o = parse(args, "f32", &[1024, 4096, 6144, 8192, 16384, 32768])?;
+fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool, o: &Opts) -> Result<bool> {
     let mut shapes: Vec<GemvShape> = Vec::new();
     for &s in &o.sizes {
         shapes.push((Transpose::N, s, s, s));

@@ -4,8 +4,11 @@
 //! cudrv info [--memory]       driver, devices and their limits (and the caching pool's state)
 //! cudrv selftest [--seed N]   every bundled kernel against its CPU reference; exit 1 on a failure
 //! cudrv bench [WHAT]          launch, alloc, copy (default: all), gemm, gemv; each beside its reference
+//! cudrv help                  every command and the bench options (also -h / --help anywhere)
 //! ```
-//! Errors (no driver, no device) print one line and exit with status 1.
+//! Errors (no driver, no device) print one line and exit with status 1. Bad usage (an unknown
+//! command, option, bench or type) is found before any driver call, prints one line and exits
+//! with status 2.
 
 mod bench;
 mod bench_blas;
@@ -16,30 +19,128 @@ use cudrv::{Context, Device, Result};
 
 const USAGE: &str = "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>";
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
+const HELP: &str = "\
+usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>
+
+  cudrv info [--memory]      the driver, every device and its limits; --memory adds the caching
+                             pool's statistics
+  cudrv selftest [--seed N]  every bundled kernel on fresh random inputs against its CPU
+                             reference; exit status 1 if any check fails
+  cudrv bench [WHAT]         launch, alloc, copy or all (the default): cudrv's runtime costs
+                             beside the raw driver calls
+  cudrv bench gemm [OPTIONS] GEMM TFLOP/s beside cuBLAS (loaded for the comparison only)
+  cudrv bench gemv [OPTIONS] GEMV GB/s beside cuBLAS and the device copy bandwidth
+  cudrv help                 this text (also -h or --help after any command)
+
+bench gemm / gemv options (lists are comma-separated; every combination is one row):
+  --types LIST      gemm: f32, tf32, f16, bf16, f64 (default: all);
+                    gemv: f32, f64, f16, bf16 (default: f32)
+  --sizes LIST      square sizes (gemm: 256..8192; gemv: 1024..32768)
+  --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes
+  --no-skinny       leave out the skinny shapes that follow the square ones
+  --trials N        batches per figure; the figure is their median (default 15)
+  --ops LIST        gemm: nn, nt, tn, tt: op(A), op(B) (default nn)
+  --beta X          gemm: C = A B + X C in both libraries (default 0)
+  --epilogue LIST   gemm: none, bias, relu, gelu, sigmoid, tanh: cudrv's fused bias and
+                    activation, timed against cuBLAS's plain product (needs --beta 0)
+  --tiles LIST      gemm: auto, s, n, l, w: force a tile shape (default auto)
+  --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
+  --splits LIST     gemm: auto, off, or a part count: force the split of k (default auto)
+
+Environment: CUDRV_LIBCUDA (the driver library to load), CUDRV_LIBCUBLAS (the cuBLAS the
+benches compare with).";
+
+/// What the command line asks for; bad usage is found before any driver call.
+enum Command {
+    Help,
+    Info { memory: bool },
+    Selftest { seed: Option<u64> },
+    Bench(&'static str),
+    BenchBlas(&'static str, Box<bench_blas::Options>),
+}
+
+/// The command, or the usage error to print (exit status 2).
+fn command(args: &[String]) -> std::result::Result<Command, String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return Ok(Command::Help);
+    }
+    let bad = |what: String| format!("cudrv: {what} (see `cudrv help`)");
+    match args.first().map(String::as_str) {
+        Some("help") if args.len() == 1 => Ok(Command::Help),
         Some("info") => match &args[1..] {
-            [] => info(false),
-            [flag] if flag == "--memory" => info(true),
-            _ => {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
+            [] => Ok(Command::Info { memory: false }),
+            [flag] if flag == "--memory" => Ok(Command::Info { memory: true }),
+            _ => Err(USAGE.to_string()),
+        },
+        Some("selftest") => match &args[1..] {
+            [] => Ok(Command::Selftest { seed: None }),
+            [flag, n] if flag == "--seed" => n
+                .parse()
+                .map(|seed| Command::Selftest { seed: Some(seed) })
+                .map_err(|_| bad(format!("--seed takes a number, not {n:?}"))),
+            rest => Err(bad(format!("unexpected arguments {rest:?} to selftest"))),
+        },
+        Some("bench") => match (args.get(1).map(String::as_str), &args[args.len().min(2)..]) {
+            (Some(what @ ("gemm" | "gemv")), rest) => {
+                let what = if what == "gemm" { "gemm" } else { "gemv" };
+                bench_blas::options(what, rest)
+                    .map(|o| Command::BenchBlas(what, Box::new(o)))
+                    .map_err(|e| match e {
+                        cudrv::Error::InvalidArgument(why) => bad(why),
+                        other => bad(other.to_string()),
+                    })
             }
+            (None, _) => Ok(Command::Bench("all")),
+            (Some(what), []) => ["launch", "alloc", "copy", "all"]
+                .into_iter()
+                .find(|w| *w == what)
+                .map(Command::Bench)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm or gemv"
+                    ))
+                }),
+            (Some(what), rest) => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
         },
-        Some("selftest") => selftest(&args[1..]),
-        Some("bench") => match args.get(1).map(String::as_str) {
-            Some(what @ ("gemm" | "gemv")) => bench_blas::run(what, &args[2..]),
-            what => bench::run(what.unwrap_or("all")),
-        },
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            Ok(true)
-        }
-        _ => {
-            eprintln!("{USAGE}");
+        _ => Err(USAGE.to_string()),
+    }
+}
+
+/// Lets a closed stdout end the process quietly, as it ends other command-line tools
+/// (`cudrv info | head -3`), instead of `println!` panicking on the broken pipe: the Rust
+/// runtime ignores SIGPIPE, this restores the default action.
+#[cfg(unix)]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: signal(2) from the C library, with SIGPIPE and SIG_DFL (both 13 and 0 on Linux
+    // and macOS); called once at start, before any other thread exists.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+#[cfg(not(unix))]
+fn default_sigpipe() {}
+
+fn main() -> ExitCode {
+    default_sigpipe();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match command(&args) {
+        Err(usage) => {
+            eprintln!("{usage}");
             return ExitCode::from(2);
         }
+        Ok(Command::Help) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Info { memory }) => info(memory),
+        Ok(Command::Selftest { seed }) => selftest(seed),
+        Ok(Command::Bench(what)) => bench::run(what),
+        Ok(Command::BenchBlas(what, options)) => bench_blas::run(what, *options),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -126,21 +227,13 @@ fn memory_report(ctx: &std::sync::Arc<Context>) -> Result<()> {
     Ok(())
 }
 
-fn selftest(args: &[String]) -> Result<bool> {
-    let seed = match args {
-        [] => std::time::SystemTime::now()
+fn selftest(seed: Option<u64>) -> Result<bool> {
+    let seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
-        [flag, n] if flag == "--seed" => n
-            .parse()
-            .map_err(|_| cudrv::Error::InvalidArgument(format!("--seed takes a number, not {n:?}")))?,
-        _ => {
-            return Err(cudrv::Error::InvalidArgument(format!(
-                "unexpected arguments {args:?}; {USAGE}"
-            )))
-        }
-    };
+            .unwrap_or(1)
+    });
     let ctx = Context::new(0)?;
     println!("selftest on {} (seed {seed})", ctx.device().name()?);
     let checks = cudrv::selftest::run_all(&ctx, seed)?;
