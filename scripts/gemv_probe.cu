@@ -51,6 +51,74 @@ N_CLUSTER(nc_ur1, 1, 8, 4)
 N_CLUSTER(nc_ur2, 2, 4, 4)
 N_CLUSTER(nc_ur2_uc8, 2, 8, 1)
 N_CLUSTER(nc_ur4_uc4, 4, 4, 1)
+// N by column panels (the shape cuBLAS's N kernel has at 4096^2): block b takes columns
+// [b * chunk, (b + 1) * chunk) over every row (m == 1024 * Q, lda == m), thread t the rows
+// 4 t + 1024 q; the 8 blocks of a cluster add their partial vectors in shared memory (block r
+// of the cluster the rows [r m / 8, (r + 1) m / 8)), each cluster writes one partial vector to
+// work, and finish_f32 adds the gridDim.x / 8 of them.
+template <int Q, int UC>
+__device__ __forceinline__ void n_panel(const GemvParams& p) {
+    __shared__ __align__(16) float part[Q * 1024];
+    const int t = threadIdx.y * 32 + threadIdx.x;
+    const float* A = reinterpret_cast<const float*>(p.a);
+    const float* x = reinterpret_cast<const float*>(p.x);
+    const long long c0 = (long long)blockIdx.x * p.chunk, c1 = min(c0 + p.chunk, p.n);
+    float s[Q][4];
+#pragma unroll
+    for (int q = 0; q < Q; ++q) s[q][0] = s[q][1] = s[q][2] = s[q][3] = 0.f;
+    long long j = c0;
+    for (; j + UC <= c1; j += UC) {
+        float xv[UC];
+        float4 av[UC][Q];
+#pragma unroll
+        for (int v = 0; v < UC; ++v) xv[v] = __ldg(x + j + v);
+#pragma unroll
+        for (int v = 0; v < UC; ++v)
+#pragma unroll
+            for (int q = 0; q < Q; ++q) av[v][q] = __ldcg(reinterpret_cast<const float4*>(A + (j + v) * p.lda + 4 * t + 1024 * q));
+#pragma unroll
+        for (int v = 0; v < UC; ++v)
+#pragma unroll
+            for (int q = 0; q < Q; ++q) {
+                s[q][0] += av[v][q].x * xv[v];
+                s[q][1] += av[v][q].y * xv[v];
+                s[q][2] += av[v][q].z * xv[v];
+                s[q][3] += av[v][q].w * xv[v];
+            }
+    }
+    for (; j < c1; ++j) {
+        const float xj = __ldg(x + j);
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            const float4 a = __ldcg(reinterpret_cast<const float4*>(A + j * p.lda + 4 * t + 1024 * q));
+            s[q][0] += a.x * xj, s[q][1] += a.y * xj, s[q][2] += a.z * xj, s[q][3] += a.w * xj;
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        *reinterpret_cast<float4*>(&part[1024 * q + 4 * t]) = make_float4(s[q][0], s[q][1], s[q][2], s[q][3]);
+    cluster_sync();
+    constexpr int MINE = Q * 1024 / 8;
+    const unsigned r = cluster_rank();
+    float* work = reinterpret_cast<float*>(p.work) + (long long)(blockIdx.x / 8) * p.m;
+    for (int i = t; i < MINE; i += 256) {
+        const int row = (int)r * MINE + i;
+        const unsigned addr = (unsigned)__cvta_generic_to_shared(&part[row]);
+        float sum = 0.f;
+#pragma unroll
+        for (int b = 0; b < 8; ++b) sum += cluster_load(addr, (unsigned)b, 0.f);
+        work[row] = sum;
+    }
+    cluster_sync();
+}
+#define N_PANEL(NAME, Q, UC)                                                                      \
+    extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1) NAME(GemvParams p) { \
+        n_panel<Q, UC>(p);                                                                        \
+    }
+N_PANEL(np_q4, 4, 2)
+N_PANEL(np_q4_uc4, 4, 4)
+N_PANEL(np_q6, 6, 2)
+N_PANEL(np_q8, 8, 2)
 extern "C" __global__ void __launch_bounds__(256) finish_f32(float* y, const float* work, long long len, int splits,
                                                             double alpha, double beta, long long incy) {
     gemv_finish<float>(y, work, len, splits, alpha, beta, incy);
@@ -153,6 +221,8 @@ struct Variant {
     int warps = 8;  // N: warps per block
     const char* lib = nullptr;  // the library's kernel of this name, from ptx/gemv*.ptx (driver JIT)
     CUfunction cu = nullptr;
+    int panel = 0;         // N by column panels: the grid (clusters of 8), then finish_f32
+    long long only_m = 0;  // run at this m only (0: every size)
 };
 
 static std::string read_text(const char* path) {
@@ -191,6 +261,13 @@ int main(int argc, char** argv) {
         {"N ur2 cluster", (const void*)nc_ur2, false, 256, true, 0, 8},
         {"N ur2 uc8 cluster", (const void*)nc_ur2_uc8, false, 256, true, 0, 8},
         {"N ur4 uc4 cluster", (const void*)nc_ur4_uc4, false, 512, true, 0, 8},
+        {"N panels 128", (const void*)np_q4, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 4096},
+        {"N panels 256", (const void*)np_q4, false, 128, false, 0, 0, 8, nullptr, nullptr, 256, 4096},
+        {"N panels 128 uc4", (const void*)np_q4_uc4, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 4096},
+        {"N panels 128", (const void*)np_q6, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 6144},
+        {"N panels 256", (const void*)np_q6, false, 128, false, 0, 0, 8, nullptr, nullptr, 256, 6144},
+        {"N panels 128", (const void*)np_q8, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 8192},
+        {"N panels 256", (const void*)np_q8, false, 128, false, 0, 0, 8, nullptr, nullptr, 256, 8192},
     };
     CHECK(cudaFree(0));
     CUmodule mod80, mod90;
@@ -263,7 +340,7 @@ int main(int argc, char** argv) {
             std::vector<float> ref(std::max(m, n));
             CHECK(cudaMemcpy(ref.data(), yref, ref.size() * 4, cudaMemcpyDeviceToHost));
             for (const Variant& v : variants) {
-                if (v.trans != (t == 1)) continue;
+                if (v.trans != (t == 1) || (v.only_m && v.only_m != m)) continue;
                 int per_sm = 0;
                 if (v.cu)
                     cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.cu, 256, 0);
@@ -283,9 +360,12 @@ int main(int argc, char** argv) {
                 p.m = m, p.n = n, p.lda = m, p.incx = 1, p.incy = 1, p.chunk = chunk, p.alpha = 1.0, p.beta = 0.0;
                 p.splits = (int)splits;
                 const long long len_y = v.trans ? n : m;
+                if (v.panel) gx = v.panel, splits = v.panel / 8, p.chunk = chunk = (n + v.panel - 1) / v.panel;
                 auto launch = [&] {
                     void* args[] = {&p};
-                    if (v.cu) {
+                    if (v.panel) {
+                        CHECK(cudaLaunchKernel(v.fn, dim3((unsigned)v.panel), dim3(32, 8), args, 0, 0));
+                    } else if (v.cu) {
                         if (cuLaunchKernel(v.cu, (unsigned)gx, (unsigned)splits, 1, v.trans ? 256 : 32, v.trans ? 1 : v.warps, 1,
                                            0, 0, args, nullptr) != CUDA_SUCCESS) {
                             fprintf(stderr, "launch of %s failed\n", v.lib);
@@ -295,7 +375,7 @@ int main(int argc, char** argv) {
                         CHECK(cudaLaunchKernel(v.fn, dim3((unsigned)gx, (unsigned)splits),
                                                v.trans ? dim3(256) : dim3(32, v.warps), args, 0, 0));
                     }
-                    if (splits > 1 && !v.cluster)
+                    if (v.panel || (splits > 1 && !v.cluster))
                         finish_f32<<<(unsigned)((len_y + 255) / 256), 256>>>(y, work, len_y, (int)splits, 1.0, 0.0,
                                                                               1);
                 };
