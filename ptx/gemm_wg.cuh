@@ -242,6 +242,29 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void named_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 
+// The TMA epilogue to run for a tile, called as `epilogue(LIN, FN)` (LIN: apply beta and the
+// bias; FN: the activation inlined). A kernel of an activation module (ACT != ACT_NONE) holds
+// one copy of the epilogue, with its activation inlined; the others one for plain C and one for
+// beta / bias. Returns false when this kernel has no copy for the call's activation (the
+// caller then takes the rolled epilogue).
+template <int ACT, typename Epilogue>
+__device__ __forceinline__ bool run_tma_epilogue(Epilogue& epilogue, int act, bool plain) {
+    if constexpr (ACT != ACT_NONE) {
+        if (act == ACT) {
+            epilogue(true, ACT);
+            return true;
+        }
+    } else if (act == ACT_NONE) {
+        if (plain) {
+            epilogue(false, ACT_NONE);
+        } else {
+            epilogue(true, ACT_NONE);
+        }
+        return true;
+    }
+    return false;
+}
+
 // Per-type pieces: the k step of one wgmma, conversions, and the wgmma for a tile width N
 // (the accumulator array holds N / 2 floats).
 template <typename T> struct Wg;
@@ -676,24 +699,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                 }
             };
-            if (dstore) {
-                // A kernel of an activation module (ACT != ACT_NONE) holds one copy of the
-                // epilogue, with its activation inlined; the others one for plain C and one for
-                // beta / bias.
-                if constexpr (ACT != ACT_NONE) {
-                    if (p.act == ACT) {
-                        tma_epilogue_t(true, ACT);
-                        continue;
-                    }
-                } else if (p.act == ACT_NONE) {
-                    if (plain) {
-                        tma_epilogue_t(false, ACT_NONE);
-                    } else {
-                        tma_epilogue_t(true, ACT_NONE);
-                    }
-                    continue;
-                }
-            }
+            if (dstore && run_tma_epilogue<ACT>(tma_epilogue_t, p.act, plain)) continue;
             T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + (long long)tc.n0 * p.ldd + row0;
             const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
 #pragma unroll
@@ -789,23 +795,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 }
             }
         };
-        if (dstore) {
-            // A kernel of an activation module (ACT != ACT_NONE) holds one copy of the epilogue,
-            // with its activation inlined; the others one for plain C and one for beta / bias.
-            if constexpr (ACT != ACT_NONE) {
-                if (p.act == ACT) {
-                    tma_epilogue(true, ACT);
-                    continue;
-                }
-            } else if (p.act == ACT_NONE) {
-                if (plain) {
-                    tma_epilogue(false, ACT_NONE);
-                } else {
-                    tma_epilogue(true, ACT_NONE);
-                }
-                continue;
-            }
-        }
+        if (dstore && run_tma_epilogue<ACT>(tma_epilogue, p.act, plain)) continue;
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
         if (plain) {
             // Through the chunk as well, but 8 consecutive columns per thread and one 16-byte
