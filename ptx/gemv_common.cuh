@@ -143,6 +143,15 @@ __device__ __forceinline__ int clamp_valid(long long left, int vec) {
     return left <= 0 ? 0 : (left >= vec ? vec : (int)left);
 }
 
+// Row t's sum over the W warps' partial sums in shared memory, in warp order.
+template <typename Acc, int W, int ROWS>
+__device__ __forceinline__ Acc warps_sum(const Acc (&red)[W][ROWS], int t) {
+    Acc sum = Acc(0);
+#pragma unroll
+    for (int q = 0; q < W; ++q) sum += red[q][t];
+    return sum;
+}
+
 // One lane's sums over the columns [j, c_end) step 8 of its rows. FULL: every row exists, so
 // the loads need no bounds (the common case; other lanes take FULL = false).
 template <typename T, int VEC, int UR, int UC, bool FULL, int WARPS>
@@ -225,12 +234,7 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
             for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
         __syncthreads();
         if constexpr (CLUSTER > 1) {
-            for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) {
-                Acc sum = Acc(0);
-#pragma unroll
-                for (int w = 0; w < WARPS; ++w) sum += red[w][t];
-                part[t] = sum;
-            }
+            for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) part[t] = warps_sum(red, t);
             cluster_sync();
             constexpr int MINE = ROWS / CLUSTER;
             const unsigned q = cluster_rank();
@@ -250,9 +254,7 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
             for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) {
                 const long long r = r0 + t;
                 if (r < p.m) {
-                    Acc sum = Acc(0);
-#pragma unroll
-                    for (int w = 0; w < WARPS; ++w) sum += red[w][t];
+                    const Acc sum = warps_sum(red, t);
                     if (p.splits == 1) {
                         store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
                     } else {
@@ -262,6 +264,89 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
             }
             __syncthreads();
         }
+    }
+}
+
+// Row strips (N): block b owns the rows [R b, R (b + 1)) of y, R = 32 * VEC with VEC = LB /
+// sizeof(T): lane l reads LB bytes (VEC rows from R b + VEC l) of each column, so a warp load is
+// R consecutive elements of one column. Warp w of the W takes the columns [w per, (w + 1) per),
+// per = ceil(n / W), U = 128 / LB of them per step (128 bytes of A in flight per lane), A read
+// with the streaming hint (ld.global.cs: every element is read once). The W warps' sums meet in
+// shared memory, added in warp order, and the block writes its rows of y: no split, no
+// workspace, no second kernel. Lanes whose rows run past m take every column element by element.
+template <int LB> struct LaneRaw;
+template <> struct LaneRaw<8> { using type = uint2; };
+template <> struct LaneRaw<16> { using type = uint4; };
+
+template <typename T, int LB>
+__device__ __forceinline__ void lane_unpack(typename LaneRaw<LB>::type r, typename El<T>::Acc* o) {
+    using Acc = typename El<T>::Acc;
+    if constexpr (LB == 16) {
+        El<T>::unpack(r, o);
+    } else if constexpr (sizeof(T) == 8) {
+        o[0] = __hiloint2double((int)r.y, (int)r.x);
+    } else {
+        Acc t[16 / sizeof(T)];
+        El<T>::unpack(make_uint4(r.x, r.y, 0u, 0u), t);
+#pragma unroll
+        for (int e = 0; e < LB / (int)sizeof(T); ++e) o[e] = t[e];
+    }
+}
+
+template <typename T, int LB, int W>
+__device__ __forceinline__ void gemv_nr(const GemvParams& p) {
+    using Acc = typename El<T>::Acc;
+    using Lane = typename LaneRaw<LB>::type;
+    constexpr int VEC = LB / (int)sizeof(T), ROWS = 32 * VEC, U = 128 / LB;
+    __shared__ Acc red[W][ROWS];
+    const T* A = reinterpret_cast<const T*>(p.a);
+    const T* x = reinterpret_cast<const T*>(p.x);
+    const int lane = threadIdx.x, w = threadIdx.y;
+    const long long r0 = (long long)blockIdx.x * ROWS, r = r0 + VEC * lane;
+    const long long per = (p.n + W - 1) / W;
+    const long long c0 = min(w * per, p.n), c1 = min(c0 + per, p.n);
+    Acc s[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) s[e] = Acc(0);
+    const T* a0 = A + r;
+    if (r + VEC <= p.m) {
+        long long j = c0;
+        for (; j + U <= c1; j += U) {
+            Acc xv[U];
+            Lane av[U];
+#pragma unroll
+            for (int v = 0; v < U; ++v) xv[v] = El<T>::ld(x + (j + v) * p.incx);
+#pragma unroll
+            for (int v = 0; v < U; ++v) av[v] = __ldcs(reinterpret_cast<const Lane*>(a0 + (j + v) * p.lda));
+#pragma unroll
+            for (int v = 0; v < U; ++v) {
+                Acc a[VEC];
+                lane_unpack<T, LB>(av[v], a);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) s[e] += a[e] * xv[v];
+            }
+        }
+        for (; j < c1; ++j) {
+            const Acc xj = El<T>::ld(x + j * p.incx);
+            Acc a[VEC];
+            lane_unpack<T, LB>(__ldcs(reinterpret_cast<const Lane*>(a0 + j * p.lda)), a);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) s[e] += a[e] * xj;
+        }
+    } else if (r < p.m) {
+        for (long long j = c0; j < c1; ++j) {
+            const Acc xj = El<T>::ld(x + j * p.incx);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                if (r + e < p.m) s[e] += El<T>::ld_a(a0 + j * p.lda + e) * xj;
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) red[w][VEC * lane + e] = s[e];
+    __syncthreads();
+    for (int t = w * 32 + lane; t < ROWS; t += 32 * W) {
+        const long long row = r0 + t;
+        if (row < p.m) store_y<T>(reinterpret_cast<T*>(p.y) + row * p.incy, warps_sum(red, t), p.alpha, p.beta);
     }
 }
 

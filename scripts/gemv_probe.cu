@@ -51,7 +51,8 @@ N_CLUSTER(nc_ur1, 1, 8, 4)
 N_CLUSTER(nc_ur2, 2, 4, 4)
 N_CLUSTER(nc_ur2_uc8, 2, 8, 1)
 N_CLUSTER(nc_ur4_uc4, 4, 4, 1)
-// N by column panels (the shape cuBLAS's N kernel has at 4096^2): block b takes columns
+// N by column panels (what an early profile was misread to say cuBLAS's N kernel does at 4096^2;
+// n_rows below has the shape ncu shows it has): block b takes columns
 // [b * chunk, (b + 1) * chunk) over every row (m == 1024 * Q, lda == m), thread t the rows
 // 4 t + 1024 q; the 8 blocks of a cluster add their partial vectors in shared memory (block r
 // of the cluster the rows [r m / 8, (r + 1) m / 8)), each cluster writes one partial vector to
@@ -119,6 +120,78 @@ N_PANEL(np_q4, 4, 2)
 N_PANEL(np_q4_uc4, 4, 4)
 N_PANEL(np_q6, 6, 2)
 N_PANEL(np_q8, 8, 2)
+// N by row strips (the library's gemv_nr / gemv_nrv take this shape with 8- and 16-byte lanes;
+// cuBLAS's N kernel at 4096^2 has it with 4-byte lanes, from ncu: 128 blocks of 32 x 16
+// threads, 32 rows per block, 32 4-byte loads of A in flight per lane, no stores but y): block b
+// owns rows [32 RPL b, 32 RPL (b + 1)), lane l its RPL rows from 32 RPL b + RPL l, warp w the
+// columns [w per, (w + 1) per) with per = ceil(n / W), U columns of A per step with the
+// streaming (evict-first) hint; the W warps' sums meet in shared memory. No split, no workspace.
+template <int RPL> struct RowVec;
+template <> struct RowVec<1> { using type = float; };
+template <> struct RowVec<2> { using type = float2; };
+template <> struct RowVec<4> { using type = float4; };
+template <int RPL>
+__device__ __forceinline__ void row_add(float (&s)[RPL], typename RowVec<RPL>::type a, float xv) {
+    if constexpr (RPL == 1) {
+        s[0] = fmaf(a, xv, s[0]);
+    } else if constexpr (RPL == 2) {
+        s[0] = fmaf(a.x, xv, s[0]), s[1] = fmaf(a.y, xv, s[1]);
+    } else {
+        s[0] = fmaf(a.x, xv, s[0]), s[1] = fmaf(a.y, xv, s[1]), s[2] = fmaf(a.z, xv, s[2]), s[3] = fmaf(a.w, xv, s[3]);
+    }
+}
+template <int RPL, int W, int U>
+__device__ __forceinline__ void n_rows(const GemvParams& p) {
+    using V = typename RowVec<RPL>::type;
+    __shared__ float red[W][32 * RPL];
+    const int lane = threadIdx.x, w = threadIdx.y;
+    const float* A = reinterpret_cast<const float*>(p.a);
+    const float* x = reinterpret_cast<const float*>(p.x);
+    const long long r0 = (long long)blockIdx.x * 32 * RPL, r = r0 + RPL * lane;
+    const long long per = (p.n + W - 1) / W;
+    const long long c0 = w * per, c1 = min(c0 + per, p.n);
+    float s[RPL];
+#pragma unroll
+    for (int e = 0; e < RPL; ++e) s[e] = 0.f;
+    long long j = c0;
+    if (r + RPL <= p.m) {
+        for (; j + U <= c1; j += U) {
+            float xv[U];
+            V av[U];
+#pragma unroll
+            for (int v = 0; v < U; ++v) xv[v] = __ldg(x + (j + v) * p.incx);
+#pragma unroll
+            for (int v = 0; v < U; ++v) av[v] = __ldcs(reinterpret_cast<const V*>(A + (j + v) * p.lda + r));
+#pragma unroll
+            for (int v = 0; v < U; ++v) row_add<RPL>(s, av[v], xv[v]);
+        }
+    }
+    for (; j < c1; ++j) {
+        const float xj = __ldg(x + j * p.incx);
+#pragma unroll
+        for (int e = 0; e < RPL; ++e)
+            if (r + e < p.m) s[e] = fmaf(__ldcs(A + j * p.lda + r + e), xj, s[e]);
+    }
+#pragma unroll
+    for (int e = 0; e < RPL; ++e) red[w][RPL * lane + e] = s[e];
+    __syncthreads();
+    for (int t = w * 32 + lane; t < 32 * RPL; t += 32 * W) {
+        if (r0 + t < p.m) {
+            float sum = 0.f;
+#pragma unroll
+            for (int q = 0; q < W; ++q) sum += red[q][t];
+            store_y<float>(reinterpret_cast<float*>(p.y) + (r0 + t) * p.incy, sum, p.alpha, p.beta);
+        }
+    }
+}
+#define N_ROWS(NAME, RPL, W, U)                                                                   \
+    extern "C" __global__ void __launch_bounds__(32 * W, 1) NAME(GemvParams p) { n_rows<RPL, W, U>(p); }
+N_ROWS(nr_r1_w16_u32, 1, 16, 32)
+N_ROWS(nr_r1_w16_u16, 1, 16, 16)
+N_ROWS(nr_r1_w32_u16, 1, 32, 16)
+N_ROWS(nr_r1_w8_u32, 1, 8, 32)
+N_ROWS(nr_r2_w16_u16, 2, 16, 16)
+N_ROWS(nr_r4_w16_u8, 4, 16, 8)
 extern "C" __global__ void __launch_bounds__(256) finish_f32(float* y, const float* work, long long len, int splits,
                                                             double alpha, double beta, long long incy) {
     gemv_finish<float>(y, work, len, splits, alpha, beta, incy);
@@ -223,6 +296,7 @@ struct Variant {
     CUfunction cu = nullptr;
     int panel = 0;         // N by column panels: the grid (clusters of 8), then finish_f32
     long long only_m = 0;  // run at this m only (0: every size)
+    int rows = 0;          // N by row strips: rows per block (block 32 x warps, no split)
 };
 
 static std::string read_text(const char* path) {
@@ -261,6 +335,12 @@ int main(int argc, char** argv) {
         {"N ur2 cluster", (const void*)nc_ur2, false, 256, true, 0, 8},
         {"N ur2 uc8 cluster", (const void*)nc_ur2_uc8, false, 256, true, 0, 8},
         {"N ur4 uc4 cluster", (const void*)nc_ur4_uc4, false, 512, true, 0, 8},
+        {"N rows 32 w16 u32", (const void*)nr_r1_w16_u32, false, 32, false, 0, 0, 16, nullptr, nullptr, 0, 0, 32},
+        {"N rows 32 w16 u16", (const void*)nr_r1_w16_u16, false, 32, false, 0, 0, 16, nullptr, nullptr, 0, 0, 32},
+        {"N rows 32 w32 u16", (const void*)nr_r1_w32_u16, false, 32, false, 0, 0, 32, nullptr, nullptr, 0, 0, 32},
+        {"N rows 32 w8 u32", (const void*)nr_r1_w8_u32, false, 32, false, 0, 0, 8, nullptr, nullptr, 0, 0, 32},
+        {"N rows 64 w16 u16", (const void*)nr_r2_w16_u16, false, 64, false, 0, 0, 16, nullptr, nullptr, 0, 0, 64},
+        {"N rows 128 w16 u8", (const void*)nr_r4_w16_u8, false, 128, false, 0, 0, 16, nullptr, nullptr, 0, 0, 128},
         {"N panels 128", (const void*)np_q4, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 4096},
         {"N panels 256", (const void*)np_q4, false, 128, false, 0, 0, 8, nullptr, nullptr, 256, 4096},
         {"N panels 128 uc4", (const void*)np_q4_uc4, false, 128, false, 0, 0, 8, nullptr, nullptr, 128, 4096},
@@ -361,10 +441,13 @@ int main(int argc, char** argv) {
                 p.splits = (int)splits;
                 const long long len_y = v.trans ? n : m;
                 if (v.panel) gx = v.panel, splits = v.panel / 8, p.chunk = chunk = (n + v.panel - 1) / v.panel;
+                if (v.rows) gx = (m + v.rows - 1) / v.rows, splits = 1, p.chunk = chunk = (n + v.warps - 1) / v.warps;
                 auto launch = [&] {
                     void* args[] = {&p};
                     if (v.panel) {
                         CHECK(cudaLaunchKernel(v.fn, dim3((unsigned)v.panel), dim3(32, 8), args, 0, 0));
+                    } else if (v.rows) {
+                        CHECK(cudaLaunchKernel(v.fn, dim3((unsigned)gx), dim3(32, v.warps), args, 0, 0));
                     } else if (v.cu) {
                         if (cuLaunchKernel(v.cu, (unsigned)gx, (unsigned)splits, 1, v.trans ? 256 : 32, v.trans ? 1 : v.warps, 1,
                                            0, 0, args, nullptr) != CUDA_SUCCESS) {

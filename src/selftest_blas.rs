@@ -411,5 +411,32 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             }
         }
     }
+    // The row-strip N kernels (f32, f64): shapes that give 3/4 of a wave of `gemv_nr` strips
+    // (8 bytes per lane) and of `gemv_nrv` strips (16 bytes; the 8-byte strips would not fit in
+    // one wave), each with a partial last strip.
+    let sms = stream.context().limits().multiprocessor_count as usize;
+    for (t, sz) in [("f32", 4usize), ("f64", 8)] {
+        for bytes in [8usize, 16] {
+            let rows = 32 * bytes / sz;
+            let m = rows * (3 * sms).div_ceil(4) - 3;
+            let lda = m.next_multiple_of(bytes / sz);
+            let n = 2048;
+            let (result, kernel, tol) = if t == "f32" {
+                let k = blas::row_strip_kernel::<f32>(m, n, 256, lda, sms);
+                (gemv_case::<f32>(stream, &mut rng, Transpose::N, m, n, lda), k, 1e-5)
+            } else {
+                let k = blas::row_strip_kernel::<f64>(m, n, 256, lda, sms);
+                (gemv_case::<f64>(stream, &mut rng, Transpose::N, m, n, lda), k, 1e-12)
+            };
+            let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(k, _)| {
+                format!("gemv_{k}_{t}")
+            });
+            let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
+            if check.passed {
+                covered.insert(name);
+            }
+            out.push(check);
+        }
+    }
     (out, covered)
 }

@@ -1174,7 +1174,14 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
     // N reductions split 8-16 ways over aligned columns: on sm_90 the 8 blocks of a thread
     // block cluster (gemv_nvc) add their partial sums in shared memory; a partial last row
     // tile, strided vectors, beta.
-    for (m, n, lda) in [(4100, 4000, 4104), (2048, 2048, 2048)] {
+    // Row strips (f32 and f64 on a large GPU: one block of 16 warps per 64 or 128 f32 rows, 32
+    // or 64 f64 rows, every column), with a partial last strip.
+    for (m, n, lda) in [
+        (4100, 4000, 4104),
+        (2048, 2048, 2048),
+        (4285, 2048, 4288),
+        (12669, 2100, 12672),
+    ] {
         let e = gemv_case::<T>(stream, &mut rng, Transpose::N, m, n, lda, 2, -3, -0.75, 0.5);
         assert!(e < bound, "gemv {name} N {m}x{n} lda {lda} inc 2,-3: error {e:e}");
         worst = worst.max(e);

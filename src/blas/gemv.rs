@@ -19,30 +19,36 @@ pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + super::sealed::Sealed
     const NVC_ROWS: usize;
     /// Bytes of the accumulator type (the element of the split-reduction workspace).
     const ACC_BYTES: usize;
+    /// Whether the row-strip N kernels `gemv_nr_<t>` / `gemv_nrv_<t>` exist for the type.
+    const ROW_STRIPS: bool;
 }
 impl GemvType for f32 {
     const NAME: &'static str = "f32";
     const NV_ROWS: usize = 128;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
+    const ROW_STRIPS: bool = true;
 }
 impl GemvType for f64 {
     const NAME: &'static str = "f64";
     const NV_ROWS: usize = 128;
     const NVC_ROWS: usize = 128;
     const ACC_BYTES: usize = 8;
+    const ROW_STRIPS: bool = true;
 }
 impl GemvType for half::f16 {
     const NAME: &'static str = "f16";
     const NV_ROWS: usize = 256;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
+    const ROW_STRIPS: bool = false;
 }
 impl GemvType for half::bf16 {
     const NAME: &'static str = "bf16";
     const NV_ROWS: usize = 256;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
+    const ROW_STRIPS: bool = false;
 }
 
 /// The kernels' parameter block (`struct GemvParams` in ptx/gemv.cu).
@@ -84,6 +90,44 @@ const CLUSTER_SPLITS: usize = 8;
 /// Largest A (bytes) whose split N reduction runs in a cluster (see `gemv`).
 const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
+/// Warps of a row-strip block (`gemv_nr`, `gemv_nrv`: block 32 x 16).
+const NR_WARPS: u32 = 16;
+/// Fewest columns for the row strips: each of the 16 warps then takes at least 128.
+const NR_MIN_COLS: usize = 2048;
+
+/// The row-strip N kernel for an `m x n` A at `a_ptr` with leading dimension `lda` on a device
+/// of `sms` multiprocessors, if it is the one to run: `(kernel name, blocks)`.
+///
+/// A row strip is one block of 16 warps that reads every column of its rows (8 bytes per lane,
+/// `gemv_nr`, or 16, `gemv_nrv`) and writes them to y: no split, no workspace, no cluster. It
+/// needs the strips to fit in one wave (one block per multiprocessor) and at least 3/8 of the
+/// multiprocessors busy; the narrower lanes are preferred (more blocks). H100, 2026-11-22
+/// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
+/// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
+/// against 92.5 and 92.5 (the read-only floor: 24.7, 51.0, 88.0).
+pub(crate) fn row_strip_kernel<T: GemvType>(
+    m: usize,
+    n: usize,
+    a_ptr: u64,
+    lda: usize,
+    sms: usize,
+) -> Option<(&'static str, usize)> {
+    if !T::ROW_STRIPS || n < NR_MIN_COLS {
+        return None;
+    }
+    for (name, bytes) in [("nr", 8usize), ("nrv", 16)] {
+        let vec = (bytes / size_of::<T>()).max(1);
+        if a_ptr % bytes as u64 != 0 || lda % vec != 0 {
+            return None;
+        }
+        let blocks = m.div_ceil(32 * vec);
+        if blocks <= sms {
+            return (8 * blocks >= 3 * sms).then_some((name, blocks));
+        }
+    }
+    None
+}
+
 /// Elements a vector of `len` entries with increment `inc` spans.
 fn vec_span(len: usize, inc: isize) -> Option<usize> {
     if len == 0 {
@@ -122,7 +166,9 @@ pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slot
 ///
 /// `f16` and `bf16` accumulate in `f32` and round `y` once. A 16-byte aligned A whose `lda` is a
 /// multiple of 16 bytes (4 `f32`, 2 `f64`, 8 `f16`/`bf16`) is read with 16-byte loads (for T,
-/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels.
+/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. Op N in
+/// `f32` and `f64`, where one block per strip of rows fills a wave of the GPU (see
+/// `row_strip_kernel`), reads 8 or 16 bytes per lane with A aligned to them.
 ///
 /// ```no_run
 /// use cudrv::blas::{self, Transpose};
@@ -207,6 +253,41 @@ pub fn gemv<T: GemvType>(
     let vec = 16 / size_of::<T>();
     let a_ptr = a.device_ptr();
     let a_vec = a_ptr % 16 == 0 && lda % vec == 0;
+    let sms = ctx.limits().multiprocessor_count as usize;
+    if trans == Transpose::N && alpha != 0.0 {
+        if let Some((name, blocks)) = row_strip_kernel::<T>(m, n, a_ptr, lda, sms) {
+            let f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
+            let params = GemvParams {
+                a: a_ptr,
+                x: start(x.device_ptr(), len_x, incx),
+                y: start(y.device_ptr(), len_y, incy),
+                work: 0,
+                m: m as i64,
+                n: n as i64,
+                lda: lda as i64,
+                incx: incx as i64,
+                incy: incy as i64,
+                chunk: 0,
+                alpha,
+                beta: beta.into(),
+                splits: 1,
+                pad: 0,
+            };
+            let mut l = stream.launch_builder(&f);
+            l.arg(&params);
+            // SAFETY: gemv_nr(v)_<t>(GemvParams) reads A (m x n at lda, checked; aligned to its
+            // lanes' 8 or 16 bytes with lda a multiple of their elements, as row_strip_kernel
+            // requires), x and y at their increments (checked spans, pointers moved to element 0
+            // for negative increments) and writes the m elements of y.
+            return unsafe {
+                l.launch(LaunchConfig {
+                    grid_dim: (blocks as u32, 1, 1),
+                    block_dim: (32, NR_WARPS, 1),
+                    shared_mem_bytes: 0,
+                })
+            };
+        }
+    }
     let (name, base, len, min_chunk, grain, block) = match trans {
         Transpose::N => {
             let (k, rows) = if a_vec { ("nv", T::NV_ROWS) } else { ("n", N_ROWS) };
@@ -222,7 +303,6 @@ pub fn gemv<T: GemvType>(
         }
     };
     let mut f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
-    let sms = ctx.limits().multiprocessor_count as usize;
     let slots = f.max_active_blocks_per_multiprocessor(THREADS, 0)?.max(1) as usize * sms;
     let (mut grid_x, splits, chunk) = plan(base, len, min_chunk, grain, slots);
     // alpha == 0: reduce over nothing (A and x are not read), leaving y = beta * y.
@@ -337,6 +417,27 @@ mod tests {
         assert_eq!(plan(64, 8192, 256, 1, 528), (64, 8, 1024));
         // T: 1024 column groups over 792 slots: 512 blocks of 2 groups each.
         assert_eq!(plan(1024, 8192, 1024, 512, 792), (512, 1, 8192));
+    }
+
+    #[test]
+    fn row_strips_fill_one_wave() {
+        let pick = |m, n, ptr, lda| row_strip_kernel::<f32>(m, n, ptr, lda, 132);
+        // 64-row strips while they fit one wave and fill 3/8 of it, then 128-row strips.
+        assert_eq!(pick(4096, 4096, 256, 4096), Some(("nr", 64)));
+        assert_eq!(pick(8192, 8192, 256, 8192), Some(("nr", 128)));
+        assert_eq!(pick(12288, 4096, 256, 12288), Some(("nrv", 96)));
+        assert_eq!(pick(4285, 2048, 256, 4288), Some(("nr", 67)));
+        assert_eq!(pick(3072, 4096, 256, 3072), None);
+        assert_eq!(pick(24576, 4096, 256, 24576), None);
+        // Too few columns, misaligned A or lda, no f16 kernels.
+        assert_eq!(pick(4096, 1000, 256, 4096), None);
+        assert_eq!(pick(4096, 4096, 4, 4096), None);
+        assert_eq!(pick(4096, 4096, 256, 4097), None);
+        assert_eq!(row_strip_kernel::<half::f16>(4096, 4096, 256, 4096, 132), None);
+        // f64: 32-row strips (one element per lane), then 64-row.
+        assert_eq!(row_strip_kernel::<f64>(4096, 4096, 256, 4096, 132), Some(("nr", 128)));
+        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 256, 6144, 132), Some(("nrv", 96)));
+        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 8, 6144, 132), None);
     }
 
     #[test]
