@@ -24,11 +24,11 @@
 //     b takes columns j = 2 * (b + k * gridDim.x) + w / 4, and warp w takes every fourth step
 //     (32 * VEC * UR rows) of it, from step w % 4; the four sums meet in shared memory.
 //     splits > 1: partials to work[split * n + j], then gemv_finish_<T>.
-//   gemv_nr_<T>, gemv_nrv_<T> (f32, f64): y (length m) = alpha * A x + beta * y by row strips.
-//     block = (32, 16, 1); grid = (ceil(m / R), 1, 1). Block b owns the rows [R b, R (b + 1)):
-//     lane tx reads 8 (nr) or 16 (nrv) bytes of each column from row R b + VEC tx, so R = 32 * VEC
-//     (f32: 64 / 128, f64: 32 / 64); warp ty takes the columns [ty per, (ty + 1) per), per =
-//     ceil(n / 16), 128 bytes of A in flight per lane. Needs A aligned to the lane's bytes and lda
+//   gemv_nr<LB>_<T>: y (length m) = alpha * A x + beta * y by row strips, LB = 8 or 16 bytes per
+//     lane (every type) or 4 (f16, bf16). block = (32, 16, 1); grid = (ceil(m / R), 1, 1). Block b
+//     owns the rows [R b, R (b + 1)): lane tx reads LB bytes of each column from row R b + VEC tx
+//     (VEC = LB / element size, R = 32 * VEC); warp ty takes the columns [ty per, (ty + 1) per),
+//     per = ceil(n / 16), 128 bytes of A in flight per lane. Needs A aligned to LB bytes and lda
 //     a multiple of VEC; no split, no workspace.
 //   (gemv90.cu adds gemv_nvc_<T>, gemv_nv with the splits in a thread block cluster, for sm_90.)
 //   gemv_finish_<T>(y, work, len, splits, alpha, beta, incy): y[i] = alpha * sum_s work[s*len+i]
@@ -54,13 +54,20 @@
                         long long incy) {                                                               \
         gemv_finish<T>(y, work, len, splits, alpha, beta, incy);                                        \
     }
-// Row strips (f32 and f64): 8 and 16 bytes per lane, 16 warps.
-#define GEMV_ROWS(T, N)                                                                             \
-    extern "C" __global__ void __launch_bounds__(512, 1) gemv_nr_##N(GemvParams p) { gemv_nr<T, 8, 16>(p); } \
-    extern "C" __global__ void __launch_bounds__(512, 1) gemv_nrv_##N(GemvParams p) { gemv_nr<T, 16, 16>(p); }
+// Row strips: LB bytes per lane, 16 warps.
+#define GEMV_ROWS(T, N, LB)                                                                         \
+    extern "C" __global__ void __launch_bounds__(512, 1) gemv_nr##LB##_##N(GemvParams p) { gemv_nr<T, LB, 16>(p); }
 GEMV(float, f32, 4, 1, 8, 4)
 GEMV(double, f64, 2, 2, 2, 4)
 GEMV(__half, f16, 8, 1, 4, 2)
 GEMV(__nv_bfloat16, bf16, 8, 1, 4, 2)
-GEMV_ROWS(float, f32)
-GEMV_ROWS(double, f64)
+GEMV_ROWS(float, f32, 8)
+GEMV_ROWS(float, f32, 16)
+GEMV_ROWS(double, f64, 8)
+GEMV_ROWS(double, f64, 16)
+GEMV_ROWS(__half, f16, 4)
+GEMV_ROWS(__half, f16, 8)
+GEMV_ROWS(__half, f16, 16)
+GEMV_ROWS(__nv_bfloat16, bf16, 4)
+GEMV_ROWS(__nv_bfloat16, bf16, 8)
+GEMV_ROWS(__nv_bfloat16, bf16, 16)

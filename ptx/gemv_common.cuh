@@ -275,6 +275,7 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
 // shared memory, added in warp order, and the block writes its rows of y: no split, no
 // workspace, no second kernel. Lanes whose rows run past m take every column element by element.
 template <int LB> struct LaneRaw;
+template <> struct LaneRaw<4> { using type = unsigned int; };
 template <> struct LaneRaw<8> { using type = uint2; };
 template <> struct LaneRaw<16> { using type = uint4; };
 
@@ -287,7 +288,10 @@ __device__ __forceinline__ void lane_unpack(typename LaneRaw<LB>::type r, typena
         o[0] = __hiloint2double((int)r.y, (int)r.x);
     } else {
         Acc t[16 / sizeof(T)];
-        El<T>::unpack(make_uint4(r.x, r.y, 0u, 0u), t);
+        if constexpr (LB == 8)
+            El<T>::unpack(make_uint4(r.x, r.y, 0u, 0u), t);
+        else
+            El<T>::unpack(make_uint4(r, 0u, 0u, 0u), t);
 #pragma unroll
         for (int e = 0; e < LB / (int)sizeof(T); ++e) o[e] = t[e];
     }

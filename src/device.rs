@@ -38,6 +38,8 @@ pub struct DeviceLimits {
     pub multiprocessor_count: u32,
     /// Threads per warp.
     pub warp_size: u32,
+    /// Size of the L2 cache (bytes); 0 if the driver does not report it.
+    pub l2_cache_bytes: u32,
 }
 
 impl Device {
@@ -160,6 +162,8 @@ impl Device {
             max_shared_per_block_optin: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
             multiprocessor_count: a(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             warp_size: a(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            // Only a tuning input (GEMV's kernel choice): a driver that does not report it gives 0.
+            l2_cache_bytes: a(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).unwrap_or(0),
         })
     }
 }

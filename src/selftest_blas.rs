@@ -376,30 +376,52 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
     // one row block), so it also runs `gemv_finish`.
-    // 2048 x 4096 (aligned) splits its N reduction 16 ways, which sm_90 runs in the 8 blocks of
-    // a thread block cluster (`gemv_nvc`).
+    // 2048 x 3072 (aligned) splits its N reduction 12 ways, which sm_90 runs in the 8 blocks of
+    // a thread block cluster (`gemv_nvc`). An N case whose A would take the row strips (larger
+    // than the L2 cache, strips filling a wave) is counted for the strip kernel it runs.
     let sm90 = stream.context().compute_capability() >= (9, 0);
+    let sms = stream.context().limits().multiprocessor_count as usize;
+    let l2 = stream.context().limits().l2_cache_bytes as usize;
     for (m, n, lda) in [
         (1000, 777, 1000),
         (1000, 777, 1001),
         (33, 200_000, 33),
-        (2048, 4096, 2048),
+        (2048, 3072, 2048),
     ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
-                let (result, vec) = match t {
-                    "f32" => (gemv_case::<f32>(stream, &mut rng, trans, m, n, lda), 4),
-                    "f64" => (gemv_case::<f64>(stream, &mut rng, trans, m, n, lda), 2),
-                    "f16" => (gemv_case::<half::f16>(stream, &mut rng, trans, m, n, lda), 8),
-                    _ => (gemv_case::<half::bf16>(stream, &mut rng, trans, m, n, lda), 8),
+                let (result, vec, strip) = match t {
+                    "f32" => (
+                        gemv_case::<f32>(stream, &mut rng, trans, m, n, lda),
+                        4,
+                        blas::row_strip_kernel::<f32>(m, n, 256, lda, sms, l2),
+                    ),
+                    "f64" => (
+                        gemv_case::<f64>(stream, &mut rng, trans, m, n, lda),
+                        2,
+                        blas::row_strip_kernel::<f64>(m, n, 256, lda, sms, l2),
+                    ),
+                    "f16" => (
+                        gemv_case::<half::f16>(stream, &mut rng, trans, m, n, lda),
+                        8,
+                        blas::row_strip_kernel::<half::f16>(m, n, 256, lda, sms, l2),
+                    ),
+                    _ => (
+                        gemv_case::<half::bf16>(stream, &mut rng, trans, m, n, lda),
+                        8,
+                        blas::row_strip_kernel::<half::bf16>(m, n, 256, lda, sms, l2),
+                    ),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                let cluster = if sm90 && trans == Transpose::N && n == 4096 {
+                let cluster = if sm90 && trans == Transpose::N && n == 3072 {
                     "c"
                 } else {
                     ""
                 };
-                let name = format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans));
+                let name = match strip {
+                    Some((bytes, _)) if trans == Transpose::N => format!("gemv_nr{bytes}_{t}"),
+                    _ => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
+                };
                 let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
                 if check.passed {
                     covered.insert(name);
@@ -411,25 +433,41 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             }
         }
     }
-    // The row-strip N kernels (f32, f64): shapes that give 3/4 of a wave of `gemv_nr` strips
-    // (8 bytes per lane) and of `gemv_nrv` strips (16 bytes; the 8-byte strips would not fit in
-    // one wave), each with a partial last strip.
-    let sms = stream.context().limits().multiprocessor_count as usize;
-    for (t, sz) in [("f32", 4usize), ("f64", 8)] {
-        for bytes in [8usize, 16] {
-            let rows = 32 * bytes / sz;
-            let m = rows * (3 * sms).div_ceil(4) - 3;
+    // The row-strip N kernels: for each type and lane width, a shape that gives 3/4 of a wave of
+    // strips of that width (the next narrower lanes would make 1.5 waves), with a partial last
+    // strip.
+    for t in ["f32", "f64", "f16", "bf16"] {
+        let (lanes, sz, tol) = match t {
+            "f32" => (<f32 as blas::GemvType>::STRIP_LANES, 4, 1e-5),
+            "f64" => (<f64 as blas::GemvType>::STRIP_LANES, 8, 1e-12),
+            "f16" => (<half::f16 as blas::GemvType>::STRIP_LANES, 2, 2e-2),
+            _ => (<half::bf16 as blas::GemvType>::STRIP_LANES, 2, 2e-2),
+        };
+        for &bytes in lanes {
+            let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
             let lda = m.next_multiple_of(bytes / sz);
-            let n = 2048;
-            let (result, kernel, tol) = if t == "f32" {
-                let k = blas::row_strip_kernel::<f32>(m, n, 256, lda, sms);
-                (gemv_case::<f32>(stream, &mut rng, Transpose::N, m, n, lda), k, 1e-5)
-            } else {
-                let k = blas::row_strip_kernel::<f64>(m, n, 256, lda, sms);
-                (gemv_case::<f64>(stream, &mut rng, Transpose::N, m, n, lda), k, 1e-12)
+            // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
+            let n = 2048.max(l2 / (lda * sz) + 2);
+            let (result, kernel) = match t {
+                "f32" => (
+                    gemv_case::<f32>(stream, &mut rng, Transpose::N, m, n, lda),
+                    blas::row_strip_kernel::<f32>(m, n, 256, lda, sms, l2),
+                ),
+                "f64" => (
+                    gemv_case::<f64>(stream, &mut rng, Transpose::N, m, n, lda),
+                    blas::row_strip_kernel::<f64>(m, n, 256, lda, sms, l2),
+                ),
+                "f16" => (
+                    gemv_case::<half::f16>(stream, &mut rng, Transpose::N, m, n, lda),
+                    blas::row_strip_kernel::<half::f16>(m, n, 256, lda, sms, l2),
+                ),
+                _ => (
+                    gemv_case::<half::bf16>(stream, &mut rng, Transpose::N, m, n, lda),
+                    blas::row_strip_kernel::<half::bf16>(m, n, 256, lda, sms, l2),
+                ),
             };
-            let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(k, _)| {
-                format!("gemv_{k}_{t}")
+            let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
+                format!("gemv_nr{b}_{t}")
             });
             let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
             if check.passed {

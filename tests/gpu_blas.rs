@@ -1174,12 +1174,13 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
     // N reductions split 8-16 ways over aligned columns: on sm_90 the 8 blocks of a thread
     // block cluster (gemv_nvc) add their partial sums in shared memory; a partial last row
     // tile, strided vectors, beta.
-    // Row strips (f32 and f64 on a large GPU: one block of 16 warps per 64 or 128 f32 rows, 32
-    // or 64 f64 rows, every column), with a partial last strip.
+    // Row strips on a large GPU (one block of 16 warps per 32 lanes x 4, 8 or 16 bytes of rows,
+    // every column, for an A larger than L2), with a partial last strip.
     for (m, n, lda) in [
         (4100, 4000, 4104),
         (2048, 2048, 2048),
-        (4285, 2048, 4288),
+        (4285, 4000, 4288),
+        (6141, 4500, 6144),
         (12669, 2100, 12672),
     ] {
         let e = gemv_case::<T>(stream, &mut rng, Transpose::N, m, n, lda, 2, -3, -0.75, 0.5);

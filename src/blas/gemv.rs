@@ -19,36 +19,36 @@ pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + super::sealed::Sealed
     const NVC_ROWS: usize;
     /// Bytes of the accumulator type (the element of the split-reduction workspace).
     const ACC_BYTES: usize;
-    /// Whether the row-strip N kernels `gemv_nr_<t>` / `gemv_nrv_<t>` exist for the type.
-    const ROW_STRIPS: bool;
+    /// Bytes per lane of the row-strip N kernels `gemv_nr<bytes>_<t>`, narrowest first.
+    const STRIP_LANES: &'static [usize];
 }
 impl GemvType for f32 {
     const NAME: &'static str = "f32";
     const NV_ROWS: usize = 128;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
-    const ROW_STRIPS: bool = true;
+    const STRIP_LANES: &'static [usize] = &[8, 16];
 }
 impl GemvType for f64 {
     const NAME: &'static str = "f64";
     const NV_ROWS: usize = 128;
     const NVC_ROWS: usize = 128;
     const ACC_BYTES: usize = 8;
-    const ROW_STRIPS: bool = true;
+    const STRIP_LANES: &'static [usize] = &[8, 16];
 }
 impl GemvType for half::f16 {
     const NAME: &'static str = "f16";
     const NV_ROWS: usize = 256;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
-    const ROW_STRIPS: bool = false;
+    const STRIP_LANES: &'static [usize] = &[4, 8, 16];
 }
 impl GemvType for half::bf16 {
     const NAME: &'static str = "bf16";
     const NV_ROWS: usize = 256;
     const NVC_ROWS: usize = 256;
     const ACC_BYTES: usize = 4;
-    const ROW_STRIPS: bool = false;
+    const STRIP_LANES: &'static [usize] = &[4, 8, 16];
 }
 
 /// The kernels' parameter block (`struct GemvParams` in ptx/gemv.cu).
@@ -90,18 +90,22 @@ const CLUSTER_SPLITS: usize = 8;
 /// Largest A (bytes) whose split N reduction runs in a cluster (see `gemv`).
 const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
-/// Warps of a row-strip block (`gemv_nr`, `gemv_nrv`: block 32 x 16).
+/// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
 const NR_WARPS: u32 = 16;
 /// Fewest columns for the row strips: each of the 16 warps then takes at least 128.
 const NR_MIN_COLS: usize = 2048;
 
 /// The row-strip N kernel for an `m x n` A at `a_ptr` with leading dimension `lda` on a device
-/// of `sms` multiprocessors, if it is the one to run: `(kernel name, blocks)`.
+/// of `sms` multiprocessors and `l2_bytes` of L2 cache, if it is the one to run: `(bytes per
+/// lane, blocks)`, the kernel being `gemv_nr<bytes>_<t>`.
 ///
-/// A row strip is one block of 16 warps that reads every column of its rows (8 bytes per lane,
-/// `gemv_nr`, or 16, `gemv_nrv`) and writes them to y: no split, no workspace, no cluster. It
-/// needs the strips to fit in one wave (one block per multiprocessor) and at least 3/8 of the
-/// multiprocessors busy; the narrower lanes are preferred (more blocks). H100, 2026-11-22
+/// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
+/// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
+/// fit in one wave (one block per multiprocessor; 3/4 of one for 4-byte lanes) and at least 3/8
+/// of the multiprocessors busy; the narrowest lanes that fit are taken (the most blocks). The strips read A with the
+/// evict-first hint, so they are kept for an A larger than the L2 cache: a smaller one stays on
+/// the kernels that leave it in L2 for the next call (H100, f16 4096^2, 32 MiB, called back to
+/// back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
 /// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
 /// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
 /// against 92.5 and 92.5 (the read-only floor: 24.7, 51.0, 88.0).
@@ -111,18 +115,24 @@ pub(crate) fn row_strip_kernel<T: GemvType>(
     a_ptr: u64,
     lda: usize,
     sms: usize,
-) -> Option<(&'static str, usize)> {
-    if !T::ROW_STRIPS || n < NR_MIN_COLS {
+    l2_bytes: usize,
+) -> Option<(usize, usize)> {
+    let a_bytes = (n.saturating_sub(1).saturating_mul(lda).saturating_add(m)).saturating_mul(size_of::<T>());
+    if n < NR_MIN_COLS || a_bytes <= l2_bytes {
         return None;
     }
-    for (name, bytes) in [("nr", 8usize), ("nrv", 16)] {
-        let vec = (bytes / size_of::<T>()).max(1);
+    for &bytes in T::STRIP_LANES {
+        let vec = bytes / size_of::<T>();
         if a_ptr % bytes as u64 != 0 || lda % vec != 0 {
             return None;
         }
         let blocks = m.div_ceil(32 * vec);
-        if blocks <= sms {
-            return (8 * blocks >= 3 * sms).then_some((name, blocks));
+        // 4-byte lanes only up to 3/4 of a wave. H100, f16: 6144^2 in 96 strips 30.2 us against
+        // 32.4 on the split kernels; 8192^2 in 128 strips 49.0 against 48.2-48.5 (and 48.1-48.3
+        // in 64 strips of 8-byte lanes).
+        let most = if bytes < 8 { 3 * sms / 4 } else { sms };
+        if blocks <= most {
+            return (8 * blocks >= 3 * sms).then_some((bytes, blocks));
         }
     }
     None
@@ -166,9 +176,10 @@ pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slot
 ///
 /// `f16` and `bf16` accumulate in `f32` and round `y` once. A 16-byte aligned A whose `lda` is a
 /// multiple of 16 bytes (4 `f32`, 2 `f64`, 8 `f16`/`bf16`) is read with 16-byte loads (for T,
-/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. Op N in
-/// `f32` and `f64`, where one block per strip of rows fills a wave of the GPU (see
-/// `row_strip_kernel`), reads 8 or 16 bytes per lane with A aligned to them.
+/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. An op N
+/// whose rows make strips that fill one wave of the GPU, a block per strip, and whose A is larger
+/// than the L2 cache (`row_strip_kernel`) reads 4 (16-bit types), 8 or 16 bytes per lane, A
+/// aligned to them.
 ///
 /// ```no_run
 /// use cudrv::blas::{self, Transpose};
@@ -254,9 +265,10 @@ pub fn gemv<T: GemvType>(
     let a_ptr = a.device_ptr();
     let a_vec = a_ptr % 16 == 0 && lda % vec == 0;
     let sms = ctx.limits().multiprocessor_count as usize;
+    let l2 = ctx.limits().l2_cache_bytes as usize;
     if trans == Transpose::N && alpha != 0.0 {
-        if let Some((name, blocks)) = row_strip_kernel::<T>(m, n, a_ptr, lda, sms) {
-            let f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
+        if let Some((bytes, blocks)) = row_strip_kernel::<T>(m, n, a_ptr, lda, sms, l2) {
+            let f = ctx.kernel(&format!("gemv_nr{bytes}_{}", T::NAME))?;
             let params = GemvParams {
                 a: a_ptr,
                 x: start(x.device_ptr(), len_x, incx),
@@ -275,8 +287,8 @@ pub fn gemv<T: GemvType>(
             };
             let mut l = stream.launch_builder(&f);
             l.arg(&params);
-            // SAFETY: gemv_nr(v)_<t>(GemvParams) reads A (m x n at lda, checked; aligned to its
-            // lanes' 8 or 16 bytes with lda a multiple of their elements, as row_strip_kernel
+            // SAFETY: gemv_nr<bytes>_<t>(GemvParams) reads A (m x n at lda, checked; aligned to
+            // its lanes' bytes with lda a multiple of their elements, as row_strip_kernel
             // requires), x and y at their increments (checked spans, pointers moved to element 0
             // for negative increments) and writes the m elements of y.
             return unsafe {
@@ -421,23 +433,44 @@ mod tests {
 
     #[test]
     fn row_strips_fill_one_wave() {
-        let pick = |m, n, ptr, lda| row_strip_kernel::<f32>(m, n, ptr, lda, 132);
-        // 64-row strips while they fit one wave and fill 3/8 of it, then 128-row strips.
-        assert_eq!(pick(4096, 4096, 256, 4096), Some(("nr", 64)));
-        assert_eq!(pick(8192, 8192, 256, 8192), Some(("nr", 128)));
-        assert_eq!(pick(12288, 4096, 256, 12288), Some(("nrv", 96)));
-        assert_eq!(pick(4285, 2048, 256, 4288), Some(("nr", 67)));
+        const L2: usize = 50 << 20;
+        let pick = |m, n, ptr, lda| row_strip_kernel::<f32>(m, n, ptr, lda, 132, L2);
+        // 8-byte lanes (64 f32 rows) while their strips fit one wave and fill 3/8 of it, then 16.
+        assert_eq!(pick(4096, 4096, 256, 4096), Some((8, 64)));
+        assert_eq!(pick(8192, 8192, 256, 8192), Some((8, 128)));
+        assert_eq!(pick(12288, 4096, 256, 12288), Some((16, 96)));
+        assert_eq!(pick(4285, 4000, 256, 4288), Some((8, 67)));
         assert_eq!(pick(3072, 4096, 256, 3072), None);
         assert_eq!(pick(24576, 4096, 256, 24576), None);
-        // Too few columns, misaligned A or lda, no f16 kernels.
+        // Too few columns, misaligned A or lda.
         assert_eq!(pick(4096, 1000, 256, 4096), None);
         assert_eq!(pick(4096, 4096, 4, 4096), None);
         assert_eq!(pick(4096, 4096, 256, 4097), None);
-        assert_eq!(row_strip_kernel::<half::f16>(4096, 4096, 256, 4096, 132), None);
         // f64: 32-row strips (one element per lane), then 64-row.
-        assert_eq!(row_strip_kernel::<f64>(4096, 4096, 256, 4096, 132), Some(("nr", 128)));
-        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 256, 6144, 132), Some(("nrv", 96)));
-        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 8, 6144, 132), None);
+        assert_eq!(row_strip_kernel::<f64>(4096, 4096, 256, 4096, 132, L2), Some((8, 128)));
+        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 256, 6144, 132, L2), Some((16, 96)));
+        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 8, 6144, 132, L2), None);
+        // Not for an A that fits in L2 (f16 4096^2: 32 MiB).
+        assert_eq!(row_strip_kernel::<half::f16>(4096, 4096, 256, 4096, 132, L2), None);
+        assert_eq!(row_strip_kernel::<f32>(4096, 4096, 256, 4096, 132, 64 << 20), None);
+        // f16: 4-byte lanes (64 rows) first.
+        assert_eq!(
+            row_strip_kernel::<half::f16>(6144, 6144, 256, 6144, 132, L2),
+            Some((4, 96))
+        );
+        assert_eq!(
+            row_strip_kernel::<half::f16>(16384, 4096, 256, 16384, 132, L2),
+            Some((8, 128))
+        );
+        assert_eq!(
+            row_strip_kernel::<half::f16>(8192, 8192, 256, 8192, 132, L2),
+            Some((8, 64))
+        );
+        assert_eq!(
+            row_strip_kernel::<half::bf16>(24576, 4096, 256, 24576, 132, L2),
+            Some((16, 96))
+        );
+        assert_eq!(row_strip_kernel::<half::bf16>(6144, 6144, 2, 6144, 132, L2), None);
     }
 
     #[test]

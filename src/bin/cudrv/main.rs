@@ -189,6 +189,9 @@ fn info(memory: bool) -> Result<bool> {
         }
         println!("  multiprocessors      {}", l.multiprocessor_count);
         println!("  warp size            {}", l.warp_size);
+        if l.l2_cache_bytes > 0 {
+            println!("  L2 cache             {}", mib(l.l2_cache_bytes as usize));
+        }
         println!("  threads per block    {}", l.max_threads_per_block);
         println!("  block dims           {:?}", l.max_block_dim);
         println!("  grid dims            {:?}", l.max_grid_dim);
