@@ -102,9 +102,9 @@ const NR_MIN_COLS: usize = 2048;
 /// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
 /// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
 /// fit in one wave (one block per multiprocessor; 3/4 of one for 4-byte lanes) and at least 3/8
-/// of the multiprocessors busy; the narrowest lanes that fit are taken (the most blocks). The strips read A with the
-/// evict-first hint, so they are kept for an A larger than the L2 cache: a smaller one stays on
-/// the kernels that leave it in L2 for the next call (H100, f16 4096^2, 32 MiB, called back to
+/// of the multiprocessors busy; the narrowest lanes that fit are taken (the most blocks). The
+/// strips read A with the evict-first hint, so they are kept for an A larger than the L2 cache:
+/// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2, 32 MiB, called back to
 /// back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
 /// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
 /// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
@@ -264,27 +264,28 @@ pub fn gemv<T: GemvType>(
     let vec = 16 / size_of::<T>();
     let a_ptr = a.device_ptr();
     let a_vec = a_ptr % 16 == 0 && lda % vec == 0;
+    // The parameters of a launch without a split; the split kernels set work, chunk and splits.
+    let mut params = GemvParams {
+        a: a_ptr,
+        x: start(x.device_ptr(), len_x, incx),
+        y: start(y.device_ptr(), len_y, incy),
+        work: 0,
+        m: m as i64,
+        n: n as i64,
+        lda: lda as i64,
+        incx: incx as i64,
+        incy: incy as i64,
+        chunk: 0,
+        alpha,
+        beta: beta.into(),
+        splits: 1,
+        pad: 0,
+    };
     let sms = ctx.limits().multiprocessor_count as usize;
     let l2 = ctx.limits().l2_cache_bytes as usize;
     if trans == Transpose::N && alpha != 0.0 {
         if let Some((bytes, blocks)) = row_strip_kernel::<T>(m, n, a_ptr, lda, sms, l2) {
             let f = ctx.kernel(&format!("gemv_nr{bytes}_{}", T::NAME))?;
-            let params = GemvParams {
-                a: a_ptr,
-                x: start(x.device_ptr(), len_x, incx),
-                y: start(y.device_ptr(), len_y, incy),
-                work: 0,
-                m: m as i64,
-                n: n as i64,
-                lda: lda as i64,
-                incx: incx as i64,
-                incy: incy as i64,
-                chunk: 0,
-                alpha,
-                beta: beta.into(),
-                splits: 1,
-                pad: 0,
-            };
             let mut l = stream.launch_builder(&f);
             l.arg(&params);
             // SAFETY: gemv_nr<bytes>_<t>(GemvParams) reads A (m x n at lda, checked; aligned to
@@ -343,22 +344,9 @@ pub fn gemv<T: GemvType>(
     } else {
         None
     };
-    let params = GemvParams {
-        a: a_ptr,
-        x: start(x.device_ptr(), len_x, incx),
-        y: start(y.device_ptr(), len_y, incy),
-        work: work.as_ref().map_or(0, |w| w.device_ptr()),
-        m: m as i64,
-        n: n as i64,
-        lda: lda as i64,
-        incx: incx as i64,
-        incy: incy as i64,
-        chunk: chunk as i64,
-        alpha,
-        beta: beta.into(),
-        splits: splits as i32,
-        pad: 0,
-    };
+    params.work = work.as_ref().map_or(0, |w| w.device_ptr());
+    params.chunk = chunk as i64;
+    params.splits = splits as i32;
     let mut l = stream.launch_builder(&f);
     l.arg(&params);
     // SAFETY: gemv_<op>_<t>(GemvParams) reads A (m x n at lda, checked; the 16-byte kernels only
