@@ -175,6 +175,52 @@ fn gemv_case<T: Element + blas::GemvType>(
     Ok(rel_error(&got, &want))
 }
 
+/// A GEMV check, and for op N the row-strip kernel the library picks for it (`sms`
+/// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned).
+fn gemv_with_strip<T: Element + blas::GemvType>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    trans: Transpose,
+    (m, n, lda): (usize, usize, usize),
+    (sms, l2): (usize, usize),
+) -> (Result<f64>, Option<(usize, usize)>) {
+    let strip = if trans == Transpose::N {
+        blas::row_strip_kernel::<T>(m, n, 256, lda, sms, l2)
+    } else {
+        None
+    };
+    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip)
+}
+
+/// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of
+/// strips of that width (the next narrower lanes would make 1.5 waves), with a partial last
+/// strip.
+fn strip_checks<T: Element + blas::GemvType>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    tol: f64,
+    (sms, l2): (usize, usize),
+    out: &mut Vec<Check>,
+    covered: &mut BTreeSet<String>,
+) {
+    let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
+    for &bytes in T::STRIP_LANES {
+        let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
+        let lda = m.next_multiple_of(bytes / sz);
+        // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
+        let n = 2048.max(l2 / (lda * sz) + 2);
+        let (result, kernel) = gemv_with_strip::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));
+        let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
+            format!("gemv_nr{b}_{t}")
+        });
+        let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
+        if check.passed {
+            covered.insert(name);
+        }
+        out.push(check);
+    }
+}
+
 /// Runs the BLAS checks; returns them and the kernel names they covered.
 pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
     let mut rng = Rng::new(seed ^ 0xB1A5);
@@ -390,26 +436,22 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
-                let (result, vec, strip) = match t {
+                let ((result, strip), vec) = match t {
                     "f32" => (
-                        gemv_case::<f32>(stream, &mut rng, trans, m, n, lda),
+                        gemv_with_strip::<f32>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
                         4,
-                        blas::row_strip_kernel::<f32>(m, n, 256, lda, sms, l2),
                     ),
                     "f64" => (
-                        gemv_case::<f64>(stream, &mut rng, trans, m, n, lda),
+                        gemv_with_strip::<f64>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
                         2,
-                        blas::row_strip_kernel::<f64>(m, n, 256, lda, sms, l2),
                     ),
                     "f16" => (
-                        gemv_case::<half::f16>(stream, &mut rng, trans, m, n, lda),
+                        gemv_with_strip::<half::f16>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
                         8,
-                        blas::row_strip_kernel::<half::f16>(m, n, 256, lda, sms, l2),
                     ),
                     _ => (
-                        gemv_case::<half::bf16>(stream, &mut rng, trans, m, n, lda),
+                        gemv_with_strip::<half::bf16>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
                         8,
-                        blas::row_strip_kernel::<half::bf16>(m, n, 256, lda, sms, l2),
                     ),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
@@ -419,8 +461,8 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
                     ""
                 };
                 let name = match strip {
-                    Some((bytes, _)) if trans == Transpose::N => format!("gemv_nr{bytes}_{t}"),
-                    _ => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
+                    Some((bytes, _)) => format!("gemv_nr{bytes}_{t}"),
+                    None => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
                 };
                 let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
                 if check.passed {
@@ -433,48 +475,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             }
         }
     }
-    // The row-strip N kernels: for each type and lane width, a shape that gives 3/4 of a wave of
-    // strips of that width (the next narrower lanes would make 1.5 waves), with a partial last
-    // strip.
-    for t in ["f32", "f64", "f16", "bf16"] {
-        let (lanes, sz, tol) = match t {
-            "f32" => (<f32 as blas::GemvType>::STRIP_LANES, 4, 1e-5),
-            "f64" => (<f64 as blas::GemvType>::STRIP_LANES, 8, 1e-12),
-            "f16" => (<half::f16 as blas::GemvType>::STRIP_LANES, 2, 2e-2),
-            _ => (<half::bf16 as blas::GemvType>::STRIP_LANES, 2, 2e-2),
-        };
-        for &bytes in lanes {
-            let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
-            let lda = m.next_multiple_of(bytes / sz);
-            // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
-            let n = 2048.max(l2 / (lda * sz) + 2);
-            let (result, kernel) = match t {
-                "f32" => (
-                    gemv_case::<f32>(stream, &mut rng, Transpose::N, m, n, lda),
-                    blas::row_strip_kernel::<f32>(m, n, 256, lda, sms, l2),
-                ),
-                "f64" => (
-                    gemv_case::<f64>(stream, &mut rng, Transpose::N, m, n, lda),
-                    blas::row_strip_kernel::<f64>(m, n, 256, lda, sms, l2),
-                ),
-                "f16" => (
-                    gemv_case::<half::f16>(stream, &mut rng, Transpose::N, m, n, lda),
-                    blas::row_strip_kernel::<half::f16>(m, n, 256, lda, sms, l2),
-                ),
-                _ => (
-                    gemv_case::<half::bf16>(stream, &mut rng, Transpose::N, m, n, lda),
-                    blas::row_strip_kernel::<half::bf16>(m, n, 256, lda, sms, l2),
-                ),
-            };
-            let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
-                format!("gemv_nr{b}_{t}")
-            });
-            let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
-            if check.passed {
-                covered.insert(name);
-            }
-            out.push(check);
-        }
-    }
+    strip_checks::<f32>(stream, &mut rng, 1e-5, (sms, l2), &mut out, &mut covered);
+    strip_checks::<f64>(stream, &mut rng, 1e-12, (sms, l2), &mut out, &mut covered);
+    strip_checks::<half::f16>(stream, &mut rng, 2e-2, (sms, l2), &mut out, &mut covered);
+    strip_checks::<half::bf16>(stream, &mut rng, 2e-2, (sms, l2), &mut out, &mut covered);
     (out, covered)
 }

@@ -104,8 +104,8 @@ const NR_MIN_COLS: usize = 2048;
 /// fit in one wave (one block per multiprocessor; 3/4 of one for 4-byte lanes) and at least 3/8
 /// of the multiprocessors busy; the narrowest lanes that fit are taken (the most blocks). The
 /// strips read A with the evict-first hint, so they are kept for an A larger than the L2 cache:
-/// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2, 32 MiB, called back to
-/// back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
+/// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
+/// 32 MiB, called back to back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
 /// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
 /// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
 /// against 92.5 and 92.5 (the read-only floor: 24.7, 51.0, 88.0).
@@ -117,7 +117,7 @@ pub(crate) fn row_strip_kernel<T: GemvType>(
     sms: usize,
     l2_bytes: usize,
 ) -> Option<(usize, usize)> {
-    let a_bytes = (n.saturating_sub(1).saturating_mul(lda).saturating_add(m)).saturating_mul(size_of::<T>());
+    let a_bytes = span(m, n, lda).map_or(usize::MAX, |e| e.saturating_mul(size_of::<T>()));
     if n < NR_MIN_COLS || a_bytes <= l2_bytes {
         return None;
     }
