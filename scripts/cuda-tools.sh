@@ -20,8 +20,11 @@
 set -euo pipefail
 
 root="${CUDA_TOOLS_DIR:-$HOME/.cache/cuda-tools}"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 say() { printf 'cuda-tools: %s\n' "$*" >&2; }
+# shellcheck source=scripts/ci-tools.sh
+. "$here/ci-tools.sh"
 
 # site_packages VENV -> prints the venv's site-packages directory
 site_packages() {
@@ -54,12 +57,17 @@ ensure_env() {
         [ -n "$gap" ] || return 0
         say "$venv lacks $gap"
     else
+        need_python_venv || exit 1
         say "creating virtual environment $venv"
+        rm -rf "$venv"
         mkdir -p "$root"
-        python3 -m venv "$venv" >&2
+        python3 -m venv "$venv" >&2 || { say "error: python3 -m venv $venv failed"; exit 1; }
     fi
     say "installing into $venv: $*"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall "$@" >&2
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall "$@" >&2 || {
+        say "error: pip could not install $* (is PyPI reachable?)"
+        exit 1
+    }
     # shellcheck disable=SC2086
     gap=$(missing_in "$venv" $checks)
     if [ -n "$gap" ]; then
@@ -80,8 +88,12 @@ ensure_env v129 \
 sp120=$(site_packages "$root/v120")
 sp129=$(site_packages "$root/v129")
 
-# ptxas unpacked from a wheel can lack its execute bit.
+# ptxas unpacked from a wheel can lack its execute bit; it must run here (x86-64 Linux).
 [ -x "$sp120/nvidia/cuda_nvcc/bin/ptxas" ] || chmod +x "$sp120/nvidia/cuda_nvcc/bin/ptxas"
+"$sp120/nvidia/cuda_nvcc/bin/ptxas" --version >/dev/null 2>&1 || {
+    say "error: $sp120/nvidia/cuda_nvcc/bin/ptxas does not run on this machine"
+    exit 1
+}
 
 nvrtc_dir="$sp120/nvidia/cuda_nvrtc/lib"
 cat <<EOF

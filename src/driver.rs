@@ -16,7 +16,7 @@ macro_rules! cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
         match $crate::sys::resolve::$name() {
             Ok(function) => $crate::driver::check(function($($arg),*), stringify!($name)),
-            Err(e) => Err(e),
+            Err(e) => Err($crate::Error::from(e)),
         }
     };
 }

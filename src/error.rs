@@ -139,6 +139,15 @@ impl Error {
     }
 }
 
+impl From<crate::sys::LoadError> for Error {
+    fn from(e: crate::sys::LoadError) -> Self {
+        match e {
+            crate::sys::LoadError::NoDriver { tried, reason } => Error::NoDriver { tried, reason },
+            crate::sys::LoadError::MissingSymbol { name, library } => Error::MissingSymbol { name, library },
+        }
+    }
+}
+
 /// A short helper to build [`Error::InvalidArgument`] from format arguments.
 pub(crate) fn invalid(args: fmt::Arguments<'_>) -> Error {
     Error::InvalidArgument(args.to_string())

@@ -1,5 +1,6 @@
 //! The driver loader in-process, against fake driver libraries compiled from
-//! `tests/fixtures/*.c`, and the messages of [`cudrv::Error`].
+//! `tests/fixtures/*.c` (its errors are `cudrv::sys::LoadError`, which the safe layer turns into
+//! [`cudrv::Error`] with the same message), and the messages of [`cudrv::Error`].
 //!
 //! Nothing here touches the process-wide library (`DriverLibrary::global`, `CUDRV_LIBCUDA`):
 //! that is opened once per process, so tests/cli.rs covers it with child processes. These tests
@@ -12,7 +13,7 @@ mod fake_driver;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use cudrv::sys::loader::DriverLibrary;
-use cudrv::sys::CUresult;
+use cudrv::sys::{CUresult, LoadError};
 use cudrv::Error;
 use fake_driver::{FakeDriver, Fixture};
 
@@ -20,7 +21,7 @@ type CuInit = unsafe extern "C" fn(u32) -> CUresult;
 type CuDriverGetVersion = unsafe extern "C" fn(*mut c_int) -> CUresult;
 type CuGetErrorText = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
 
-fn open(paths: &[String]) -> cudrv::Result<DriverLibrary> {
+fn open(paths: &[String]) -> Result<DriverLibrary, LoadError> {
     // SAFETY: the paths are fake drivers built from tests/fixtures (no initialisers) or paths
     // that do not exist.
     unsafe { DriverLibrary::open(paths) }
@@ -64,7 +65,7 @@ fn open_missing_path_is_no_driver_naming_the_path() {
     let missing = fake_driver::nonexistent_library();
     let err = open(std::slice::from_ref(&missing)).unwrap_err();
     match &err {
-        Error::NoDriver { tried, reason } => {
+        LoadError::NoDriver { tried, reason } => {
             assert_eq!(tried, &missing);
             assert!(!reason.is_empty());
         }
@@ -74,7 +75,12 @@ fn open_missing_path_is_no_driver_naming_the_path() {
     assert!(msg.starts_with("no CUDA driver found: could not load "), "{msg}");
     assert!(msg.contains(&missing), "{msg}");
     assert_eq!(msg.lines().count(), 1, "{msg}");
-    assert_eq!(err.driver_code(), None);
+    assert_eq!(Error::from(err.clone()).driver_code(), None);
+    assert_eq!(
+        Error::from(err.clone()).to_string(),
+        msg,
+        "the safe layer keeps the message"
+    );
 }
 
 #[test]
@@ -82,7 +88,7 @@ fn open_with_no_candidates_is_no_driver() {
     let err = open(&[]).unwrap_err();
     assert_eq!(
         err,
-        Error::NoDriver {
+        LoadError::NoDriver {
             tried: String::new(),
             reason: "no candidates".into()
         }
@@ -94,7 +100,7 @@ fn open_names_every_candidate_tried_and_the_last_reason() {
     let a = "/nonexistent/cudrv-test/a/libcuda.so.1".to_string();
     let b = "/nonexistent/cudrv-test/b/libcuda.so".to_string();
     let err = open(&[a.clone(), b.clone()]).unwrap_err();
-    let Error::NoDriver { tried, reason } = &err else {
+    let LoadError::NoDriver { tried, reason } = &err else {
         panic!("expected NoDriver, got {err:?}")
     };
     assert_eq!(tried, &format!("{a}, {b}"));
@@ -134,7 +140,7 @@ fn library_without_cuda_symbols_opens_but_resolves_nothing() {
         let err = lib.symbol(name).unwrap_err();
         assert_eq!(
             err,
-            Error::MissingSymbol {
+            LoadError::MissingSymbol {
                 name: name.trim_end_matches('\0'),
                 library: fake.path_string()
             }
@@ -160,7 +166,7 @@ fn missing_symbol_is_an_error_naming_symbol_and_library() {
 
     let err = lib.symbol("cuMemAllocAsync\0").unwrap_err();
     match &err {
-        Error::MissingSymbol { name, library } => {
+        LoadError::MissingSymbol { name, library } => {
             assert_eq!(*name, "cuMemAllocAsync");
             assert_eq!(library, &fake.path_string());
         }
@@ -169,13 +175,18 @@ fn missing_symbol_is_an_error_naming_symbol_and_library() {
     let msg = err.to_string();
     assert!(msg.contains(&fake.path_string()), "{msg}");
     assert!(msg.contains("has no entry point `cuMemAllocAsync`"), "{msg}");
-    assert_eq!(err.driver_code(), None);
+    assert_eq!(Error::from(err.clone()).driver_code(), None);
+    assert_eq!(
+        Error::from(err.clone()).to_string(),
+        msg,
+        "the safe layer keeps the message"
+    );
 
     // Asking again fails the same way; so do other missing entry points; present ones still resolve.
     assert_eq!(lib.symbol("cuMemAllocAsync\0").unwrap_err(), err);
     assert!(matches!(
         lib.symbol("cuLaunchKernel\0"),
-        Err(Error::MissingSymbol {
+        Err(LoadError::MissingSymbol {
             name: "cuLaunchKernel",
             ..
         })
@@ -202,10 +213,10 @@ fn symbol_name_without_nul_is_an_error_not_a_panic() {
     let lib = open_fake(&fake);
     assert!(matches!(
         lib.symbol("cuInit"),
-        Err(Error::MissingSymbol { name: "cuInit", .. })
+        Err(LoadError::MissingSymbol { name: "cuInit", .. })
     ));
-    assert!(matches!(lib.symbol("cu\0Init\0"), Err(Error::MissingSymbol { .. })));
-    assert!(matches!(lib.symbol(""), Err(Error::MissingSymbol { name: "", .. })));
+    assert!(matches!(lib.symbol("cu\0Init\0"), Err(LoadError::MissingSymbol { .. })));
+    assert!(matches!(lib.symbol(""), Err(LoadError::MissingSymbol { name: "", .. })));
 }
 
 #[test]
@@ -279,7 +290,7 @@ fn two_fake_libraries_stay_independent() {
     assert!(b.symbol("cuDeviceGetCount\0").is_ok());
     assert!(matches!(
         b.symbol("cuDeviceGet\0"),
-        Err(Error::MissingSymbol { library, .. }) if library == failing.path_string()
+        Err(LoadError::MissingSymbol { library, .. }) if library == failing.path_string()
     ));
 }
 

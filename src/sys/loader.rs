@@ -9,7 +9,42 @@ use std::ffi::{c_void, CStr};
 
 use once_cell::sync::OnceCell;
 
-use crate::error::{Error, Result};
+/// Why the driver library or one of its entry points could not be had.
+///
+/// This is the bindings layer's own error: it knows nothing of the safe layer above it, which
+/// turns it into `cudrv::Error::NoDriver` or `cudrv::Error::MissingSymbol` (same fields,
+/// same messages) through `From`.
+///
+/// ```
+/// use cudrv::sys::loader::LoadError;
+/// let e = LoadError::MissingSymbol { name: "cuFoo", library: "libcuda.so.1".into() };
+/// assert!(e.to_string().contains("cuFoo"));
+/// let converted: cudrv::Error = e.into();
+/// assert!(matches!(converted, cudrv::Error::MissingSymbol { name: "cuFoo", .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// No candidate library could be loaded.
+    #[error("no CUDA driver found: could not load {tried} ({reason})")]
+    NoDriver {
+        /// The library names or paths that were tried, in order.
+        tried: String,
+        /// The loader's message for the last candidate.
+        reason: String,
+    },
+    /// The loaded library lacks an entry point.
+    #[error("the CUDA driver {library} has no entry point `{name}` (this call needs a newer driver)")]
+    MissingSymbol {
+        /// The symbol, e.g. `cuMemAllocAsync`.
+        name: &'static str,
+        /// The path of the library that was searched.
+        library: String,
+    },
+}
+
+/// The result type of the loader and of the resolvers in [`crate::sys::resolve`].
+pub type Result<T, E = LoadError> = std::result::Result<T, E>;
 
 /// Environment variable naming the driver library to load instead of the system's.
 ///
@@ -70,7 +105,7 @@ impl DriverLibrary {
                 Err(e) => reason = e.to_string(),
             }
         }
-        Err(Error::NoDriver {
+        Err(LoadError::NoDriver {
             tried: names.join(", "),
             reason,
         })
@@ -78,7 +113,7 @@ impl DriverLibrary {
 
     /// The process-wide driver library, opened on first use from [`candidates`].
     ///
-    /// A failure is remembered: every later call returns the same [`Error::NoDriver`].
+    /// A failure is remembered: every later call returns the same [`LoadError::NoDriver`].
     pub fn global() -> Result<&'static DriverLibrary> {
         static GLOBAL: OnceCell<Result<DriverLibrary>> = OnceCell::new();
         GLOBAL
@@ -97,14 +132,14 @@ impl DriverLibrary {
     /// Looks up `name` (which must end in a NUL byte), returning its address.
     ///
     /// ```no_run
-    /// # fn main() -> cudrv::Result<()> {
+    /// # fn main() -> Result<(), cudrv::sys::loader::LoadError> {
     /// let lib = cudrv::sys::loader::DriverLibrary::global()?;
     /// let addr = lib.symbol("cuInit\0")?;
     /// assert!(!addr.is_null());
     /// # Ok(()) }
     /// ```
     pub fn symbol(&self, name: &'static str) -> Result<*const c_void> {
-        let missing = || Error::MissingSymbol {
+        let missing = || LoadError::MissingSymbol {
             name: name.trim_end_matches('\0'),
             library: self.path.clone(),
         };
@@ -164,8 +199,8 @@ impl SymbolSlot {
         self.get()
     }
 
-    fn missing(&self) -> Error {
-        Error::MissingSymbol {
+    fn missing(&self) -> LoadError {
+        LoadError::MissingSymbol {
             name: self.name.trim_end_matches('\0'),
             library: DriverLibrary::global()
                 .map(|l| l.path().to_string())

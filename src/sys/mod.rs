@@ -2,8 +2,9 @@
 //!
 //! [`bindings`] is generated from `wrapper.h` (CUDA 12.9 `cuda.h`) and committed. Every driver
 //! entry point appears twice:
-//! - `sys::resolve::cuXxx()` returns the function pointer, or [`Error::MissingSymbol`] /
-//!   [`Error::NoDriver`]; the safe layer uses this form.
+//! - `sys::resolve::cuXxx()` returns the function pointer, or [`LoadError::MissingSymbol`] /
+//!   [`LoadError::NoDriver`]; the safe layer uses this form (and turns the error into
+//!   `cudrv::Error` with `?`).
 //! - `sys::cuXxx(...)` calls it directly, like the C function. If the library or the symbol is
 //!   missing it returns `CUDA_ERROR_NOT_FOUND` instead of panicking.
 //!
@@ -14,8 +15,8 @@
 //! assert_eq!(rc, sys::CUresult::CUDA_SUCCESS);
 //! ```
 //!
-//! [`Error::MissingSymbol`]: crate::Error::MissingSymbol
-//! [`Error::NoDriver`]: crate::Error::NoDriver
+//! This module depends on nothing else in the crate: the layers above import it, never the
+//! other way round.
 
 #[allow(
     non_camel_case_types,
@@ -31,6 +32,8 @@
 mod bindings;
 pub mod loader;
 
+pub use loader::LoadError;
+
 pub use bindings::*;
 
 /// Declares the driver function table: for each `fn name(args) -> CUresult;` a resolver in
@@ -43,7 +46,7 @@ macro_rules! driver_functions {
             use super::*;
             $(
                 #[inline]
-                pub fn $name() -> $crate::Result<unsafe extern "C" fn($($ty),*) -> $ret> {
+                pub fn $name() -> $crate::sys::loader::Result<unsafe extern "C" fn($($ty),*) -> $ret> {
                     static SLOT: $crate::sys::loader::SymbolSlot =
                         $crate::sys::loader::SymbolSlot::new(concat!(stringify!($name), "\0"));
                     let address = SLOT.get()?;

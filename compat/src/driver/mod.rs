@@ -49,7 +49,7 @@ macro_rules! cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
         match cudrv::sys::resolve::$name() {
             Ok(function) => $crate::driver::error::check(function($($arg),*)),
-            Err(e) => Err($crate::driver::DriverError::from(e)),
+            Err(e) => Err($crate::driver::DriverError::from(cudrv::Error::from(e))),
         }
     };
 }
