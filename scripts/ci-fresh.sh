@@ -35,8 +35,8 @@ start=$(date +%s)
 set +e
 (
   cd "$tmp/main"
-  env CI=true CARGO_TARGET_DIR="$tmp/target" CUDA_TOOLS_DIR="$tmp/cuda-tools" \
-    -u LIBCLANG_PATH -u CUDA_HEADERS_DIR -u NVRTC_LIB -u PTXAS -u CUDA_NVRTC_INCLUDES \
+  env -u LIBCLANG_PATH -u CUDA_HEADERS_DIR -u NVRTC_LIB -u PTXAS -u CUDA_NVRTC_INCLUDES \
+    CI=true CARGO_TARGET_DIR="$tmp/target" CUDA_TOOLS_DIR="$tmp/cuda-tools" \
     bash .ci/run </dev/null 2>&1 | tee "$tmp/ci.log"
   exit "${PIPESTATUS[0]}"
 )
