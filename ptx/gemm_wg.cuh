@@ -50,6 +50,18 @@
 // appears once per chunk. The DT kernels (tf32 nn) park each chunk transposed and write 32
 // consecutive rows of one column per warp store.
 //
+// staging_rule (the ordering that keeps the TMA-store epilogue race-free): a consumer stages
+// its boxes alternately in its two buffers, and every box it stages leaves in exactly one bulk
+// async-group, committed by the consumer's thread 0. Before box i is written (by the threads'
+// shared-memory stores, or first by the TMA load of C), thread 0 waits with
+// `cp.async.bulk.wait_group.read 1`, which leaves only box i-1's group in flight: box i-2's,
+// the last reader of the same buffer, has finished reading it. The named barrier then lets the
+// other threads write; each thread fences (`fence.proxy.async.shared::cta`) before the barrier
+// that precedes the store. So a box that lies outside D (rows <= 0 for the second consumer of a
+// last row tile, or columns past n in a last column tile) is neither written nor counted: one
+// counted without a group made the wait leave the last real store in flight while the next box
+// overwrote its buffer (the race of 2026-11, wrong results for about one shape in ten).
+//
 // Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
 // wgmma's matrix descriptors name (swizzle mode 1):
 //   k-contiguous operand: box {BK, rows} (BK * sizeof(T) = 128 bytes), row r at r * 128 bytes;
@@ -654,12 +666,13 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 const float b8 = LIN && bias && rt + 8 < rows ? bias[rt + 8] : 0.f;
 #pragma unroll
                 for (int q = 0; q < BN / 32; ++q, ++staged) {
+                    // Boxes outside D are neither staged nor counted (see staging_rule below).
+                    if (rows <= 0 || q * 32 >= cols) break;  // the same in every thread
                     const unsigned b = staged & 1, buf = boxes + b * BOX_BYTES, bar = cbar + 8 * (2 * cw + b);
                     const unsigned half = buf + (warp >> 1) * (BOX_BYTES / 2);
-                    const bool live = rows > 0 && q * 32 < cols;  // the same in every thread
                     if (lt == 0) {
                         bulk_wait_read<1>();
-                        if (LIN && beta != 0.f && live) {
+                        if (LIN && beta != 0.f) {
                             mbar_expect_tx(bar, (rows > 32 ? 2 : 1) * (BOX_BYTES / 2));
 #pragma unroll
                             for (int h = 0; h < 2; ++h)
@@ -668,7 +681,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         }
                     }
                     named_bar(2 + cw);
-                    if (LIN && beta != 0.f && live) {
+                    if (LIN && beta != 0.f) {
                         mbar_wait(bar, (loaded >> b) & 1);
                         loaded ^= 1u << b;
                     }
@@ -690,7 +703,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                     fence_async_smem();
                     named_bar(2 + cw);
-                    if (lt == 0 && live) {
+                    if (lt == 0) {
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
                             if (rows > 32 * h)
@@ -751,17 +764,18 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             const int g = lane / 4;
 #pragma unroll
             for (int q = 0; q < BN / BOX_COLS; ++q, ++staged) {
+                // Boxes outside D are neither staged nor counted (see staging_rule below).
+                if (rows <= 0 || q * BOX_COLS >= cols) break;  // the same in every thread
                 const unsigned b = staged & 1, box = boxes + b * BOX_BYTES, bar = cbar + 8 * (2 * cw + b);
-                const bool live = rows > 0 && q * BOX_COLS < cols;  // the same in every thread
                 if (lt == 0) {
                     bulk_wait_read<1>();
-                    if (LIN && beta != 0.f && live) {
+                    if (LIN && beta != 0.f) {
                         mbar_expect_tx(bar, BOX_BYTES);
                         tma_load(box, td, bar, tc.n0 + q * BOX_COLS, (int)row0, tc.bz);
                     }
                 }
                 named_bar(2 + cw);
-                if (LIN && beta != 0.f && live) {
+                if (LIN && beta != 0.f) {
                     mbar_wait(bar, (loaded >> b) & 1);
                     loaded ^= 1u << b;
                 }
@@ -789,7 +803,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 }
                 fence_async_smem();
                 named_bar(2 + cw);
-                if (lt == 0 && live) {
+                if (lt == 0) {
                     tma_store(td, box, tc.n0 + q * BOX_COLS, (int)row0, tc.bz);
                     bulk_commit();
                 }

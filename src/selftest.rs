@@ -3,7 +3,9 @@
 //!
 //! Each check draws fresh random inputs, poisons the output (all bits set: NaN for floats),
 //! runs the kernel, and compares with the reference by the relative error
-//! `‖out − ref‖₂ / ‖ref‖₂`; a NaN anywhere fails.
+//! `‖out − ref‖₂ / ‖ref‖₂`; a NaN anywhere fails. A randomized pass ([`fuzz`]) then runs a few
+//! hundred GEMM and GEMV cases drawn from the same seed, each checked entry by entry (its
+//! "rel.error" column is the worst error over its bound, passing at 1 or less).
 //!
 //! ```no_run
 //! let ctx = cudrv::Context::new(0)?;
@@ -22,6 +24,10 @@ use crate::memory::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
 use crate::ops::{self, Activation, Float};
 use crate::registry::EMBEDDED_MODULES;
 use crate::stream::Stream;
+
+/// Randomized differential checks of the BLAS kernels (GEMM and GEMV), seeded and replayable.
+#[path = "selftest_fuzz.rs"]
+pub mod fuzz;
 
 /// A small deterministic random generator (xorshift64*), so checks need no extra dependency.
 #[derive(Debug, Clone)]
@@ -379,6 +385,7 @@ pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
     let (blas_checks, blas_covered) = crate::selftest_blas::run(&stream, seed);
     checks.extend(blas_checks);
     covered.extend(blas_covered);
+    checks.extend(fuzz_checks(&stream, seed)?);
     for m in EMBEDDED_MODULES.iter().filter(|m| m.runs_on(ctx.compute_capability())) {
         for k in m.kernels.iter().filter(|k| !covered.contains(**k)) {
             checks.push(Check {
@@ -393,6 +400,43 @@ pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
     }
     Ok(checks)
 }
+
+/// The randomized pass: [`FUZZ_GEMM_CASES`] GEMM cases per type and [`FUZZ_GEMV_CASES`] GEMV
+/// cases per type from `seed` (small shapes; the GPU fuzz test runs thousands, larger ones
+/// included), one check per type, passing when every case matched its reference, ran
+/// bit-identically twice and left the padding alone.
+fn fuzz_checks(stream: &Arc<Stream>, seed: u64) -> Result<Vec<Check>> {
+    let as_check = |name: String, r: fuzz::Report| {
+        let passed = r.failures.is_empty();
+        Check {
+            kernel: name,
+            case: format!("{} random", r.cases),
+            error: r.worst,
+            tolerance: 1.0,
+            passed,
+            detail: r
+                .failures
+                .first()
+                .map(|f| format!("{} [{}]: {}", f.case, f.kernel, f.detail))
+                .unwrap_or_default(),
+        }
+    };
+    let mut out = Vec::new();
+    for ty in fuzz::FuzzType::ALL {
+        let r = fuzz::gemm(stream, ty, seed, FUZZ_GEMM_CASES, false)?;
+        out.push(as_check(format!("gemm fuzz {}", ty.name()), r));
+    }
+    out.push(as_check(
+        "gemv fuzz".into(),
+        fuzz::gemv(stream, seed, FUZZ_GEMV_CASES, false)?,
+    ));
+    Ok(out)
+}
+
+/// GEMM cases per type in `cudrv selftest`'s randomized pass.
+pub const FUZZ_GEMM_CASES: usize = 40;
+/// GEMV cases per type in `cudrv selftest`'s randomized pass.
+pub const FUZZ_GEMV_CASES: usize = 15;
 
 #[cfg(test)]
 mod tests {

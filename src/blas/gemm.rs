@@ -451,6 +451,70 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         self.launch(a, b, Some((bias.device_ptr(), bias.len(), bias)), c)
     }
 
+    /// The kernel this GEMM would run on `C`'s stream for these operands, after the same checks
+    /// as [`Gemm::run`] (so a call that would be refused is an error here too), without queueing
+    /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt` or `gemm_dmma90_f64_s2_tn`. A
+    /// split of k over blocks shows as `/splitN` (f32 `w` tiles), a tf32 operand packed first
+    /// as a `gemm_wg_pack_tf32+` prefix. Empty problems (m, n or batch 0), which launch nothing,
+    /// give `""`. For tests, benches and tuning notes.
+    ///
+    /// ```no_run
+    /// use cudrv::blas::{Gemm, Transpose};
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let a = DeviceBuffer::<f32>::zeroed(&stream, 64 * 64)?;
+    /// let b = DeviceBuffer::<f32>::zeroed(&stream, 64 * 64)?;
+    /// let c = DeviceBuffer::<f32>::zeroed(&stream, 64 * 64)?;
+    /// let name = Gemm::new(Transpose::N, Transpose::N, 64, 64, 64).kernel_name(&a, &b, &c)?;
+    /// assert!(name.starts_with("gemm_simt_f32"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn kernel_name<T: GemmType<Scalar = S>>(
+        &self,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        c: &impl DeviceSlice<T>,
+    ) -> Result<String> {
+        let plan = self.plan([a.len(), b.len(), c.len()], None)?;
+        if self.m == 0 || self.n == 0 || self.batch == 0 {
+            return Ok(String::new());
+        }
+        let (xp, yp) = if plan.swapped {
+            (b.device_ptr(), a.device_ptr())
+        } else {
+            (a.device_ptr(), b.device_ptr())
+        };
+        let alpha: f64 = self.alpha.into();
+        let params = GemmParams {
+            x: xp,
+            y: yp,
+            d: c.device_ptr(),
+            m: plan.m as i64,
+            n: plan.n as i64,
+            k: if alpha == 0.0 { 0 } else { plan.k as i64 },
+            ldx: plan.ldx as i64,
+            ldy: plan.ldy as i64,
+            ldd: plan.ldd as i64,
+            sx: plan.sx as i64,
+            sy: plan.sy as i64,
+            sd: plan.sd as i64,
+            alpha,
+            beta: self.beta.into(),
+            act: self.activation.code(),
+            ..GemmParams::default()
+        };
+        let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
+        let mut name = choice.name.clone();
+        if choice.pack.iter().any(|&p| p) {
+            name = format!("gemm_wg_pack_tf32+{name}");
+        }
+        if let Some(parts) = choice.split_k.filter(|&p| p > 1) {
+            name = format!("{name}/split{parts}");
+        }
+        Ok(name)
+    }
+
     fn launch<T: GemmType<Scalar = S>>(
         &self,
         a: &impl DeviceSlice<T>,
