@@ -480,30 +480,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(String::new());
         }
-        let (xp, yp) = if plan.swapped {
-            (b.device_ptr(), a.device_ptr())
-        } else {
-            (a.device_ptr(), b.device_ptr())
-        };
-        let alpha: f64 = self.alpha.into();
-        let params = GemmParams {
-            x: xp,
-            y: yp,
-            d: c.device_ptr(),
-            m: plan.m as i64,
-            n: plan.n as i64,
-            k: if alpha == 0.0 { 0 } else { plan.k as i64 },
-            ldx: plan.ldx as i64,
-            ldy: plan.ldy as i64,
-            ldd: plan.ldd as i64,
-            sx: plan.sx as i64,
-            sy: plan.sy as i64,
-            sd: plan.sd as i64,
-            alpha,
-            beta: self.beta.into(),
-            act: self.activation.code(),
-            ..GemmParams::default()
-        };
+        let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
         let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
         let mut name = choice.name.clone();
         if choice.pack.iter().any(|&p| p) {
@@ -515,29 +492,16 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         Ok(name)
     }
 
-    fn launch<T: GemmType<Scalar = S>>(
-        &self,
-        a: &impl DeviceSlice<T>,
-        b: &impl DeviceSlice<T>,
-        bias: Option<(u64, usize, &dyn DeviceSlice<T>)>,
-        c: &mut impl DeviceSliceMut<T>,
-    ) -> Result<()> {
-        let plan = self.plan([a.len(), b.len(), c.len()], bias.map(|b| b.1))?;
-        if self.m == 0 || self.n == 0 || self.batch == 0 {
-            return Ok(());
-        }
-        let stream = c.stream().clone();
+    /// The kernels' parameter block for `plan`, from the device addresses of A, B, C and the bias
+    /// (0: none).
+    fn params(&self, plan: &Plan, [a, b, c]: [u64; 3], bias: u64) -> GemmParams {
         let alpha: f64 = self.alpha.into();
-        let (xp, yp) = if plan.swapped {
-            (b.device_ptr(), a.device_ptr())
-        } else {
-            (a.device_ptr(), b.device_ptr())
-        };
-        let params = GemmParams {
-            x: xp,
-            y: yp,
-            d: c.device_ptr(),
-            bias: bias.map_or(0, |b| b.0),
+        let (x, y) = if plan.swapped { (b, a) } else { (a, b) };
+        GemmParams {
+            x,
+            y,
+            d: c,
+            bias,
             m: plan.m as i64,
             n: plan.n as i64,
             // alpha == 0: A and B are not read (cuBLAS semantics).
@@ -552,7 +516,26 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             beta: self.beta.into(),
             act: self.activation.code(),
             batch: 0,
-        };
+        }
+    }
+
+    fn launch<T: GemmType<Scalar = S>>(
+        &self,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        bias: Option<(u64, usize, &dyn DeviceSlice<T>)>,
+        c: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        let plan = self.plan([a.len(), b.len(), c.len()], bias.map(|b| b.1))?;
+        if self.m == 0 || self.n == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        let stream = c.stream().clone();
+        let params = self.params(
+            &plan,
+            [a.device_ptr(), b.device_ptr(), c.device_ptr()],
+            bias.map_or(0, |b| b.0),
+        );
         // Every check (including the kernel choice) comes before anything is queued.
         let choice = choose::<T, S>(self, &plan, &params, &stream)?;
         use_on(a, &stream)?;
