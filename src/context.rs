@@ -154,9 +154,39 @@ impl Context {
     /// Makes this context current on the calling thread if it is not already.
     ///
     /// One `cuCtxGetCurrent` when it is already current; `cuCtxSetCurrent` only when it differs.
+    ///
+    /// A context that has hit a sticky fault ([`crate::fault`]) is refused here with
+    /// [`Error::ContextFaulted`](crate::Error::ContextFaulted), so every call that uses it fails
+    /// fast, naming the fault.
     #[inline]
     pub fn bind_to_thread(&self) -> Result<()> {
+        crate::fault::check_context(self.raw)?;
         bind_raw(self.raw)
+    }
+
+    /// `Ok` while the context can run work; [`Error::ContextFaulted`](crate::Error::ContextFaulted)
+    /// (naming the original fault) once a sticky fault has hit it. Asks the driver too (one
+    /// `cuMemGetInfo`, which does not wait for queued work), so a fault no cudrv call has seen yet
+    /// is found as soon as the driver knows of it.
+    ///
+    /// After a fault the process must restart to use the GPU again: CUDA keeps the context
+    /// failing, and a reset of the primary context does not help within the process.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// if let Err(e) = ctx.health() {
+    ///     eprintln!("GPU unusable ({e}); exiting so the supervisor restarts this worker");
+    ///     std::process::exit(3);
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn health(&self) -> Result<()> {
+        self.bind_to_thread()?;
+        match self.memory_info() {
+            Err(e) if e.is_sticky() => Err(crate::Error::ContextFaulted { fault: Box::new(e) }),
+            Err(e) => Err(e),
+            Ok(_) => Ok(()),
+        }
     }
 
     /// Waits for all work in this context to finish.
@@ -214,6 +244,8 @@ impl Drop for Context {
         // Every buffer held an Arc to the context, so all pool memory is free: give it back
         // while the context still exists.
         let _ = self.bind_to_thread();
+        // The registry's modules refer to the context weakly; unload them while it exists.
+        self.registry.unload_all();
         self.pool.empty_cache();
         // SAFETY: the pool is not used after this point (this is the context's last act), and
         // dropping it now destroys its fence events while the context that owns them exists.

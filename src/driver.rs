@@ -36,12 +36,16 @@ pub(crate) fn check(code: CUresult, api: &'static str) -> Result<()> {
 #[cold]
 pub(crate) fn driver_error(code: CUresult, api: &'static str) -> Error {
     let (name, message) = describe(code);
-    Error::Driver {
+    let err = Error::Driver {
         api,
         code: code.0,
         name,
         message,
+    };
+    if crate::fault::is_sticky_code(code.0) {
+        crate::fault::record(&err);
     }
+    err
 }
 
 /// The driver's name and description of a code, or a placeholder when the driver cannot say.

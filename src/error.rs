@@ -98,6 +98,22 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// The context hit a sticky fault earlier (an illegal address, a trap, a device-side assert,
+    /// ...): CUDA keeps every later call in it failing, so cudrv refuses them up front. The
+    /// process (or the worker that owns the GPU) must restart; see [`crate::fault`].
+    #[error("the CUDA context is unusable after an earlier fault ({fault}); restart the process to use the GPU again")]
+    ContextFaulted {
+        /// The first sticky error the context returned.
+        fault: Box<Error>,
+    },
+    /// A wait with a deadline ran out; the work it waited for is still queued or running.
+    #[error("{what} did not finish within {waited_ms} ms (the work is still running)")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The deadline, milliseconds.
+        waited_ms: u64,
+    },
     /// Reading a file (a PTX or cubin module, a kernel directory) failed.
     #[error("cannot read {path}: {message}")]
     Io {
@@ -134,7 +150,29 @@ impl Error {
     pub fn driver_code(&self) -> Option<u32> {
         match self {
             Error::Driver { code, .. } | Error::ModuleLoad { code, .. } => Some(*code),
+            Error::ContextFaulted { fault } => fault.driver_code(),
             _ => None,
+        }
+    }
+
+    /// Whether this error leaves the context unusable for the rest of the process (a sticky
+    /// fault, or a call refused because of one): the process or worker must restart.
+    ///
+    /// ```
+    /// let fault = cudrv::Error::Driver {
+    ///     api: "cuStreamSynchronize",
+    ///     code: 700,
+    ///     name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+    ///     message: "an illegal memory access was encountered".into(),
+    /// };
+    /// assert!(fault.is_sticky());
+    /// assert!(!cudrv::Error::InvalidArgument("x".into()).is_sticky());
+    /// ```
+    pub fn is_sticky(&self) -> bool {
+        match self {
+            Error::Driver { code, .. } => crate::fault::is_sticky_code(*code),
+            Error::ContextFaulted { .. } => true,
+            _ => false,
         }
     }
 }

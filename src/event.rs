@@ -76,6 +76,22 @@ impl Event {
         }
     }
 
+    /// Waits until the work before the event's last record has finished, or `timeout` has
+    /// passed: then [`Error::Timeout`](crate::Error::Timeout), with the work left running. Polls
+    /// with a backoff (from a few microseconds up to 1 ms between queries), so a long wait costs
+    /// little CPU.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// let done = stream.record_event()?;
+    /// done.wait_timeout(std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        poll_until("the event", timeout, || self.query())
+    }
+
     /// Milliseconds from this event to `end`; both must have completed and have timing enabled.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let mut ms = 0.0f32;
@@ -90,5 +106,31 @@ impl Drop for Event {
         // SAFETY: the event was created by this value; the driver defers the release until any
         // pending record completes.
         let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
+    }
+}
+
+/// Calls `done` until it says true or `timeout` passes (then `Error::Timeout` naming `what`),
+/// sleeping between calls with a backoff from 5 us to 1 ms. A failing query ends the wait with
+/// its error.
+pub(crate) fn poll_until(
+    what: &str,
+    timeout: std::time::Duration,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(5);
+    loop {
+        if done()? {
+            return Ok(());
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(crate::Error::Timeout {
+                what: what.to_string(),
+                waited_ms: timeout.as_millis() as u64,
+            });
+        }
+        std::thread::sleep(pause.min(timeout - waited));
+        pause = (pause * 2).min(std::time::Duration::from_millis(1));
     }
 }

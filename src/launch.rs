@@ -198,6 +198,12 @@ impl<'a> LaunchArgs<'a> {
             )));
         }
         let ctx = self.stream.context();
+        if self.function.context().raw() != ctx.raw() {
+            return Err(Error::InvalidArgument(format!(
+                "kernel `{}` belongs to another context than the stream it is launched on",
+                self.function.name()
+            )));
+        }
         config.check(
             ctx.limits(),
             self.function.attributes().max_threads_per_block,

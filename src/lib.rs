@@ -49,6 +49,7 @@ pub mod device;
 pub mod driver;
 pub mod error;
 pub mod event;
+pub mod fault;
 pub mod graph;
 pub mod launch;
 pub mod memory;

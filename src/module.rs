@@ -4,7 +4,7 @@ use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::context::Context;
 use crate::driver::{cu, describe};
@@ -24,8 +24,18 @@ use crate::sys::{self, CUfunction_attribute as FnAttr, CUjit_option, CUresult};
 #[derive(Debug)]
 pub struct Module {
     raw: sys::CUmodule,
-    ctx: Arc<Context>,
+    ctx: ModuleContext,
     name: String,
+}
+
+/// How a module refers to its context (docs/ownership.md): a module a program loads holds the
+/// context strongly; a module the context's own kernel registry loads holds it weakly, since the
+/// registry is part of the context and a strong reference would keep the context alive forever.
+/// The [`Function`]s handed out of either kind hold the context strongly.
+#[derive(Debug)]
+enum ModuleContext {
+    Shared(Arc<Context>),
+    Registry { ctx: Weak<Context>, raw: sys::CUcontext },
 }
 
 // SAFETY: a CUmodule handle may be used from any thread.
@@ -36,6 +46,20 @@ unsafe impl Sync for Module {}
 /// The size of the buffer the JIT compiler writes its error log into.
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
+/// PTX text as the driver takes it: NUL-terminated (text that already ends in one is borrowed).
+fn nul_terminated<'a>(ptx: &'a str, name: &str) -> Result<std::borrow::Cow<'a, [u8]>> {
+    if ptx.ends_with('\0') {
+        return Ok(std::borrow::Cow::Borrowed(ptx.as_bytes()));
+    }
+    let c = CString::new(ptx).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "PTX module `{name}` contains a NUL byte at offset {}",
+            e.nul_position()
+        ))
+    })?;
+    Ok(std::borrow::Cow::Owned(c.into_bytes_with_nul()))
+}
+
 /// ELF magic (cubin) and fatbin magic: images that are not PTX text.
 fn is_binary_image(image: &[u8]) -> bool {
     image.starts_with(b"\x7fELF") || image.starts_with(&0xBA55_ED50u32.to_le_bytes())
@@ -44,18 +68,7 @@ fn is_binary_image(image: &[u8]) -> bool {
 impl Module {
     /// Loads PTX text; `name` appears in errors and in the kernel registry.
     pub fn from_ptx(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
-        let text = if ptx.ends_with('\0') {
-            std::borrow::Cow::Borrowed(ptx.as_bytes())
-        } else {
-            let c = CString::new(ptx).map_err(|e| {
-                Error::InvalidArgument(format!(
-                    "PTX module `{name}` contains a NUL byte at offset {}",
-                    e.nul_position()
-                ))
-            })?;
-            std::borrow::Cow::Owned(c.into_bytes_with_nul())
-        };
-        Self::load(ctx, &text, name, Some(ptx))
+        Self::load(ctx, &nul_terminated(ptx, name)?, name, Some(ptx))
     }
 
     /// Loads a cubin or fatbin image, or PTX text given as bytes.
@@ -82,6 +95,15 @@ impl Module {
     }
 
     fn load(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>) -> Result<Arc<Module>> {
+        Self::load_as(ctx, image, name, ptx, false)
+    }
+
+    /// Loads PTX text for `ctx`'s kernel registry: the module refers to `ctx` weakly.
+    pub(crate) fn from_ptx_for_registry(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
+        Self::load_as(ctx, &nul_terminated(ptx, name)?, name, Some(ptx), true)
+    }
+
+    fn load_as(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>, registry: bool) -> Result<Arc<Module>> {
         ctx.bind_to_thread()?;
         let mut log = vec![0u8; JIT_LOG_BYTES];
         let mut options = [
@@ -112,9 +134,17 @@ impl Module {
                 String::from_utf8_lossy(&log[..end]).into_owned(),
             ));
         }
+        let ctx = if registry {
+            ModuleContext::Registry {
+                ctx: Arc::downgrade(ctx),
+                raw: ctx.raw(),
+            }
+        } else {
+            ModuleContext::Shared(ctx.clone())
+        };
         Ok(Arc::new(Module {
             raw,
-            ctx: ctx.clone(),
+            ctx,
             name: name.to_string(),
         }))
     }
@@ -124,13 +154,37 @@ impl Module {
         &self.name
     }
 
-    /// The context the module is loaded in.
-    pub fn context(&self) -> &Arc<Context> {
-        &self.ctx
+    /// The context the module is loaded in; `None` only for a module of a context's kernel
+    /// registry once that context is gone (a [`Function`] keeps its context alive, so a module
+    /// reached through one always has it).
+    pub fn context(&self) -> Option<Arc<Context>> {
+        match &self.ctx {
+            ModuleContext::Shared(ctx) => Some(ctx.clone()),
+            ModuleContext::Registry { ctx, .. } => ctx.upgrade(),
+        }
+    }
+
+    /// The driver's context handle of the module.
+    fn raw_context(&self) -> sys::CUcontext {
+        match &self.ctx {
+            ModuleContext::Shared(ctx) => ctx.raw(),
+            ModuleContext::Registry { raw, .. } => *raw,
+        }
     }
 
     /// The kernel `name`, with its attributes read once.
     pub fn function(self: &Arc<Self>, name: &str) -> Result<Function> {
+        let ctx = self
+            .context()
+            .ok_or_else(|| Error::InvalidArgument(format!("module `{}`: its context has been dropped", self.name)))?;
+        Ok(Function {
+            core: self.function_core(name)?,
+            ctx,
+        })
+    }
+
+    /// The kernel `name` without a reference to its context (the registry's cache).
+    pub(crate) fn function_core(self: &Arc<Self>, name: &str) -> Result<FunctionCore> {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut raw = ptr::null_mut();
@@ -145,7 +199,7 @@ impl Module {
             });
         }
         crate::driver::check(code, "cuModuleGetFunction")?;
-        Function::new(raw, self.clone(), name)
+        FunctionCore::new(raw, self.clone(), name)
     }
 
     /// The device address and size in bytes of the `__device__` global `name`.
@@ -212,7 +266,8 @@ fn module_error(code: CUresult, module: &str, ptx: Option<&str>, log: String) ->
 
 impl Drop for Module {
     fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
+        // A registry module is dropped by its context's Drop, before the context is released.
+        let _ = crate::context::bind_raw(self.raw_context());
         // SAFETY: loaded by this value and unloaded once; every Function holds an Arc to it.
         let _ = unsafe { sys::cuModuleUnload(self.raw) };
     }
@@ -236,9 +291,17 @@ pub struct FunctionAttributes {
     pub binary_version: u32,
 }
 
-/// A kernel in a loaded module. Cheap to clone.
+/// A kernel in a loaded module. Cheap to clone. It keeps its module and its context alive.
 #[derive(Debug, Clone)]
 pub struct Function {
+    core: FunctionCore,
+    ctx: Arc<Context>,
+}
+
+/// A function without a reference to its context: what a context's kernel registry caches
+/// (a strong reference there would be a cycle through the context).
+#[derive(Debug, Clone)]
+pub(crate) struct FunctionCore {
     raw: sys::CUfunction,
     module: Arc<Module>,
     name: Arc<str>,
@@ -248,12 +311,20 @@ pub struct Function {
 
 // SAFETY: a CUfunction handle may be used from any thread; the module it belongs to is kept
 // alive by the Arc.
-unsafe impl Send for Function {}
+unsafe impl Send for FunctionCore {}
 // SAFETY: as above.
-unsafe impl Sync for Function {}
+unsafe impl Sync for FunctionCore {}
 
-impl Function {
-    fn new(raw: sys::CUfunction, module: Arc<Module>, name: &str) -> Result<Function> {
+impl FunctionCore {
+    /// The function, holding `ctx` (the context of its module).
+    pub(crate) fn with_context(&self, ctx: &Arc<Context>) -> Function {
+        Function {
+            core: self.clone(),
+            ctx: ctx.clone(),
+        }
+    }
+
+    fn new(raw: sys::CUfunction, module: Arc<Module>, name: &str) -> Result<FunctionCore> {
         let get = |attr| -> Result<u32> {
             let mut v = 0;
             // SAFETY: writes one int through a valid pointer; `raw` is a live function.
@@ -269,7 +340,7 @@ impl Function {
             binary_version: get(FnAttr::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
         };
         let max_dynamic = get(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
-        Ok(Function {
+        Ok(FunctionCore {
             raw,
             module,
             name: name.into(),
@@ -277,50 +348,57 @@ impl Function {
             max_dynamic_shared: Arc::new(AtomicU32::new(max_dynamic)),
         })
     }
+}
+
+impl Function {
+    /// The context the function runs in (it keeps it alive).
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
 
     /// The driver's handle.
     pub fn raw(&self) -> sys::CUfunction {
-        self.raw
+        self.core.raw
     }
 
     /// The kernel's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.core.name
     }
 
     /// The module the kernel lives in.
     pub fn module(&self) -> &Arc<Module> {
-        &self.module
+        &self.core.module
     }
 
     /// The attributes read when the function was looked up.
     pub fn attributes(&self) -> &FunctionAttributes {
-        &self.attributes
+        &self.core.attributes
     }
 
     /// Dynamic shared memory a launch may request, bytes.
     pub fn max_dynamic_shared_memory(&self) -> u32 {
-        self.max_dynamic_shared.load(Ordering::Relaxed)
+        self.core.max_dynamic_shared.load(Ordering::Relaxed)
     }
 
     /// Raises (or lowers) the dynamic shared memory a launch may request, up to the device's
     /// opt-in limit minus the kernel's static shared memory.
     pub fn set_max_dynamic_shared_memory(&self, bytes: u32) -> Result<()> {
-        let limits = self.module.context().limits();
+        let limits = self.ctx.limits();
         let room = limits
             .max_shared_per_block_optin
-            .saturating_sub(self.attributes.shared_size_bytes);
+            .saturating_sub(self.core.attributes.shared_size_bytes);
         if bytes > room {
             return Err(Error::InvalidArgument(format!(
                 "kernel `{}` asks for {bytes} bytes of dynamic shared memory; the device allows {} per block \
                  and the kernel uses {} statically, leaving {room}",
-                self.name, limits.max_shared_per_block_optin, self.attributes.shared_size_bytes
+                self.core.name, limits.max_shared_per_block_optin, self.core.attributes.shared_size_bytes
             )));
         }
         let attr = FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: sets one attribute of a live function to a value within the device's limit.
-        unsafe { cu!(cuFuncSetAttribute(self.raw, attr, bytes as i32))? };
-        self.max_dynamic_shared.store(bytes, Ordering::Relaxed);
+        unsafe { cu!(cuFuncSetAttribute(self.core.raw, attr, bytes as i32))? };
+        self.core.max_dynamic_shared.store(bytes, Ordering::Relaxed);
         Ok(())
     }
 
@@ -331,7 +409,7 @@ impl Function {
         unsafe {
             cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
                 &mut blocks,
-                self.raw,
+                self.core.raw,
                 block_size as i32,
                 dynamic_shared
             ))?
@@ -348,7 +426,7 @@ impl Function {
             cu!(cuOccupancyMaxPotentialBlockSize(
                 &mut grid,
                 &mut block,
-                self.raw,
+                self.core.raw,
                 None,
                 dynamic_shared,
                 0

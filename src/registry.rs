@@ -17,7 +17,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::module::{Function, Module};
+use crate::module::{Function, FunctionCore, Module};
 use crate::ptx_info;
 
 /// A PTX module compiled into the crate.
@@ -87,7 +87,8 @@ pub struct KernelRegistry {
     /// time, the kernel.
     loaded: Mutex<HashMap<ModuleKey, Arc<Module>>>,
     /// Functions looked up so far.
-    functions: RwLock<HashMap<String, Function>>,
+    /// Functions looked up so far (without their context: the registry is part of it).
+    functions: RwLock<HashMap<String, FunctionCore>>,
 }
 
 impl std::fmt::Debug for KernelRegistry {
@@ -191,7 +192,7 @@ impl KernelRegistry {
     /// The kernel `name`, loading its module into `ctx` on first use.
     pub(crate) fn function(&self, ctx: &Arc<Context>, name: &str) -> Result<Function> {
         if let Some(f) = self.functions.read().get(name) {
-            return Ok(f.clone());
+            return Ok(f.with_context(ctx));
         }
         let Some(index) = self.kernels.read().get(name).copied() else {
             return Err(Error::UnknownKernel {
@@ -200,9 +201,9 @@ impl KernelRegistry {
             });
         };
         let module = self.module(ctx, index, name)?;
-        let function = module.function(name)?;
+        let function = module.function_core(name)?;
         self.functions.write().insert(name.to_string(), function.clone());
-        Ok(function)
+        Ok(function.with_context(ctx))
     }
 
     /// The loaded module of source `index` that holds `kernel`: the whole module, or for a
@@ -215,11 +216,20 @@ impl KernelRegistry {
             return Ok(m.clone());
         }
         let module = match source.per_kernel.then(|| ptx_info::entry_module(&source.ptx, kernel)) {
-            Some(Some(one)) => Module::from_ptx(ctx, &one, &format!("{}:{kernel}", source.name))?,
-            _ => Module::from_ptx(ctx, &source.ptx, &source.name)?,
+            Some(Some(one)) => Module::from_ptx_for_registry(ctx, &one, &format!("{}:{kernel}", source.name))?,
+            _ => Module::from_ptx_for_registry(ctx, &source.ptx, &source.name)?,
         };
         loaded.insert(key, module.clone());
         Ok(module)
+    }
+}
+
+impl KernelRegistry {
+    /// Unloads every module the registry loaded (its context is being dropped: no Function of
+    /// it is left, since each holds the context).
+    pub(crate) fn unload_all(&self) {
+        self.functions.write().clear();
+        self.loaded.lock().clear();
     }
 }
 

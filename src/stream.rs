@@ -105,6 +105,20 @@ impl Stream {
         unsafe { cu!(cuStreamSynchronize(self.raw)) }
     }
 
+    /// Waits until all work queued so far has finished, or `timeout` has passed: then
+    /// [`Error::Timeout`](crate::Error::Timeout), with the work left running (a hung kernel no
+    /// longer hangs the caller). Polls `cuStreamQuery` with a backoff up to 1 ms.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// stream.synchronize_timeout(std::time::Duration::from_secs(10))?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn synchronize_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        crate::event::poll_until("the stream's work", timeout, || self.query())
+    }
+
     /// Whether all work queued so far has finished, without waiting.
     pub fn query(&self) -> Result<bool> {
         self.ctx.bind_to_thread()?;

@@ -1913,3 +1913,21 @@ mod tests {
         assert_eq!(s.name, "gemm_wg_f16_n_nn");
     }
 }
+
+#[cfg(test)]
+mod degenerate_tests {
+    use super::*;
+
+    #[test]
+    fn k_zero_plans_with_empty_operands() {
+        for ta in [Transpose::N, Transpose::T] {
+            for tb in [Transpose::N, Transpose::T] {
+                for layout in [Layout::ColMajor, Layout::RowMajor] {
+                    let g = Gemm::<f32>::new(ta, tb, 3, 4, 0).layout(layout);
+                    let r = g.plan([0, 0, 12], None);
+                    assert!(r.is_ok(), "{ta:?}{tb:?} {layout:?}: {r:?}");
+                }
+            }
+        }
+    }
+}

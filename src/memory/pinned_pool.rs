@@ -60,7 +60,11 @@ impl PinnedPool {
 
     /// Takes at least `bytes` (> 0) of pinned memory: (address, capacity).
     pub(crate) fn take(&self, bytes: usize) -> Result<(*mut u8, usize)> {
-        let want = bytes.div_ceil(GRANULE) * GRANULE;
+        let Some(want) = bytes.checked_next_multiple_of(GRANULE) else {
+            return Err(crate::error::invalid(format_args!(
+                "a pinned allocation of {bytes} bytes overflows when rounded up to {GRANULE}-byte pages"
+            )));
+        };
         {
             let mut free = self.free.lock();
             let found = free
