@@ -58,6 +58,8 @@ impl Allocation {
             return Ok((0, Allocation::None));
         }
         let ctx = stream.context();
+        // A faulted context fails here too, naming its fault (the pool binds the raw handle).
+        crate::fault::check_context(ctx.raw())?;
         if ctx.caching() {
             return match ctx.memory_pool().allocate_in(stream.pool_shard(), bytes) {
                 Ok(block) => Ok((block.addr(), Allocation::Pooled(block))),
@@ -74,10 +76,13 @@ impl Allocation {
                     cached,
                     device_free: ctx.memory_info().map(|m| m.0).unwrap_or(0),
                 }),
-                Err(PoolError::Backing(message)) => Err(Error::AllocationFailed {
-                    requested: bytes,
-                    message,
-                }),
+                Err(PoolError::Backing(message)) => match crate::fault::fault_of(ctx.raw()) {
+                    Some(fault) => Err(Error::ContextFaulted { fault: Box::new(fault) }),
+                    None => Err(Error::AllocationFailed {
+                        requested: bytes,
+                        message,
+                    }),
+                },
             };
         }
         ctx.bind_to_thread()?;
