@@ -114,13 +114,27 @@ impl LaunchConfig {
 pub unsafe trait KernelArg {
     /// A pointer to the parameter's bytes.
     fn as_kernel_param(&self) -> *mut c_void;
+
+    /// The parameter's size in bytes, checked against the kernel's where the driver reports
+    /// its parameters (12.4 and later); [`UNKNOWN_PARAM_SIZE`] skips the check.
+    #[inline]
+    fn param_size(&self) -> usize {
+        UNKNOWN_PARAM_SIZE
+    }
 }
+
+/// What [`KernelArg::param_size`] returns for an argument whose size is not known.
+pub const UNKNOWN_PARAM_SIZE: usize = usize::MAX;
 
 // SAFETY: a DeviceRepr value is its own device representation; the pointer is to self.
 unsafe impl<T: DeviceRepr> KernelArg for T {
     #[inline]
     fn as_kernel_param(&self) -> *mut c_void {
         self as *const T as *mut c_void
+    }
+    #[inline]
+    fn param_size(&self) -> usize {
+        size_of::<T>()
     }
 }
 
@@ -133,6 +147,10 @@ macro_rules! pointer_args {
             fn as_kernel_param(&self) -> *mut c_void {
                 self.ptr_field() as *mut c_void
             }
+            #[inline]
+            fn param_size(&self) -> usize {
+                size_of::<u64>()
+            }
         }
     )*};
 }
@@ -143,6 +161,10 @@ unsafe impl<T> KernelArg for DeviceBuffer<T> {
     #[inline]
     fn as_kernel_param(&self) -> *mut c_void {
         self.ptr_field() as *mut c_void
+    }
+    #[inline]
+    fn param_size(&self) -> usize {
+        size_of::<u64>()
     }
 }
 
@@ -168,6 +190,7 @@ pub struct LaunchArgs<'a> {
     stream: &'a Stream,
     function: &'a Function,
     params: [*mut c_void; MAX_KERNEL_ARGS],
+    sizes: [usize; MAX_KERNEL_ARGS],
     count: usize,
     _borrows: PhantomData<&'a ()>,
 }
@@ -178,6 +201,7 @@ impl<'a> LaunchArgs<'a> {
     pub fn arg<A: KernelArg + ?Sized>(&mut self, arg: &'a A) -> &mut Self {
         if self.count < MAX_KERNEL_ARGS {
             self.params[self.count] = arg.as_kernel_param();
+            self.sizes[self.count] = arg.param_size();
         }
         self.count += 1;
         self
@@ -196,6 +220,9 @@ impl<'a> LaunchArgs<'a> {
                 self.count,
                 self.function.name()
             )));
+        }
+        if let Some(kernel) = self.function.param_sizes() {
+            check_params(self.function.name(), kernel, &self.sizes[..self.count])?;
         }
         let ctx = self.stream.context();
         if self.function.context().raw() != ctx.raw() {
@@ -231,6 +258,26 @@ impl<'a> LaunchArgs<'a> {
     }
 }
 
+/// Compares the arguments' sizes with the kernel's parameters (as the driver reports them).
+#[inline]
+fn check_params(name: &str, kernel: &[usize], given: &[usize]) -> Result<()> {
+    if kernel.len() != given.len() {
+        return Err(Error::InvalidArgument(format!(
+            "kernel `{name}` takes {} parameters; {} arguments were given",
+            kernel.len(),
+            given.len()
+        )));
+    }
+    for (i, (&want, &got)) in kernel.iter().zip(given).enumerate() {
+        if got != UNKNOWN_PARAM_SIZE && got != want {
+            return Err(Error::InvalidArgument(format!(
+                "kernel `{name}`: argument {i} is {got} bytes; the kernel's parameter {i} is {want} bytes"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Stream {
     /// Starts a launch of `function` on this stream.
     #[inline]
@@ -239,6 +286,7 @@ impl Stream {
             stream: self,
             function,
             params: [ptr::null_mut(); MAX_KERNEL_ARGS],
+            sizes: [UNKNOWN_PARAM_SIZE; MAX_KERNEL_ARGS],
             count: 0,
             _borrows: PhantomData,
         }
@@ -268,6 +316,19 @@ mod tests {
             block_dim: block,
             shared_mem_bytes: smem,
         }
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_kernel_parameters() {
+        assert!(check_params("k", &[8, 4, 8], &[8, 4, 8]).is_ok());
+        assert!(check_params("k", &[8, 4, 8], &[8, UNKNOWN_PARAM_SIZE, 8]).is_ok());
+        let few = check_params("k", &[8, 4, 8], &[8, 4]).unwrap_err().to_string();
+        assert!(few.contains("takes 3 parameters; 2 arguments"), "{few}");
+        let size = check_params("k", &[8, 4], &[8, 8]).unwrap_err().to_string();
+        assert!(
+            size.contains("argument 1 is 8 bytes; the kernel's parameter 1 is 4 bytes"),
+            "{size}"
+        );
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub mod error;
 pub mod event;
 pub mod fault;
 pub mod graph;
+mod image;
 pub mod launch;
 pub mod memory;
 pub mod module;

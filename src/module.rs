@@ -62,7 +62,7 @@ fn nul_terminated<'a>(ptx: &'a str, name: &str) -> Result<std::borrow::Cow<'a, [
 
 /// ELF magic (cubin) and fatbin magic: images that are not PTX text.
 fn is_binary_image(image: &[u8]) -> bool {
-    image.starts_with(b"\x7fELF") || image.starts_with(&0xBA55_ED50u32.to_le_bytes())
+    image.starts_with(crate::image::ELF_MAGIC) || image.starts_with(&crate::image::FATBIN_MAGIC.to_le_bytes())
 }
 
 impl Module {
@@ -71,9 +71,13 @@ impl Module {
         Self::load(ctx, &nul_terminated(ptx, name)?, name, Some(ptx))
     }
 
-    /// Loads a cubin or fatbin image, or PTX text given as bytes.
+    /// Loads a cubin or fatbin image, or PTX text given as bytes. A binary image is checked
+    /// against its own headers first: a truncated one, or one whose headers claim more bytes than
+    /// the slice holds, is an `InvalidArgument` (the driver would read past the slice).
     pub fn from_image(ctx: &Arc<Context>, image: &[u8], name: &str) -> Result<Arc<Module>> {
         if is_binary_image(image) {
+            // The driver takes no length: an image whose headers reach past the slice is refused.
+            crate::image::validate(image, name)?;
             return Self::load(ctx, image, name, None);
         }
         let text = std::str::from_utf8(image).map_err(|_| {
@@ -307,6 +311,9 @@ pub(crate) struct FunctionCore {
     name: Arc<str>,
     attributes: FunctionAttributes,
     max_dynamic_shared: Arc<AtomicU32>,
+    /// The parameters' sizes in bytes, where the driver reports them (`cuFuncGetParamInfo`,
+    /// CUDA 12.4 and later).
+    params: Option<Arc<[usize]>>,
 }
 
 // SAFETY: a CUfunction handle may be used from any thread; the module it belongs to is kept
@@ -341,6 +348,7 @@ impl FunctionCore {
         };
         let max_dynamic = get(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
         Ok(FunctionCore {
+            params: param_sizes(raw),
             raw,
             module,
             name: name.into(),
@@ -350,7 +358,30 @@ impl FunctionCore {
     }
 }
 
+/// The sizes of a kernel's parameters, or `None` where the driver cannot say (before 12.4).
+fn param_sizes(raw: sys::CUfunction) -> Option<Arc<[usize]>> {
+    let info = sys::resolve::cuFuncGetParamInfo().ok()?;
+    let mut sizes = Vec::new();
+    for index in 0..=crate::launch::MAX_KERNEL_ARGS * 8 {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: writes two size_t through valid pointers; `raw` is a live function. An index
+        // past the last parameter is CUDA_ERROR_INVALID_VALUE, which ends the list.
+        match unsafe { info(raw, index, &mut offset, &mut size) } {
+            CUresult::CUDA_SUCCESS => sizes.push(size),
+            CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes.into()),
+            _ => return None,
+        }
+    }
+    None
+}
+
 impl Function {
+    /// The sizes in bytes of the kernel's parameters, as the driver reports them (CUDA 12.4 and
+    /// later; `None` before). A launch whose arguments differ in number or size is refused.
+    pub fn param_sizes(&self) -> Option<&[usize]> {
+        self.core.params.as_deref()
+    }
+
     /// The context the function runs in (it keeps it alive).
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx

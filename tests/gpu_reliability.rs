@@ -276,3 +276,82 @@ fn sticky_fault_is_named_and_refuses_later_calls() {
     let ctx = cudrv::Context::new(0).unwrap();
     ctx.health().unwrap();
 }
+
+/// Binary images are checked against their own headers before the driver reads them: whole ones
+/// load, truncated or lying ones are refused with `InvalidArgument`, and the context stays usable.
+#[test]
+fn truncated_or_lying_images_are_refused() {
+    let Some(ctx) = gpu!("truncated_or_lying_images_are_refused") else {
+        return;
+    };
+    let images: [&[u8]; 2] = [
+        include_bytes!("data/test_kernels.sm_90.cubin"),
+        include_bytes!("data/test_kernels.sm_90.fatbin"),
+    ];
+    for image in images {
+        if ctx.compute_capability() == (9, 0) {
+            let m = Module::from_image(&ctx, image, "whole").expect("the whole image loads");
+            m.function("test_add_one").expect("its kernel is there");
+        }
+        for cut in [8, 64, image.len() / 3, image.len() - 1] {
+            match Module::from_image(&ctx, &image[..cut], "cut") {
+                Err(Error::InvalidArgument(msg)) => assert!(msg.contains("cut"), "{msg}"),
+                other => panic!("image cut at {cut}: {other:?}"),
+            }
+        }
+    }
+    let mut lie = images[1].to_vec();
+    lie[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(matches!(
+        Module::from_image(&ctx, &lie, "lie"),
+        Err(Error::InvalidArgument(_))
+    ));
+    ctx.health().unwrap();
+}
+
+/// Where the driver reports a kernel's parameters (12.4 and later, as on the test machines), a
+/// launch with the wrong number of arguments or a wrong-sized one is refused before it is queued.
+#[test]
+fn launch_arguments_are_checked_against_the_kernel() {
+    let Some(ctx) = gpu!("launch_arguments_are_checked_against_the_kernel") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let module = Module::from_ptx(&ctx, FAULT_PTX, "fault_kernels").unwrap();
+    let spin = module.function("fault_spin").unwrap();
+    assert_eq!(
+        spin.param_sizes(),
+        Some(&[8usize][..]),
+        "the driver should report the parameters"
+    );
+    let axpy = ctx.kernel("axpy_f32").unwrap();
+    assert_eq!(axpy.param_sizes().map(<[usize]>::len), Some(4));
+    let ns: u64 = 1000;
+    let small: u32 = 1000;
+    let cfg = LaunchConfig::for_num_elems(1);
+    let mut l = stream.launch_builder(&spin);
+    // SAFETY: refused before the driver sees it (no arguments for fault_spin(u64)).
+    let none = unsafe { l.launch(cfg) };
+    assert!(
+        matches!(none, Err(Error::InvalidArgument(ref m)) if m.contains("takes 1 parameters; 0")),
+        "{none:?}"
+    );
+    let mut l = stream.launch_builder(&spin);
+    l.arg(&small);
+    // SAFETY: refused before the driver sees it (a u32 for fault_spin's u64).
+    let wrong = unsafe { l.launch(cfg) };
+    assert!(
+        matches!(wrong, Err(Error::InvalidArgument(ref m)) if m.contains("argument 0 is 4 bytes")),
+        "{wrong:?}"
+    );
+    let mut l = stream.launch_builder(&spin);
+    l.arg(&ns).arg(&ns);
+    // SAFETY: refused before the driver sees it (two arguments for one parameter).
+    let two = unsafe { l.launch(cfg) };
+    assert!(matches!(two, Err(Error::InvalidArgument(_))), "{two:?}");
+    let mut l = stream.launch_builder(&spin);
+    l.arg(&ns);
+    // SAFETY: fault_spin(u64) reads its one parameter and touches no memory.
+    unsafe { l.launch(cfg) }.unwrap();
+    stream.synchronize().unwrap();
+}
