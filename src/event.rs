@@ -79,7 +79,8 @@ impl Event {
     /// Waits until the work before the event's last record has finished, or `timeout` has
     /// passed: then [`Error::Timeout`](crate::Error::Timeout), with the work left running. Polls
     /// with a backoff (from a few microseconds up to 1 ms between queries), so a long wait costs
-    /// little CPU.
+    /// little CPU. As for [`Stream::synchronize_timeout`], another thread's device-wide
+    /// synchronizing call can hold a query up past the deadline.
     ///
     /// ```no_run
     /// # let ctx = cudrv::Context::new(0)?;

@@ -109,6 +109,11 @@ impl Stream {
     /// [`Error::Timeout`](crate::Error::Timeout), with the work left running (a hung kernel no
     /// longer hangs the caller). Polls `cuStreamQuery` with a backoff up to 1 ms.
     ///
+    /// The deadline bounds the wait for this stream, not for the driver: while another thread
+    /// is in a call that synchronizes the whole device (a synchronous free such as
+    /// `cuMemFree`/`cuMemFreeHost`, a context's teardown), the driver makes the query wait for
+    /// that call, which itself waits for the device to go idle (seen on the H100).
+    ///
     /// ```no_run
     /// # let ctx = cudrv::Context::new(0)?;
     /// let stream = ctx.new_stream()?;

@@ -18,8 +18,10 @@ use cudrv::{ops, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, LaunchConfig,
 const FAULT_PTX: &str = include_str!("data/fault_kernels.ptx");
 /// Set in the child process of `sticky_fault_is_named_and_refuses_later_calls`.
 const CHILD_ENV: &str = "CUDRV_FAULT_CHILD";
-/// Keeps the timed test and the child's deliberate fault apart, so that neither's timing or
-/// fault handling on the shared GPU can disturb the other.
+/// The tests of this file run one at a time: the deadline test needs no other thread of the
+/// process in a call that synchronizes the device (a synchronous free, a context's teardown),
+/// which holds the driver until the device is idle, so a stream query made meanwhile waits too
+/// (seen on the H100); and the child's deliberate fault stays apart from every other test.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
@@ -27,6 +29,7 @@ fn context_is_freed_after_bundled_kernels_ran_in_it() {
     let Some(ctx) = gpu!("context_is_freed_after_bundled_kernels_ran_in_it") else {
         return;
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let weak = Arc::downgrade(&ctx);
     {
         let stream = ctx.new_stream().unwrap();
@@ -65,6 +68,7 @@ fn oversized_pinned_and_device_allocations_are_errors() {
     let Some(ctx) = gpu!("oversized_pinned_and_device_allocations_are_errors") else {
         return;
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Sizes whose page round-up overflows are refused before the driver sees them.
     for len in [usize::MAX - 100, usize::MAX - 4094, usize::MAX] {
         match PinnedHostBuffer::<u8>::new(&ctx, len) {
@@ -92,6 +96,7 @@ fn gemm_degenerate_shapes_follow_blas() {
     let Some(ctx) = gpu!("gemm_degenerate_shapes_follow_blas") else {
         return;
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stream = ctx.new_stream().unwrap();
     let (m, n) = (37usize, 21usize);
     let c0: Vec<f32> = (0..m * n).map(|i| (i % 7) as f32 - 3.0).collect();
@@ -296,6 +301,7 @@ fn truncated_or_lying_images_are_refused() {
     let Some(ctx) = gpu!("truncated_or_lying_images_are_refused") else {
         return;
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let images: [&[u8]; 2] = [
         include_bytes!("data/test_kernels.sm_90.cubin"),
         include_bytes!("data/test_kernels.sm_90.fatbin"),
@@ -328,6 +334,7 @@ fn launch_arguments_are_checked_against_the_kernel() {
     let Some(ctx) = gpu!("launch_arguments_are_checked_against_the_kernel") else {
         return;
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stream = ctx.new_stream().unwrap();
     let module = Module::from_ptx(&ctx, FAULT_PTX, "fault_kernels").unwrap();
     let spin = module.function("fault_spin").unwrap();
