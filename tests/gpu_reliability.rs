@@ -374,3 +374,49 @@ fn launch_arguments_are_checked_against_the_kernel() {
     unsafe { l.launch(cfg) }.unwrap();
     stream.synchronize().unwrap();
 }
+
+/// Handles dropped while the work that uses them is still queued: a buffer a waiting kernel will
+/// write, the stream it runs on, its Function and its Module. The buffer's memory must not reach
+/// another stream's allocation before the kernel is done with it, and nothing may crash.
+#[test]
+fn handles_dropped_while_work_is_in_flight() {
+    let Some(ctx) = gpu!("handles_dropped_while_work_is_in_flight") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let side = ctx.new_stream().unwrap();
+    let mut flag = DeviceBuffer::<u32>::zeroed(&side, 1).unwrap();
+    side.synchronize().unwrap();
+    let n: u64 = 1 << 20;
+    let pattern: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    {
+        let stream = ctx.new_stream().unwrap();
+        let module = Module::from_ptx(&ctx, FAULT_PTX, "fault_kernels").unwrap();
+        let fill = module.function("fault_wait_fill").unwrap();
+        let target = DeviceBuffer::<u32>::zeroed(&stream, n as usize).unwrap();
+        let (flag_ptr, cap, out) = (flag.device_ptr(), 4_000_000_000u64, target.device_ptr());
+        let mut launch = stream.launch_builder(&fill);
+        launch.arg(&flag_ptr).arg(&cap).arg(&out).arg(&n);
+        // SAFETY: fault_wait_fill(flag, max_cycles, out, n) reads one u32 at flag and writes n
+        // u32 at out, both live buffers (target's memory is freed stream-ordered after it).
+        unsafe { launch.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
+        drop(target);
+        drop(fill);
+        drop(module);
+        drop(stream);
+    }
+    // Allocations on another stream while the fill is still waiting: none may get its memory.
+    let other = ctx.new_stream().unwrap();
+    let fresh: Vec<DeviceBuffer<u32>> = (0..4)
+        .map(|_| DeviceBuffer::from_slice(&other, &pattern).unwrap())
+        .collect();
+    flag.copy_from_slice(&[1]).unwrap();
+    ctx.synchronize().unwrap();
+    for b in &fresh {
+        assert!(
+            b.to_vec().unwrap() == pattern,
+            "a buffer was handed memory still being written"
+        );
+    }
+    ctx.health().unwrap();
+}
