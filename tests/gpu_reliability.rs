@@ -24,12 +24,27 @@ const CHILD_ENV: &str = "CUDRV_FAULT_CHILD";
 /// (seen on the H100); and the child's deliberate fault stays apart from every other test.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Device 0's context for test `name` (`None`: the test reports itself skipped), with the file's
+/// serial lock held for as long as the guard lives.
+fn gpu_alone(name: &str) -> Option<(Arc<cudrv::Context>, std::sync::MutexGuard<'static, ()>)> {
+    let ctx = gpu!(name)?;
+    Some((ctx, SERIAL.lock().unwrap_or_else(|e| e.into_inner())))
+}
+
+/// A zeroed u32 flag on a stream of its own, so that a copy to it runs beside the test's stream
+/// (the fault_wait kernels poll it).
+fn side_flag(ctx: &Arc<cudrv::Context>) -> DeviceBuffer<u32> {
+    let side = ctx.new_stream().unwrap();
+    let flag = DeviceBuffer::<u32>::zeroed(&side, 1).unwrap();
+    side.synchronize().unwrap();
+    flag
+}
+
 #[test]
 fn context_is_freed_after_bundled_kernels_ran_in_it() {
-    let Some(ctx) = gpu!("context_is_freed_after_bundled_kernels_ran_in_it") else {
+    let Some((ctx, _serial)) = gpu_alone("context_is_freed_after_bundled_kernels_ran_in_it") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let weak = Arc::downgrade(&ctx);
     {
         let stream = ctx.new_stream().unwrap();
@@ -65,10 +80,9 @@ fn context_is_freed_after_bundled_kernels_ran_in_it() {
 
 #[test]
 fn oversized_pinned_and_device_allocations_are_errors() {
-    let Some(ctx) = gpu!("oversized_pinned_and_device_allocations_are_errors") else {
+    let Some((ctx, _serial)) = gpu_alone("oversized_pinned_and_device_allocations_are_errors") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Sizes whose page round-up overflows are refused before the driver sees them.
     for len in [usize::MAX - 100, usize::MAX - 4094, usize::MAX] {
         match PinnedHostBuffer::<u8>::new(&ctx, len) {
@@ -93,10 +107,9 @@ fn oversized_pinned_and_device_allocations_are_errors() {
 /// m = 0 or n = 0: nothing to do, C untouched. Every op pair, f32 / f16 / f64.
 #[test]
 fn gemm_degenerate_shapes_follow_blas() {
-    let Some(ctx) = gpu!("gemm_degenerate_shapes_follow_blas") else {
+    let Some((ctx, _serial)) = gpu_alone("gemm_degenerate_shapes_follow_blas") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stream = ctx.new_stream().unwrap();
     let (m, n) = (37usize, 21usize);
     let c0: Vec<f32> = (0..m * n).map(|i| (i % 7) as f32 - 3.0).collect();
@@ -153,18 +166,15 @@ fn gemm_degenerate_shapes_follow_blas() {
 
 #[test]
 fn waits_with_a_deadline_time_out_and_leave_the_work_running() {
-    let Some(ctx) = gpu!("waits_with_a_deadline_time_out_and_leave_the_work_running") else {
+    let Some((ctx, _serial)) = gpu_alone("waits_with_a_deadline_time_out_and_leave_the_work_running") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stream = ctx.new_stream().unwrap();
-    let side = ctx.new_stream().unwrap();
     let module = Module::from_ptx(&ctx, FAULT_PTX, "fault_kernels").unwrap();
     let wait = module.function("fault_wait").unwrap();
     // The kernel waits for a flag that a copy on another stream sets once the deadlines have
     // been seen to pass (at most 10^10 cycles, seconds, if the flag never came).
-    let mut flag = DeviceBuffer::<u32>::zeroed(&side, 1).unwrap();
-    side.synchronize().unwrap();
+    let mut flag = side_flag(&ctx);
     let (flag_ptr, cap): (u64, u64) = (flag.device_ptr(), 10_000_000_000);
     let mut launch = stream.launch_builder(&wait);
     launch.arg(&flag_ptr).arg(&cap);
@@ -232,10 +242,9 @@ fn sticky_fault_child_process() {
 
 #[test]
 fn sticky_fault_is_named_and_refuses_later_calls() {
-    let Some(ctx) = gpu!("sticky_fault_is_named_and_refuses_later_calls") else {
+    let Some((ctx, _serial)) = gpu_alone("sticky_fault_is_named_and_refuses_later_calls") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     drop(ctx);
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
@@ -298,10 +307,9 @@ fn sticky_fault_is_named_and_refuses_later_calls() {
 /// load, truncated or lying ones are refused with `InvalidArgument`, and the context stays usable.
 #[test]
 fn truncated_or_lying_images_are_refused() {
-    let Some(ctx) = gpu!("truncated_or_lying_images_are_refused") else {
+    let Some((ctx, _serial)) = gpu_alone("truncated_or_lying_images_are_refused") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let images: [&[u8]; 2] = [
         include_bytes!("data/test_kernels.sm_90.cubin"),
         include_bytes!("data/test_kernels.sm_90.fatbin"),
@@ -331,10 +339,9 @@ fn truncated_or_lying_images_are_refused() {
 /// launch with the wrong number of arguments or a wrong-sized one is refused before it is queued.
 #[test]
 fn launch_arguments_are_checked_against_the_kernel() {
-    let Some(ctx) = gpu!("launch_arguments_are_checked_against_the_kernel") else {
+    let Some((ctx, _serial)) = gpu_alone("launch_arguments_are_checked_against_the_kernel") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stream = ctx.new_stream().unwrap();
     let module = Module::from_ptx(&ctx, FAULT_PTX, "fault_kernels").unwrap();
     let spin = module.function("fault_spin").unwrap();
@@ -380,13 +387,10 @@ fn launch_arguments_are_checked_against_the_kernel() {
 /// another stream's allocation before the kernel is done with it, and nothing may crash.
 #[test]
 fn handles_dropped_while_work_is_in_flight() {
-    let Some(ctx) = gpu!("handles_dropped_while_work_is_in_flight") else {
+    let Some((ctx, _serial)) = gpu_alone("handles_dropped_while_work_is_in_flight") else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let side = ctx.new_stream().unwrap();
-    let mut flag = DeviceBuffer::<u32>::zeroed(&side, 1).unwrap();
-    side.synchronize().unwrap();
+    let mut flag = side_flag(&ctx);
     let n: u64 = 1 << 20;
     let pattern: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     {
