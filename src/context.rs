@@ -181,6 +181,8 @@ impl Context {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn health(&self) -> Result<()> {
+        // A fault on record comes back from here as it is (memory_info would bind again, and its
+        // ContextFaulted must not be wrapped in a second one below).
         self.bind_to_thread()?;
         match self.memory_info() {
             Err(e) if e.is_sticky() => Err(crate::Error::ContextFaulted { fault: Box::new(e) }),

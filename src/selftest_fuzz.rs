@@ -581,6 +581,16 @@ fn run_case<T: FuzzElement>(
     Ok((kernel, CaseOutcome::Passed(worst)))
 }
 
+/// [`run_case`] for the element type of `case.ty` (f32 storage for tf32).
+fn run_typed(stream: &Arc<Stream>, case: &GemmCase, runs: usize, rng: &mut Rng) -> Result<(String, CaseOutcome)> {
+    match case.ty {
+        FuzzType::F32 | FuzzType::Tf32 => run_case::<f32>(stream, case, runs, rng),
+        FuzzType::F16 => run_case::<f16>(stream, case, runs, rng),
+        FuzzType::Bf16 => run_case::<bf16>(stream, case, runs, rng),
+        FuzzType::F64 => run_case::<f64>(stream, case, runs, rng),
+    }
+}
+
 /// Runs `case` `runs` times (at least twice) and reports it as a one-case [`Report`].
 pub fn gemm_case(stream: &Arc<Stream>, case: &GemmCase, runs: usize, seed: u64) -> Result<Report> {
     let mut rng = Rng::new(seed);
@@ -588,12 +598,7 @@ pub fn gemm_case(stream: &Arc<Stream>, case: &GemmCase, runs: usize, seed: u64) 
         seed,
         ..Report::default()
     };
-    let (kernel, outcome) = match case.ty {
-        FuzzType::F32 | FuzzType::Tf32 => run_case::<f32>(stream, case, runs, &mut rng)?,
-        FuzzType::F16 => run_case::<f16>(stream, case, runs, &mut rng)?,
-        FuzzType::Bf16 => run_case::<bf16>(stream, case, runs, &mut rng)?,
-        FuzzType::F64 => run_case::<f64>(stream, case, runs, &mut rng)?,
-    };
+    let (kernel, outcome) = run_typed(stream, case, runs, &mut rng)?;
     report.merge_case(&kernel, &case.to_string(), outcome);
     Ok(report)
 }
@@ -750,12 +755,7 @@ pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: 
     };
     for _ in 0..cases {
         let case = random_gemm_case(&mut rng, ty, large);
-        let (kernel, outcome) = match ty {
-            FuzzType::F32 | FuzzType::Tf32 => run_case::<f32>(stream, &case, 2, &mut rng)?,
-            FuzzType::F16 => run_case::<f16>(stream, &case, 2, &mut rng)?,
-            FuzzType::Bf16 => run_case::<bf16>(stream, &case, 2, &mut rng)?,
-            FuzzType::F64 => run_case::<f64>(stream, &case, 2, &mut rng)?,
-        };
+        let (kernel, outcome) = run_typed(stream, &case, 2, &mut rng)?;
         report.merge_case(&kernel, &case.to_string(), outcome);
     }
     Ok(report)
