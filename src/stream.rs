@@ -14,6 +14,9 @@ use crate::memory::pool::ShardHandle;
 use crate::sys::{self, CUresult};
 use once_cell::sync::OnceCell;
 
+/// The driver's `CU_STREAM_PER_THREAD` handle.
+const PER_THREAD_HANDLE: usize = 0x2;
+
 /// How a new stream relates to the legacy default (NULL) stream.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum StreamFlags {
@@ -36,6 +39,9 @@ pub enum StreamFlags {
 #[derive(Debug)]
 pub struct Stream {
     raw: sys::CUstream,
+    /// Whether this is the driver's per-thread stream handle, which means a different stream on
+    /// every thread: its memory bypasses the caching pool (whose reuse assumes one stream order).
+    per_thread: bool,
     ctx: Arc<Context>,
     owned: bool,
     /// This stream's shard of the context's caching pool, looked up on first allocation.
@@ -51,6 +57,7 @@ impl Stream {
     pub(crate) fn null(ctx: Arc<Context>) -> Self {
         Stream {
             raw: ptr::null_mut(),
+            per_thread: false,
             ctx,
             owned: false,
             pool_shard: OnceCell::new(),
@@ -69,6 +76,7 @@ impl Stream {
         unsafe { cu!(cuStreamCreateWithPriority(&mut raw, flags, priority))? };
         let stream = Stream {
             raw,
+            per_thread: false,
             ctx,
             owned: true,
             pool_shard: OnceCell::new(),
@@ -82,9 +90,51 @@ impl Stream {
         Ok(stream)
     }
 
+    /// Wraps a stream that was created elsewhere (another library, or the driver's
+    /// `CU_STREAM_PER_THREAD` / `CU_STREAM_LEGACY` handles), so that cudrv's allocations, copies,
+    /// launches and BLAS can run on it. The handle is not destroyed when the value drops.
+    ///
+    /// The caching pool keeps memory freed on this stream for later allocations on it, in stream
+    /// order. A per-thread handle means a different stream on every thread, which no cache can
+    /// order, so buffers on it are allocated and freed by the driver (`cuMemAllocAsync` /
+    /// `cuMemFreeAsync`, ordered on the per-thread stream of the thread that makes the call).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// // SAFETY: CU_STREAM_PER_THREAD is a valid handle for as long as the context lives.
+    /// let per_thread = unsafe { cudrv::Stream::borrowed(ctx.clone(), 0x2 as cudrv::sys::CUstream) };
+    /// let buf = cudrv::DeviceBuffer::from_slice(&std::sync::Arc::new(per_thread), &[1.0f32; 4])?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// `raw` must be a stream of `ctx` (or one of the driver's special handles) and stay alive as
+    /// long as the returned value and any buffer allocated or freed on it.
+    pub unsafe fn borrowed(ctx: Arc<Context>, raw: sys::CUstream) -> Self {
+        let stream = Stream {
+            raw,
+            per_thread: raw as usize == PER_THREAD_HANDLE,
+            ctx,
+            owned: false,
+            pool_shard: OnceCell::new(),
+        };
+        // The handle may be that of a stream the pool saw destroyed before.
+        stream
+            .ctx
+            .memory_pool()
+            .fence_source()
+            .revive_stream(stream_id(&stream));
+        stream
+    }
+
     /// The driver's handle (NULL for the default stream).
     pub fn raw(&self) -> sys::CUstream {
         self.raw
+    }
+
+    /// Whether this is the per-thread stream handle (its memory bypasses the caching pool).
+    pub(crate) fn is_per_thread(&self) -> bool {
+        self.per_thread
     }
 
     /// This stream's shard of the context's caching pool.

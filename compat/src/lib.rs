@@ -24,14 +24,25 @@
 //! ## Environment
 //! - `CUDRV_LIBCUDA`: the driver library to load (cudrv's loader).
 //! - `CUDRV_LIBNVRTC`: the libnvrtc to load before the default candidates.
-//! - `CUDRV_COMPAT_BLAS=bundled`: serve `cublas` with the kernels bundled in this crate instead
-//!   of `cudrv::blas`.
+/// cudrv's implementation of the three modules. Always compiled, so that `cudrv-compat-012`
+/// (which shares it) keeps building when another crate of the same build turns `legacy` on
+/// here: Cargo unifies features, and the two eras must be free to choose apart.
+#[doc(hidden)]
+pub mod imp {
+    pub use super::{imp_cublas as cublas, imp_driver as driver, imp_nvrtc as nvrtc};
+}
+#[doc(hidden)]
+#[path = "cublas/mod.rs"]
+pub mod imp_cublas;
+#[doc(hidden)]
+#[path = "driver/mod.rs"]
+pub mod imp_driver;
+#[doc(hidden)]
+#[path = "nvrtc.rs"]
+pub mod imp_nvrtc;
+
 #[cfg(not(feature = "legacy"))]
-pub mod cublas;
-#[cfg(not(feature = "legacy"))]
-pub mod driver;
-#[cfg(not(feature = "legacy"))]
-pub mod nvrtc;
+pub use imp::{cublas, driver, nvrtc};
 
 #[cfg(feature = "legacy")]
 pub use cudarc::{cublas, driver, nvrtc};

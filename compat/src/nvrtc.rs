@@ -74,7 +74,7 @@ use result::NvrtcError;
 use sys::{nvrtcProgram, nvrtcResult};
 
 /// Compiled PTX, PTX source, a PTX file, or a cubin image (cudarc's `Ptx`); load it with
-/// [`CudaContext::load_module`](crate::driver::CudaContext::load_module).
+/// [`CudaContext::load_module`](crate::imp::driver::CudaContext::load_module).
 #[derive(Debug, Clone)]
 pub struct Ptx(pub(crate) PtxKind);
 

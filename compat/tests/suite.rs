@@ -235,7 +235,7 @@ fn nvrtc_reports_the_log() {
 #[cfg(not(feature = "legacy"))]
 #[test]
 fn missing_pieces_are_errors_not_panics() {
-    let e = DriverError::from(cudrv::Error::MissingSymbol {
+    let e = DriverError::from_cudrv(cudrv::Error::MissingSymbol {
         name: "cuMemAllocAsync",
         library: "libcuda.so.1".into(),
     });
@@ -814,6 +814,72 @@ where
         all.extend(got);
     }
     checksum(name, all);
+}
+
+/// The BLAS serves borrowed and per-thread streams too (cudrv::blas on a cudrv stream that
+/// borrows the handle): same results as on the default stream, checked against the reference.
+#[test]
+fn gemm_on_per_thread_and_borrowed_streams() {
+    let Some(ctx) = gpu("gemm_on_per_thread_and_borrowed_streams") else {
+        return;
+    };
+    let owner = ctx.new_stream().unwrap();
+    // SAFETY: `owner` keeps the stream alive past every use of the borrowed handle below.
+    let borrowed = unsafe { ctx.wrap_borrowed_stream(owner.cu_stream()) };
+    let (m, n, k) = (130usize, 70usize, 300usize);
+    let a: Vec<f32> = inputs(m * k, 21).into_iter().map(|v| v as f32).collect();
+    let b: Vec<f32> = inputs(k * n, 22).into_iter().map(|v| v as f32).collect();
+    let mut want = vec![0.0f64; m * n];
+    let wide = |v: &[f32]| -> Vec<f64> { v.iter().map(|&x| x as f64).collect() };
+    gemm_ref(
+        false,
+        false,
+        m,
+        n,
+        k,
+        1.0,
+        &wide(&a),
+        m,
+        &wide(&b),
+        k,
+        0.0,
+        &mut want,
+        m,
+    );
+    let mut results = Vec::new();
+    for stream in [ctx.default_stream(), ctx.per_thread_stream(), borrowed] {
+        let blas = CudaBlas::new(stream.clone()).unwrap();
+        let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+        let mut dc = stream.clone_htod(&vec![f32::NAN; m * n]).unwrap();
+        let cfg = GemmConfig {
+            transa: op(false),
+            transb: op(false),
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            alpha: 1.0f32,
+            lda: m as i32,
+            ldb: k as i32,
+            beta: 0.0,
+            ldc: m as i32,
+        };
+        // SAFETY: the buffers hold the matrices the configuration describes.
+        unsafe { blas.gemm(cfg, &da, &db, &mut dc) }.unwrap();
+        let got = stream.clone_dtoh(&dc).unwrap();
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= 1e-5 * k as f64 * (1.0 + w.abs()),
+                "C[{i}] = {g}, want {w}"
+            );
+        }
+        results.push(got);
+    }
+    assert_eq!(results[0], results[1], "per-thread stream");
+    assert_eq!(results[0], results[2], "borrowed stream");
+    checksum(
+        "gemm_on_per_thread_and_borrowed_streams",
+        results[0].iter().map(|&v| v as f64),
+    );
 }
 
 #[test]

@@ -60,7 +60,7 @@ impl Allocation {
         let ctx = stream.context();
         // A faulted context fails here too, naming its fault (the pool binds the raw handle).
         crate::fault::check_context(ctx.raw())?;
-        if ctx.caching() {
+        if ctx.caching() && !stream.is_per_thread() {
             return match ctx.memory_pool().allocate_in(stream.pool_shard(), bytes) {
                 Ok(block) => Ok((block.addr(), Allocation::Pooled(block))),
                 Err(PoolError::OutOfMemory {

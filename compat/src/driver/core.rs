@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudrv::DeviceSlice as _;
 
-use super::error::DriverError;
+use super::error::{DriverError, IntoDriver};
 use super::{cu, sys};
 
 // ---------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ impl Eq for CudaContext {}
 impl CudaContext {
     /// Retains device `ordinal`'s primary context and binds it to this thread.
     pub fn new(ordinal: usize) -> Result<Arc<Self>, DriverError> {
-        let inner = cudrv::Context::new(ordinal)?;
+        let inner = cudrv::Context::new(ordinal).drv()?;
         Ok(Arc::new(CudaContext {
             inner,
             ordinal,
@@ -153,7 +153,7 @@ impl CudaContext {
 
     /// The number of CUDA devices.
     pub fn device_count() -> Result<i32, DriverError> {
-        Ok(cudrv::Device::count()? as i32)
+        Ok(cudrv::Device::count().drv()? as i32)
     }
 
     /// The device's ordinal.
@@ -163,12 +163,12 @@ impl CudaContext {
 
     /// The device's name.
     pub fn name(&self) -> Result<String, DriverError> {
-        Ok(self.inner.device().name()?)
+        self.inner.device().name().drv()
     }
 
     /// The device's UUID.
     pub fn uuid(&self) -> Result<sys::CUuuid, DriverError> {
-        let bytes = self.inner.device().uuid()?;
+        let bytes = self.inner.device().uuid().drv()?;
         Ok(sys::CUuuid {
             bytes: bytes.map(|b| b as std::ffi::c_char),
         })
@@ -182,12 +182,12 @@ impl CudaContext {
 
     /// Total device memory in bytes.
     pub fn total_mem(&self) -> Result<usize, DriverError> {
-        Ok(self.inner.device().total_memory()?)
+        self.inner.device().total_memory().drv()
     }
 
     /// (free, total) device memory in bytes.
     pub fn mem_get_info(&self) -> Result<(usize, usize), DriverError> {
-        Ok(self.inner.memory_info()?)
+        self.inner.memory_info().drv()
     }
 
     /// The driver's device handle.
@@ -203,17 +203,17 @@ impl CudaContext {
     /// Makes this context current on the calling thread (only if it is not already).
     #[inline]
     pub fn bind_to_thread(&self) -> Result<(), DriverError> {
-        Ok(self.inner.bind_to_thread()?)
+        self.inner.bind_to_thread().drv()
     }
 
     /// A device attribute.
     pub fn attribute(&self, attrib: sys::CUdevice_attribute) -> Result<i32, DriverError> {
-        Ok(self.inner.device().attribute(attrib)?)
+        self.inner.device().attribute(attrib).drv()
     }
 
     /// Waits for all work in the context.
     pub fn synchronize(&self) -> Result<(), DriverError> {
-        Ok(self.inner.synchronize()?)
+        self.inner.synchronize().drv()
     }
 
     /// Makes host threads block (rather than spin) while they wait for the device.
@@ -320,62 +320,60 @@ impl CudaContext {
 
     /// The context's legacy default (NULL) stream.
     pub fn default_stream(self: &Arc<Self>) -> Arc<CudaStream> {
-        let inner = self.inner.default_stream();
-        Arc::new(CudaStream {
-            cu_stream: inner.raw(),
-            inner: Some(inner),
-            ctx: self.clone(),
-        })
+        self.wrap(self.inner.default_stream())
     }
 
-    /// The per-thread default stream (`CU_STREAM_PER_THREAD`).
+    /// The per-thread default stream (`CU_STREAM_PER_THREAD`). To the caching pool each value
+    /// is its own stream: use it on the thread that asked for it.
     pub fn per_thread_stream(self: &Arc<Self>) -> Arc<CudaStream> {
-        Arc::new(CudaStream {
-            cu_stream: 0x2 as sys::CUstream,
-            inner: None,
-            ctx: self.clone(),
-        })
+        // SAFETY: CU_STREAM_PER_THREAD is valid in every context for as long as it lives, and the
+        // stream keeps its context alive.
+        unsafe { self.wrap_borrowed_stream(0x2 as sys::CUstream) }
     }
 
     /// Wraps a stream created elsewhere; it is not destroyed when dropped.
     ///
     /// # Safety
-    /// `cu_stream` must be a live stream of this context and outlive the returned value.
+    /// `cu_stream` must be a live stream of this context and outlive the returned value and
+    /// every slice allocated or freed on it.
     pub unsafe fn wrap_borrowed_stream(self: &Arc<Self>, cu_stream: sys::CUstream) -> Arc<CudaStream> {
-        Arc::new(CudaStream {
-            cu_stream,
-            inner: None,
-            ctx: self.clone(),
-        })
+        // SAFETY: forwarded: the caller guarantees the handle's lifetime and context.
+        let inner = unsafe { cudrv::Stream::borrowed(self.inner.clone(), cu_stream) };
+        self.wrap(Arc::new(inner))
     }
 
     /// A new non-blocking stream.
     pub fn new_stream(self: &Arc<Self>) -> Result<Arc<CudaStream>, DriverError> {
-        let inner = self.inner.new_stream()?;
+        let inner = self.inner.new_stream().drv()?;
         Ok(self.wrap(inner))
     }
 
     /// A new non-blocking stream with a priority (lower numbers run first).
     pub fn new_stream_with_priority(self: &Arc<Self>, priority: i32) -> Result<Arc<CudaStream>, DriverError> {
-        let inner = self.inner.new_stream_with(cudrv::StreamFlags::NonBlocking, priority)?;
+        let inner = self
+            .inner
+            .new_stream_with(cudrv::StreamFlags::NonBlocking, priority)
+            .drv()?;
         Ok(self.wrap(inner))
     }
 
     fn wrap(self: &Arc<Self>, inner: Arc<cudrv::Stream>) -> Arc<CudaStream> {
         Arc::new(CudaStream {
             cu_stream: inner.raw(),
-            inner: Some(inner),
+            inner,
             ctx: self.clone(),
         })
     }
 
     /// Loads a module from PTX (source, file, or an nvrtc image) or a cubin.
-    pub fn load_module(self: &Arc<Self>, ptx: crate::nvrtc::Ptx) -> Result<Arc<CudaModule>, DriverError> {
-        use crate::nvrtc::PtxKind;
+    pub fn load_module(self: &Arc<Self>, ptx: crate::imp::nvrtc::Ptx) -> Result<Arc<CudaModule>, DriverError> {
+        use crate::imp::nvrtc::PtxKind;
         let inner = match &ptx.0 {
-            PtxKind::Src(src) => cudrv::Module::from_ptx(&self.inner, src, "<ptx>")?,
-            PtxKind::Image(bytes) | PtxKind::Binary(bytes) => cudrv::Module::from_image(&self.inner, bytes, "<image>")?,
-            PtxKind::File(path) => cudrv::Module::from_file(&self.inner, path)?,
+            PtxKind::Src(src) => cudrv::Module::from_ptx(&self.inner, src, "<ptx>").drv()?,
+            PtxKind::Image(bytes) | PtxKind::Binary(bytes) => {
+                cudrv::Module::from_image(&self.inner, bytes, "<image>").drv()?
+            }
+            PtxKind::File(path) => cudrv::Module::from_file(&self.inner, path).drv()?,
         };
         Ok(Arc::new(CudaModule {
             inner,
@@ -513,8 +511,8 @@ impl CudaEvent {
 #[derive(Debug)]
 pub struct CudaStream {
     pub(crate) cu_stream: sys::CUstream,
-    /// cudrv's stream (owns the handle); `None` for borrowed and per-thread streams.
-    pub(crate) inner: Option<Arc<cudrv::Stream>>,
+    /// cudrv's stream (owns the handle unless the stream was borrowed).
+    pub(crate) inner: Arc<cudrv::Stream>,
     pub(crate) ctx: Arc<CudaContext>,
 }
 
@@ -548,9 +546,9 @@ impl CudaStream {
         &self.ctx
     }
 
-    /// The cudrv stream underneath (`None` for borrowed and per-thread streams).
-    pub fn cudrv(&self) -> Option<&Arc<cudrv::Stream>> {
-        self.inner.as_ref()
+    /// The cudrv stream underneath.
+    pub fn cudrv(&self) -> &Arc<cudrv::Stream> {
+        &self.inner
     }
 
     /// Waits for the work queued on this stream.
@@ -602,21 +600,9 @@ impl CudaStream {
                 format!("an allocation of {len} elements of {} bytes overflows", size_of::<T>()),
             ));
         };
-        let (ptr, storage) = match &self.inner {
-            Some(inner) => {
-                // SAFETY: uninitialised memory is the caller's contract.
-                let buf = unsafe { cudrv::DeviceBuffer::<u8>::uninit(inner, bytes)? };
-                (buf.device_ptr(), Storage::Pool(buf))
-            }
-            None if bytes == 0 => (0, Storage::Empty),
-            None => {
-                self.ctx.bind_to_thread()?;
-                let mut ptr = 0;
-                // SAFETY: writes one device pointer; freed by cuMemFreeAsync in Drop.
-                unsafe { cu!(cuMemAllocAsync(&mut ptr, bytes, self.cu_stream))? };
-                (ptr, Storage::Raw)
-            }
-        };
+        // SAFETY: uninitialised memory is the caller's contract.
+        let buf = unsafe { cudrv::DeviceBuffer::<u8>::uninit(&self.inner, bytes).drv()? };
+        let (ptr, storage) = (buf.device_ptr(), Storage::Pool(buf));
         Ok(CudaSlice {
             ptr,
             len,
@@ -896,6 +882,20 @@ impl<T> Drop for CudaSlice<T> {
 }
 
 impl<T> CudaSlice<T> {
+    /// The slice's device-pointer field (what a kernel parameter points at), for the other
+    /// era's `DevicePtr`, which hands out a reference to it.
+    #[doc(hidden)]
+    pub fn device_ptr_ref(&self) -> &sys::CUdeviceptr {
+        &self.ptr
+    }
+
+    /// The device-pointer field, mutable (the other era's `DevicePtrMut` hands it out). What the
+    /// slice frees is kept apart from it.
+    #[doc(hidden)]
+    pub fn device_ptr_mut_ref(&mut self) -> &mut sys::CUdeviceptr {
+        &mut self.ptr
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -1048,7 +1048,11 @@ impl<T> CudaSlice<T> {
     pub fn leak(mut self) -> sys::CUdeviceptr {
         let ptr = self.ptr;
         if let Storage::Pool(buf) = std::mem::replace(&mut self.storage, Storage::Empty) {
-            leaked().lock().unwrap_or_else(|e| e.into_inner()).insert(ptr, buf);
+            // Keyed by the allocation's own address, whatever the pointer field was set to.
+            leaked()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(buf.device_ptr(), buf);
         }
         // Raw memory: forget the slice so Drop does not free it.
         self.storage = Storage::Empty;
@@ -1434,8 +1438,8 @@ pub(crate) fn cross_stream<'a>(
 /// `user` waits for `owner`'s queued work, and the pool learns that `user` uses the memory.
 pub(crate) fn order_before(owner: &CudaStream, buf: Option<&cudrv::DeviceBuffer<u8>>, user: &CudaStream) {
     owner.ctx.record_err(user.join(owner));
-    if let (Some(buf), Some(stream)) = (buf, user.inner.as_ref()) {
-        buf.record_stream(stream);
+    if let Some(buf) = buf {
+        buf.record_stream(&user.inner);
     }
 }
 
@@ -1653,7 +1657,7 @@ pub struct CudaModule {
 impl CudaModule {
     /// Looks up a kernel by name.
     pub fn load_function(self: &Arc<Self>, fn_name: &str) -> Result<CudaFunction, DriverError> {
-        let inner = self.inner.function(fn_name)?;
+        let inner = self.inner.function(fn_name).drv()?;
         Ok(CudaFunction {
             inner,
             module: self.clone(),
@@ -1670,7 +1674,7 @@ impl CudaModule {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
         self.ctx.bind_to_thread()?;
-        let (ptr, bytes) = self.inner.global(name)?;
+        let (ptr, bytes) = self.inner.global(name).drv()?;
         Ok(CudaViewMut {
             ptr,
             len: bytes,
@@ -1830,7 +1834,7 @@ impl CudaFunction {
         self.module.ctx.bind_to_thread()?;
         if attribute == sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
             let bytes = u32::try_from(value).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
-            return Ok(self.inner.set_max_dynamic_shared_memory(bytes)?);
+            return self.inner.set_max_dynamic_shared_memory(bytes).drv();
         }
         // SAFETY: sets one attribute of a live function.
         unsafe { cu!(cuFuncSetAttribute(self.cu_function(), attribute, value)) }

@@ -28,7 +28,7 @@ thread_local! {
 ///
 /// ```
 /// use cudrv_compat::driver::{sys, DriverError};
-/// let e = DriverError::from(cudrv::Error::InvalidArgument("3 != 4".into()));
+/// let e = DriverError::from_cudrv(cudrv::Error::InvalidArgument("3 != 4".into()));
 /// assert_eq!(e, DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
 /// assert!(e.to_string().contains("3 != 4"));
 /// ```
@@ -79,6 +79,19 @@ fn describe(
     Ok(unsafe { CStr::from_ptr(ptr) })
 }
 
+/// `.drv()?` in place of `?` on a cudrv result inside this crate.
+pub(crate) trait IntoDriver<T> {
+    /// The result with its error mapped by [`DriverError::from_cudrv`].
+    fn drv(self) -> Result<T, DriverError>;
+}
+
+impl<T> IntoDriver<T> for Result<T, cudrv::Error> {
+    #[inline]
+    fn drv(self) -> Result<T, DriverError> {
+        self.map_err(DriverError::from_cudrv)
+    }
+}
+
 /// Maps a `CUresult` to `Ok(())` or a [`DriverError`].
 #[inline]
 pub(crate) fn check(code: CUresult) -> Result<(), DriverError> {
@@ -89,9 +102,14 @@ pub(crate) fn check(code: CUresult) -> Result<(), DriverError> {
     }
 }
 
-impl From<cudrv::Error> for DriverError {
+impl DriverError {
+    /// The code a cudrv error maps to (the table above), with cudrv's message kept as the
+    /// [`detail`](Self::detail).
+    ///
+    /// A method rather than a `From` impl: a second `From<_> for DriverError` would make `?`
+    /// ambiguous in closures whose error type is inferred, which compile with cudarc.
     #[cold]
-    fn from(e: cudrv::Error) -> Self {
+    pub fn from_cudrv(e: cudrv::Error) -> Self {
         use cudrv::Error as E;
         let code = match &e {
             E::Driver { code, .. } | E::ModuleLoad { code, .. } => CUresult(*code),

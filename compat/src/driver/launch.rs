@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use super::core::{order_before, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
-use super::error::DriverError;
+use super::error::{DriverError, IntoDriver};
 use super::{cu, sys};
 
 /// Grid and block shape and dynamic shared memory of a launch (cudarc's `LaunchConfig`).
@@ -139,7 +139,49 @@ impl<'a> LaunchArgs<'a> {
         cooperative: bool,
     ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
         let ctx = &self.stream.ctx;
-        let f = &self.func.inner;
+        ctx.bind_to_thread()?;
+        for &(owner, buf) in &self.foreign {
+            order_before(owner, buf, self.stream);
+        }
+        let start = self.flags.map(|fl| self.stream.record_event(Some(fl))).transpose()?;
+        let count = self.count;
+        let params = self.params();
+        // SAFETY: the parameter pointers stay valid for 'a (one per pushed argument); their
+        // agreement with the kernel is the caller's contract.
+        unsafe {
+            self.func.launch_raw(
+                self.stream,
+                cfg,
+                std::slice::from_raw_parts_mut(params, count),
+                cooperative,
+            )?
+        };
+        let end = self.flags.map(|fl| self.stream.record_event(Some(fl))).transpose()?;
+        for &(owner, _) in &self.foreign {
+            owner.join(self.stream)?;
+        }
+        Ok(start.zip(end))
+    }
+}
+
+impl CudaFunction {
+    /// Launches with a ready parameter array (one pointer per kernel parameter), after checking
+    /// the configuration against the kernel and the device. The launch path that both cudarc
+    /// eras' launch APIs end in.
+    ///
+    /// # Safety
+    /// Each pointer of `params` must point to a value of the type of the kernel's parameter at
+    /// that position, valid until the call returns; the kernel must be safe to run with them.
+    #[doc(hidden)]
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &CudaStream,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+        cooperative: bool,
+    ) -> Result<(), DriverError> {
+        let ctx = &stream.ctx;
+        let f = &self.inner;
         cudrv::LaunchConfig {
             grid_dim: cfg.grid_dim,
             block_dim: cfg.block_dim,
@@ -149,23 +191,23 @@ impl<'a> LaunchArgs<'a> {
             ctx.inner.limits(),
             f.attributes().max_threads_per_block,
             f.max_dynamic_shared_memory(),
-        )?;
+        )
+        .drv()?;
         ctx.bind_to_thread()?;
-        for &(owner, buf) in &self.foreign {
-            order_before(owner, buf, self.stream);
-        }
-        let start = self.flags.map(|fl| self.stream.record_event(Some(fl))).transpose()?;
         let (g, b) = (cfg.grid_dim, cfg.block_dim);
-        let (func, stream, smem) = (f.raw(), self.stream.cu_stream, cfg.shared_mem_bytes);
-        let params = self.params();
+        let (func, raw_stream, smem) = (f.raw(), stream.cu_stream, cfg.shared_mem_bytes);
+        let params = if params.is_empty() {
+            ptr::null_mut()
+        } else {
+            params.as_mut_ptr()
+        };
         if cooperative {
-            // SAFETY: the configuration was checked; the parameter pointers stay valid for 'a;
-            // their agreement with the kernel is the caller's contract.
+            // SAFETY: the configuration was checked; the parameters are the caller's contract.
             unsafe {
                 cu!(cuLaunchCooperativeKernel(
-                    func, g.0, g.1, g.2, b.0, b.1, b.2, smem, stream, params
-                ))?
-            };
+                    func, g.0, g.1, g.2, b.0, b.1, b.2, smem, raw_stream, params
+                ))
+            }
         } else {
             // SAFETY: as above.
             unsafe {
@@ -178,17 +220,12 @@ impl<'a> LaunchArgs<'a> {
                     b.1,
                     b.2,
                     smem,
-                    stream,
+                    raw_stream,
                     params,
                     ptr::null_mut()
-                ))?
-            };
+                ))
+            }
         }
-        let end = self.flags.map(|fl| self.stream.record_event(Some(fl))).transpose()?;
-        for &(owner, _) in &self.foreign {
-            owner.join(self.stream)?;
-        }
-        Ok(start.zip(end))
     }
 }
 

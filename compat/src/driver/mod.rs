@@ -48,8 +48,8 @@ pub mod sys {
 macro_rules! cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
         match cudrv::sys::resolve::$name() {
-            Ok(function) => $crate::driver::error::check(function($($arg),*)),
-            Err(e) => Err($crate::driver::DriverError::from(cudrv::Error::from(e))),
+            Ok(function) => $crate::imp::driver::error::check(function($($arg),*)),
+            Err(e) => Err($crate::imp::driver::DriverError::from_cudrv(cudrv::Error::from(e))),
         }
     };
 }
