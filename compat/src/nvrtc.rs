@@ -218,7 +218,7 @@ impl CompileOptions {
     /// The command-line options these settings stand for, in cudarc's order.
     ///
     /// ```
-    /// let opts = cudrv_compat::nvrtc::CompileOptions { prec_div: Some(false), maxrregcount: Some(60), ..Default::default() };
+    /// let opts = cudrv_compat::imp::nvrtc::CompileOptions { prec_div: Some(false), maxrregcount: Some(60), ..Default::default() };
     /// assert_eq!(opts.build(), ["--prec-div=false", "--maxrregcount=60"]);
     /// ```
     pub fn build(&self) -> Vec<String> {

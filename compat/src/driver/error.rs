@@ -27,7 +27,7 @@ thread_local! {
 /// | unreadable file | `CUDA_ERROR_FILE_NOT_FOUND` |
 ///
 /// ```
-/// use cudrv_compat::driver::{sys, DriverError};
+/// use cudrv_compat::imp::driver::{sys, DriverError}; // cudrv-compat's own type, under any feature
 /// let e = DriverError::from_cudrv(cudrv::Error::InvalidArgument("3 != 4".into()));
 /// assert_eq!(e, DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
 /// assert!(e.to_string().contains("3 != 4"));
