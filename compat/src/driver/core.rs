@@ -1087,7 +1087,10 @@ impl<T: Clone + Default + DeviceRepr> TryFrom<CudaSlice<T>> for Vec<T> {
     }
 }
 
-fn to_range(bounds: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+/// `bounds` resolved against `len` as `(start, end)`, or `None` when out of bounds; the one
+/// range rule of both eras' slices.
+#[doc(hidden)]
+pub fn to_range(bounds: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
     let start = match bounds.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.checked_add(1)?,

@@ -20,6 +20,8 @@ mod error;
 mod graph;
 mod launch;
 
+#[doc(hidden)]
+pub use self::core::to_range;
 pub use self::core::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
     DevicePtrMut, DeviceRepr, DeviceSlice, HostSlice, PinnedHostSlice, SyncOnDrop, ValidAsZeroBits,

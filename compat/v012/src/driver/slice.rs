@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 use std::mem::size_of;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use cudrv_compat::imp::driver as compat;
@@ -142,20 +142,7 @@ fn offset<T>(elements: usize) -> u64 {
     (elements * size_of::<T>()) as u64
 }
 
-/// `range` resolved against `len`: `(start, end)`, or `None` when out of bounds.
-fn bounds(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
-    let start = match range.start_bound() {
-        Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.checked_add(1)?,
-        Bound::Unbounded => 0,
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e.checked_add(1)?,
-        Bound::Excluded(&e) => e,
-        Bound::Unbounded => len,
-    };
-    (start <= end && end <= len).then_some((start, end))
-}
+use compat::to_range as bounds;
 
 /// A borrowed range of a [`CudaSlice`] (cudarc 0.12's `CudaView`).
 #[derive(Debug)]
