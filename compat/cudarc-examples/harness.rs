@@ -41,6 +41,29 @@ macro_rules! example {
     ($test:ident, $file:literal) => {
         example!($test, $file, gpus = 1);
     };
+    // An example that the device itself may refuse: `main` must return `Ok` or an error whose
+    // text names `$code` (the same outcome the real cudarc has on that device), nothing else.
+    ($test:ident, $file:literal, or_device_refuses = $code:literal) => {
+        #[test]
+        fn $test() {
+            mod example {
+                include!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/", $file));
+                pub(super) fn run() -> Result<(), String> {
+                    main().map_err(|e| format!("{e:?}"))
+                }
+            }
+            if !gpus(stringify!($test), 1) {
+                return;
+            }
+            in_examples_dir();
+            println!("=== {}", $file);
+            match example::run() {
+                Ok(()) => {}
+                Err(e) if e.contains($code) => println!("THE DEVICE REFUSES ({}): {e}", $code),
+                Err(e) => panic!(concat!($file, ": main returned an error: {}"), e),
+            }
+        }
+    };
     ($test:ident, $file:literal, gpus = $n:expr) => {
         #[test]
         fn $test() {

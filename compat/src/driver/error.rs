@@ -39,39 +39,40 @@ impl DriverError {
     /// The driver's name for the code (`CUDA_ERROR_...`).
     pub fn error_name(&self) -> Result<&CStr, DriverError> {
         let f = cudrv::sys::resolve::cuGetErrorName().map_err(|_| DriverError(CUresult::CUDA_ERROR_NOT_FOUND))?;
-        describe(self.0, f)
+        describe(self.0.into(), f)
     }
 
     /// The driver's description of the code.
     pub fn error_string(&self) -> Result<&CStr, DriverError> {
         let f = cudrv::sys::resolve::cuGetErrorString().map_err(|_| DriverError(CUresult::CUDA_ERROR_NOT_FOUND))?;
-        describe(self.0, f)
+        describe(self.0.into(), f)
     }
 
     /// cudrv's full message for this error, when the most recent error converted from cudrv on
     /// this thread had this code (for example the name of a missing driver entry point).
     pub fn detail(&self) -> Option<String> {
         DETAIL.with(|d| match &*d.borrow() {
-            Some((code, msg)) if *code == self.0 .0 => Some(msg.clone()),
+            Some((code, msg)) if *code == self.0 as u32 => Some(msg.clone()),
             _ => None,
         })
     }
 
     /// An error with `code` whose [`detail`](Self::detail) is `message`.
     pub(crate) fn with_detail(code: CUresult, message: String) -> Self {
-        DETAIL.with(|d| *d.borrow_mut() = Some((code.0, message)));
+        DETAIL.with(|d| *d.borrow_mut() = Some((code as u32, message)));
         DriverError(code)
     }
 }
 
 /// Calls cuGetErrorName / cuGetErrorString (resolved without touching the error detail).
 fn describe(
-    code: CUresult,
-    f: unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult,
+    code: cudrv::sys::CUresult,
+    f: unsafe extern "C" fn(cudrv::sys::CUresult, *mut *const std::ffi::c_char) -> cudrv::sys::CUresult,
 ) -> Result<&'static CStr, DriverError> {
     let mut ptr = std::ptr::null();
     // SAFETY: on success the driver writes a pointer to a static NUL-terminated string.
-    check(unsafe { f(code, &mut ptr) })?;
+    let rc = unsafe { f(code, &mut ptr) };
+    check(CUresult::from_raw(rc.0).unwrap_or(CUresult::CUDA_ERROR_UNKNOWN))?;
     if ptr.is_null() {
         return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
     }
@@ -94,7 +95,7 @@ impl<T> IntoDriver<T> for Result<T, cudrv::Error> {
 
 /// Maps a `CUresult` to `Ok(())` or a [`DriverError`].
 #[inline]
-pub(crate) fn check(code: CUresult) -> Result<(), DriverError> {
+pub fn check(code: CUresult) -> Result<(), DriverError> {
     if code == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
@@ -112,7 +113,9 @@ impl DriverError {
     pub fn from_cudrv(e: cudrv::Error) -> Self {
         use cudrv::Error as E;
         let code = match &e {
-            E::Driver { code, .. } | E::ModuleLoad { code, .. } => CUresult(*code),
+            E::Driver { code, .. } | E::ModuleLoad { code, .. } => {
+                CUresult::from_raw(*code).unwrap_or(CUresult::CUDA_ERROR_UNKNOWN)
+            }
             E::MissingSymbol { .. } | E::UnknownKernel { .. } => CUresult::CUDA_ERROR_NOT_FOUND,
             E::NoDriver { .. } => CUresult::CUDA_ERROR_NO_DEVICE,
             E::InvalidArgument(_) | E::InvalidLaunch(_) => CUresult::CUDA_ERROR_INVALID_VALUE,
@@ -130,7 +133,7 @@ impl fmt::Debug for DriverError {
         let text = self.error_string().map(|s| s.to_string_lossy().into_owned());
         match (name, text) {
             (Ok(n), Ok(t)) => write!(f, "DriverError({n}, \"{t}\")")?,
-            _ => write!(f, "DriverError(CUresult {})", self.0 .0)?,
+            _ => write!(f, "DriverError({:?})", self.0)?,
         }
         if let Some(detail) = self.detail() {
             write!(f, ": {detail}")?;

@@ -3,8 +3,8 @@
 use std::ptr;
 use std::sync::Arc;
 
-use super::core::CudaStream;
 use super::error::DriverError;
+use super::stream::CudaStream;
 use super::{cu, sys};
 
 /// An instantiated graph captured from a stream (cudarc's `CudaGraph`).
@@ -53,7 +53,7 @@ impl CudaStream {
         }
         let mut exec = ptr::null_mut();
         // SAFETY: writes one exec handle for a live graph.
-        if let Err(e) = unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, flags.0 as u64)) } {
+        if let Err(e) = unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, flags as u64)) } {
             // SAFETY: the graph was created above and is not used again.
             self.ctx.record_err(unsafe { cu!(cuGraphDestroy(graph)) });
             return Err(e);

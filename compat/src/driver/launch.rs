@@ -3,9 +3,17 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use super::core::{order_before, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use super::error::{DriverError, IntoDriver};
 use super::{cu, sys};
+use super::{
+    event::CudaEvent,
+    module::CudaFunction,
+    ptr::order_before,
+    repr::DeviceRepr,
+    slice::CudaSlice,
+    stream::CudaStream,
+    view::{CudaView, CudaViewMut},
+};
 
 /// Grid and block shape and dynamic shared memory of a launch (cudarc's `LaunchConfig`).
 ///

@@ -15,44 +15,51 @@
 //! # Ok::<(), DriverError>(())
 //! ```
 
-mod core;
+mod context;
 mod error;
+mod event;
 mod graph;
+mod host;
 mod launch;
+mod module;
+mod ptr;
+mod repr;
+mod slice;
+mod stream;
+mod view;
 
-#[doc(hidden)]
-pub use self::core::to_range;
-pub use self::core::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
-    DevicePtrMut, DeviceRepr, DeviceSlice, HostSlice, PinnedHostSlice, SyncOnDrop, ValidAsZeroBits,
-};
+pub use self::context::CudaContext;
 pub use self::error::DriverError;
+pub use self::event::CudaEvent;
 pub use self::graph::CudaGraph;
+pub use self::host::{HostSlice, PinnedHostSlice};
 pub use self::launch::{LaunchArgs, LaunchConfig, PushKernelArg};
+pub use self::module::{CudaFunction, CudaModule};
+pub use self::ptr::{DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+pub use self::repr::{DeviceRepr, ValidAsZeroBits};
+pub use self::slice::CudaSlice;
+pub use self::stream::CudaStream;
+#[doc(hidden)]
+pub use self::view::to_range;
+pub use self::view::{CudaView, CudaViewMut};
 
-/// cudarc's `driver::result` path for the error type.
-pub mod result {
-    pub use super::error::DriverError;
-}
+pub mod result;
 
-/// Raw driver types and functions: cudrv's bindgen types and its lazily loaded function table.
-///
-/// `sys::cuXxx(...)` calls the driver's entry point and returns its `CUresult`; an entry point
-/// the installed driver lacks returns `CUDA_ERROR_NOT_FOUND` instead of panicking.
-/// Enumerations are newtypes with associated constants, so `sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_...`
-/// paths keep working; `sys::resolve::cuXxx()` gives the function pointer or a descriptive error.
-pub mod sys {
-    pub use cudrv::sys::*;
-}
+pub mod sys;
 
-/// Calls a driver entry point through cudrv's lazy table, mapping a missing symbol and a failing
-/// `CUresult` to [`DriverError`]. Expands to an unsafe call.
-macro_rules! cu {
+/// Calls a driver entry point through [`sys`], mapping a missing symbol (with its name kept as
+/// the error's detail) and a failing `CUresult` to [`DriverError`]. Expands to an unsafe call.
+/// Exported (hidden) for `cudrv-compat-012`, which calls the driver the same way.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __compat_cu {
     ($name:ident($($arg:expr),* $(,)?)) => {
         match cudrv::sys::resolve::$name() {
-            Ok(function) => $crate::imp::driver::error::check(function($($arg),*)),
+            Ok(_) => $crate::imp::driver::check($crate::imp::driver::sys::$name($($arg),*)),
             Err(e) => Err($crate::imp::driver::DriverError::from_cudrv(cudrv::Error::from(e))),
         }
     };
 }
-pub(crate) use cu;
+#[doc(hidden)]
+pub use self::error::check;
+pub(crate) use __compat_cu as cu;

@@ -33,24 +33,10 @@ pub mod result {
     pub use cudrv_compat::imp::driver::result::*;
 }
 
-/// Maps a `CUresult` to `Ok(())` or a [`DriverError`].
-fn check(code: sys::CUresult) -> Result<(), DriverError> {
-    if code == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(DriverError(code))
-    }
-}
-
-/// Calls a driver entry point through cudrv's lazy table; a missing symbol is
-/// `CUDA_ERROR_NOT_FOUND` with the symbol's name as the detail. Expands to an unsafe call.
+/// Calls a driver entry point as cudrv-compat does: a missing symbol is `CUDA_ERROR_NOT_FOUND`
+/// with the symbol's name as the detail. Expands to an unsafe call.
 macro_rules! cu {
-    ($name:ident($($arg:expr),* $(,)?)) => {
-        match cudrv::sys::resolve::$name() {
-            Ok(function) => $crate::driver::check(function($($arg),*)),
-            Err(e) => Err(cudrv_compat::imp::driver::DriverError::from_cudrv(cudrv::Error::from(e))),
-        }
-    };
+    ($($call:tt)*) => { cudrv_compat::__compat_cu!($($call)*) };
 }
 pub(crate) use cu;
 

@@ -6,6 +6,11 @@
 //! driver's major version first), then `libnvrtc.so`. An absent library is
 //! [`CompileError::LibraryNotFound`], never a panic.
 //!
+//! A source that `#include`s headers gets the CUDA include directories found on the machine
+//! ([`cuda_include_dirs`]: `$CUDA_PATH`, `$CUDA_HOME`, `$CUDA_ROOT`, next to the loaded libnvrtc
+//! including NVIDIA's wheel layout, `/usr/local/cuda`) after its own `include_paths`; a header
+//! that is still not found is a [`CompileError::CompileError`] whose message says where it looked.
+//!
 //! ```no_run
 //! use cudrv_compat::nvrtc::{compile_ptx_with_opts, CompileOptions};
 //! let ptx = compile_ptx_with_opts(
@@ -69,6 +74,9 @@ pub mod result {
 
     impl std::error::Error for NvrtcError {}
 }
+
+mod headers;
+pub use headers::cuda_include_dirs;
 
 use result::NvrtcError;
 use sys::{nvrtcProgram, nvrtcResult};
@@ -171,11 +179,14 @@ pub enum CompileError {
 impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CompileError::CompileError { nvrtc, options, log } => write!(
-                f,
-                "nvrtc compilation failed ({nvrtc}) with options {options:?}:\n{}",
-                log.to_string_lossy()
-            ),
+            CompileError::CompileError { nvrtc, options, log } => {
+                let log = log.to_string_lossy();
+                write!(f, "nvrtc compilation failed ({nvrtc}) with options {options:?}:\n{log}")?;
+                match headers::missing_header_hint(&log) {
+                    Some(hint) => write!(f, "\n{hint}"),
+                    None => Ok(()),
+                }
+            }
             CompileError::LibraryNotFound { tried, reason } => {
                 write!(
                     f,
@@ -279,7 +290,16 @@ pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Res
     };
     check(rc).map_err(CompileError::CreationError)?;
     let program = Program { lib, prog };
-    program.compile(opts.build())
+    let mut options = opts.build();
+    if headers::includes_headers(src.to_str().unwrap_or_default()) {
+        // After the program's own paths, so that those win.
+        options.extend(
+            cuda_include_dirs()
+                .iter()
+                .map(|d| format!("--include-path={}", d.display())),
+        );
+    }
+    program.compile(options)
 }
 
 struct Program {

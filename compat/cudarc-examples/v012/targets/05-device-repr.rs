@@ -1,0 +1,3 @@
+// cudarc 0.12.1's `examples/05-device-repr.rs`, as shipped. The target includes it rather than naming it,
+// so that formatting this workspace never rewrites the upstream file.
+include!("../examples/05-device-repr.rs");

@@ -1,0 +1,3 @@
+// cudarc 0.19.10's `examples/09-constant-memory.rs`, as shipped. The target includes it rather than naming it,
+// so that formatting this workspace never rewrites the upstream file.
+include!("../examples/09-constant-memory.rs");

@@ -1,0 +1,182 @@
+//! The slice traits: [`DeviceSlice`], [`DevicePtr`], [`DevicePtrMut`] and the [`SyncOnDrop`] guard
+//! that orders a use on another stream.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use cudrv::DeviceSlice as _;
+
+use super::event::CudaEvent;
+use super::slice::CudaSlice;
+use super::stream::CudaStream;
+use super::sys;
+use super::view::{CudaView, CudaViewMut};
+
+// ---------------------------------------------------------------------------------------------
+// Slice traits
+// ---------------------------------------------------------------------------------------------
+
+/// Length and stream of a device slice or view (cudarc's `DeviceSlice`).
+pub trait DeviceSlice<T> {
+    /// The number of elements.
+    fn len(&self) -> usize;
+    /// The size in bytes.
+    fn num_bytes(&self) -> usize {
+        self.len() * size_of::<T>()
+    }
+    /// Whether there are no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The stream the memory belongs to.
+    fn stream(&self) -> &Arc<CudaStream>;
+}
+
+macro_rules! device_slice {
+    ($($ty:ty),*) => {$(
+        impl<T> DeviceSlice<T> for $ty {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn stream(&self) -> &Arc<CudaStream> {
+                &self.stream
+            }
+        }
+    )*};
+}
+device_slice!(CudaSlice<T>, CudaView<'_, T>, CudaViewMut<'_, T>);
+
+/// What to do once the device pointer or host slice handed out has been used (cudarc's
+/// `SyncOnDrop`). Keep it alive until the work that uses the pointer has been queued.
+#[derive(Debug)]
+#[must_use]
+pub enum SyncOnDrop<'a> {
+    /// Records the event on the stream when dropped.
+    Record(Option<(&'a CudaEvent, &'a CudaStream)>),
+    /// Synchronizes the stream when dropped.
+    Sync(Option<&'a CudaStream>),
+    /// compat's cross-stream ordering: the first stream (the memory's own) waits for the work
+    /// queued on the second when dropped.
+    #[doc(hidden)]
+    Join(Option<(&'a CudaStream, &'a CudaStream)>),
+}
+
+impl<'a> SyncOnDrop<'a> {
+    /// A guard that records `event` (if any) on `stream`.
+    pub fn record_event(event: &'a Option<CudaEvent>, stream: &'a CudaStream) -> Self {
+        SyncOnDrop::Record(event.as_ref().map(|e| (e, stream)))
+    }
+
+    /// A guard that synchronizes `stream`.
+    pub fn sync_stream(stream: &'a CudaStream) -> Self {
+        SyncOnDrop::Sync(Some(stream))
+    }
+}
+
+impl Drop for SyncOnDrop<'_> {
+    fn drop(&mut self) {
+        match self {
+            SyncOnDrop::Record(target) => {
+                if let Some((event, stream)) = target.take() {
+                    stream.ctx.record_err(event.record(stream));
+                }
+            }
+            SyncOnDrop::Sync(target) => {
+                if let Some(stream) = target.take() {
+                    stream.ctx.record_err(stream.synchronize());
+                }
+            }
+            SyncOnDrop::Join(target) => {
+                if let Some((owner, user)) = target.take() {
+                    owner.ctx.record_err(owner.join(user));
+                }
+            }
+        }
+    }
+}
+
+/// Orders a use of memory owned by `owner` on `user`: nothing when they are the same stream;
+/// otherwise `user` waits for `owner`'s queued work now, the pool learns of the use, and the
+/// returned guard makes `owner` wait for `user`'s work when dropped.
+#[inline]
+pub(crate) fn cross_stream<'a>(
+    owner: &'a CudaStream,
+    buf: Option<&cudrv::DeviceBuffer<u8>>,
+    user: &'a CudaStream,
+) -> SyncOnDrop<'a> {
+    if owner.cu_stream == user.cu_stream {
+        return SyncOnDrop::Sync(None);
+    }
+    order_before(owner, buf, user);
+    SyncOnDrop::Join(Some((owner, user)))
+}
+
+/// `user` waits for `owner`'s queued work, and the pool learns that `user` uses the memory.
+pub(crate) fn order_before(owner: &CudaStream, buf: Option<&cudrv::DeviceBuffer<u8>>, user: &CudaStream) {
+    owner.ctx.record_err(user.join(owner));
+    if let Some(buf) = buf {
+        buf.record_stream(&user.inner);
+    }
+}
+
+/// Read access to a device slice's pointer on a stream (cudarc's `DevicePtr`).
+pub trait DevicePtr<T>: DeviceSlice<T> {
+    /// The device pointer for reading on `stream`; keep the guard until the read is queued.
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);
+}
+
+/// Write access to a device slice's pointer on a stream (cudarc's `DevicePtrMut`).
+pub trait DevicePtrMut<T>: DeviceSlice<T> {
+    /// The device pointer for writing on `stream`; keep the guard until the write is queued.
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);
+}
+
+impl<T> DevicePtr<T> for CudaSlice<T> {
+    #[inline]
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(&self.stream, self.storage.buffer(), stream))
+    }
+}
+impl<T> DevicePtrMut<T> for CudaSlice<T> {
+    #[inline]
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(&self.stream, self.storage.buffer(), stream))
+    }
+}
+impl<T> DevicePtr<T> for CudaView<'_, T> {
+    #[inline]
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+}
+impl<T> DevicePtr<T> for CudaViewMut<'_, T> {
+    #[inline]
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+}
+impl<T> DevicePtrMut<T> for CudaViewMut<'_, T> {
+    #[inline]
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+}
+
+impl<'a, T> CudaView<'a, T> {
+    /// The device pointer for reading on `stream`, consuming the view.
+    pub fn view_ptr(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+}
+
+impl<'a, T> CudaViewMut<'a, T> {
+    /// The device pointer for reading on `stream`, consuming the view.
+    pub fn view_ptr(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+
+    /// The device pointer for writing on `stream`, consuming the view.
+    pub fn view_ptr_mut(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, cross_stream(self.stream, self.buf, stream))
+    }
+}
