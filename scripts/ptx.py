@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Generate and verify cudrv's committed PTX (ptx/<module>.ptx from ptx/<module>.cu).
+"""Generate and verify cudrv's committed PTX (ptx/<module>.ptx.zst from ptx/<module>.cu).
+
+The PTX is committed zstd-compressed (level 19): the text is some 40 MB, the compressed files
+about 2.3 MB, which is what the crate ships and what build.rs embeds. `zstd -d ptx/X.ptx.zst`
+gives the text to read (ptx/*.ptx is ignored by git).
 
 Usage:
-    python3 scripts/ptx.py gen   [MODULE...]   compile with NVRTC, (re)write ptx/<module>.ptx
+    python3 scripts/ptx.py gen   [MODULE...]   compile with NVRTC, (re)write ptx/<module>.ptx.zst
     python3 scripts/ptx.py check [MODULE...]   verify the committed PTX (exit 1 on any failure):
-        1. recompiling each .cu gives byte-identical PTX (and the PTX is ISA .version 8.0 for
-           the manifest's target),
-        2. ptxas accepts each .ptx for each sm target of its module, with no warnings,
-        3. ptx/MANIFEST and the ptx/*.cu files name the same modules (no stray .ptx either).
+        1. recompiling each .cu gives byte-identical PTX to the committed file's content (and the
+           PTX is ISA .version 8.0 for the manifest's target),
+        2. ptxas accepts each module's PTX for each sm target of its module, with no warnings,
+        3. ptx/MANIFEST and the ptx/*.cu files name the same modules (no stray .ptx.zst either).
     python3 scripts/ptx.py resources [MODULE...]  print `ptxas -v` register/smem usage per kernel
 
 Environment (from `eval "$(scripts/cuda-tools.sh)"`):
@@ -15,6 +19,7 @@ Environment (from `eval "$(scripts/cuda-tools.sh)"`):
     PTX_JOBS             modules compiled / assembled at once (default: the CPU count)
     PTXAS                path to ptxas 12.0 (check, resources)
     CUDA_NVRTC_INCLUDES  ':'-separated include dirs passed to NVRTC with -I (optional)
+    ZSTD                 the zstd command (default: `zstd` on PATH)
 
 ptx/MANIFEST: '#' comment lines and blank lines are ignored; every other line is
 `<module> <arch> [sm_targets]` (whitespace separated). <arch> is the NVRTC
@@ -22,7 +27,7 @@ ptx/MANIFEST: '#' comment lines and blank lines are ignored; every other line is
 comma-separated list of sm targets to assemble in `check`; by default sm_80 and sm_90 (those
 not older than <arch>), or only sm_XXa for an architecture-specific compute_XXa.
 
-Only the standard library is used; NVRTC is called through ctypes. The program name given to
+Only the standard library and the zstd command are used; NVRTC is called through ctypes. The program name given to
 NVRTC is the bare file name (<module>.cu) so that the output does not depend on the checkout's
 location.
 """
@@ -33,6 +38,7 @@ import ctypes
 import difflib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,7 +75,33 @@ class Module:
 
     @property
     def ptx(self) -> Path:
-        return PTX_DIR / f"{self.name}.ptx"
+        """The committed, compressed PTX."""
+        return PTX_DIR / f"{self.name}.ptx.zst"
+
+    def committed(self) -> bytes | None:
+        """The committed PTX text, or None when the file is missing."""
+        return unzstd(self.ptx.read_bytes()) if self.ptx.is_file() else None
+
+
+def zstd_command() -> str:
+    cmd = os.environ.get("ZSTD", "zstd")
+    if not (os.path.sep in cmd and os.access(cmd, os.X_OK)) and not shutil.which(cmd):
+        raise Failure(f"the zstd command ({cmd}) was not found; install zstd (Debian: apt-get install zstd)")
+    return cmd
+
+
+def unzstd(data: bytes) -> bytes:
+    proc = subprocess.run([zstd_command(), "-d", "-q", "-c"], input=data, capture_output=True)
+    if proc.returncode != 0:
+        raise Failure(f"zstd -d failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
+
+
+def zstd(data: bytes) -> bytes:
+    proc = subprocess.run([zstd_command(), "-19", "-q", "-c"], input=data, capture_output=True)
+    if proc.returncode != 0:
+        raise Failure(f"zstd failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
 
 
 def default_sm_targets(arch: str) -> tuple[str, ...]:
@@ -347,13 +379,13 @@ def cmd_gen(names: list[str]) -> int:
             print(f"FAIL  gen   {m.name}: " + "; ".join(problems))
             failed += 1
             continue
-        old = m.ptx.read_bytes() if m.ptx.is_file() else None
+        old = m.committed()
         if old == ptx:
             state = "unchanged"
         else:
-            m.ptx.write_bytes(ptx)
+            m.ptx.write_bytes(zstd(ptx))
             state = "written" if old is None else "updated"
-        print(f"ok    gen   {m.name} ({m.arch}) -> {rel(m.ptx)} [{state}, {len(ptx)} bytes]")
+        print(f"ok    gen   {m.name} ({m.arch}) -> {rel(m.ptx)} [{state}, {len(ptx)} bytes, {m.ptx.stat().st_size} compressed]")
         if log:
             print(f"      NVRTC log for {m.name}:\n{indent(log)}")
     if failed:
@@ -384,13 +416,13 @@ def cmd_check(names: list[str]) -> int:
                 fail(f"nvrtc {m.name}: {result}")
                 continue
             fresh, log = result
-            (tmp / f"{m.name}.ptx").write_bytes(fresh)
             if log:
                 print(f"      NVRTC log for {m.name}:\n{indent(log)}")
             if not m.ptx.is_file():
                 fail(f"nvrtc {m.name}: {rel(m.ptx)} is missing; run `python3 scripts/ptx.py gen`")
                 continue
-            committed = m.ptx.read_bytes()
+            committed = m.committed() or b""
+            (tmp / f"{m.name}.ptx").write_bytes(committed)
             problems = ptx_header_problems(m, committed)
             if committed != fresh:
                 diff = list(
@@ -413,18 +445,22 @@ def cmd_check(names: list[str]) -> int:
             else:
                 print(f"ok    nvrtc {m.name} ({m.arch}): {rel(m.ptx)} is up to date ({len(committed)} bytes)")
 
-        # 2. Assemble every committed PTX for each of its sm targets (up to jobs() at once).
+        # 2. Assemble every committed PTX (its text, written to tmp above) for each of its sm
+        # targets (up to jobs() at once).
         from concurrent.futures import ThreadPoolExecutor
 
         runs = []
         for m in modules:
-            if not m.ptx.is_file():
+            if not (tmp / f"{m.name}.ptx").is_file():
                 fail(f"ptxas {m.name}: {rel(m.ptx)} is missing")
                 continue
             runs += [(m, target) for target in m.sm_targets]
         with ThreadPoolExecutor(max_workers=jobs()) as pool:
             results = pool.map(
-                lambda r: run_ptxas(env["PTXAS"], r[0].ptx, r[1], tmp / f"{r[0].name}.{r[1]}.cubin"), runs
+                lambda r: run_ptxas(
+                    env["PTXAS"], tmp / f"{r[0].name}.ptx", r[1], tmp / f"{r[0].name}.{r[1]}.cubin"
+                ),
+                runs,
             )
             for (m, target), (rc, log) in zip(runs, results):
                 if rc != 0 or log:
@@ -435,7 +471,7 @@ def cmd_check(names: list[str]) -> int:
         # 3. MANIFEST <-> files (always over the whole manifest).
         listed = {m.name for m in all_modules}
         sources = {p.stem for p in PTX_DIR.glob("*.cu")}
-        ptxs = {p.stem for p in PTX_DIR.glob("*.ptx")}
+        ptxs = {p.name[: -len(".ptx.zst")] for p in PTX_DIR.glob("*.ptx.zst")}
         ok = True
         for name in sorted(sources - listed):
             fail(f"manifest: ptx/{name}.cu is not listed in ptx/MANIFEST")
@@ -444,7 +480,7 @@ def cmd_check(names: list[str]) -> int:
             fail(f"manifest: ptx/MANIFEST lists {name!r} but ptx/{name}.cu does not exist")
             ok = False
         for name in sorted(ptxs - listed):
-            fail(f"manifest: stray ptx/{name}.ptx has no ptx/MANIFEST entry")
+            fail(f"manifest: stray ptx/{name}.ptx.zst has no ptx/MANIFEST entry")
             ok = False
         if ok:
             print(f"ok    manifest: {len(listed)} modules, every ptx/*.cu listed and present")
@@ -483,9 +519,11 @@ def cmd_resources(names: list[str]) -> int:
     print(f"{'module':12s} {'kernel':20s} {'target':7s} {'regs':>5s} {'smem B':>7s} {'stack B':>8s} {'spill st/ld B':>14s}")
     with tempfile.TemporaryDirectory(prefix="cudrv-ptx-") as tmp_s:
         for m in modules:
+            text = Path(tmp_s) / f"{m.name}.ptx"
+            text.write_bytes(m.committed() or b"")
             for target in m.sm_targets:
                 rc, log = run_ptxas(
-                    env["PTXAS"], m.ptx, target, Path(tmp_s) / f"{m.name}.{target}.cubin", verbose=True
+                    env["PTXAS"], text, target, Path(tmp_s) / f"{m.name}.{target}.cubin", verbose=True
                 )
                 if rc != 0:
                     print(f"FAIL  ptxas {m.name} {target}: exit {rc}\n{indent(log)}")

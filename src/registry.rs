@@ -1,7 +1,8 @@
 //! The kernel registry: kernel name to [`Function`], loaded lazily per context.
 //!
 //! Every context starts with cudrv's embedded PTX modules (built from `ptx/*.cu`, embedded by
-//! build.rs). Users add their own PTX from a string, a file or a directory. A module is loaded
+//! build.rs zstd-compressed, and decompressed once per process, the first time one of a module's
+//! kernels is asked for). Users add their own PTX from a string, a file or a directory. A module is loaded
 //! (JIT-compiled by the driver) the first time one of its kernels is asked for, and the function
 //! is cached, so later look-ups cost a hash-map read. The embedded modules are loaded one kernel
 //! at a time (the module's text with that kernel's definition only, see
@@ -11,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -20,22 +21,84 @@ use crate::error::{Error, Result};
 use crate::module::{Function, FunctionCore, Module};
 use crate::ptx_info;
 
-/// A PTX module compiled into the crate.
+/// A PTX module compiled into the crate, zstd-compressed.
+///
+/// ```
+/// let m = &cudrv::registry::EMBEDDED_MODULES[0];
+/// let ptx: &'static str = m.ptx()?; // decompressed on first use, then kept
+/// assert_eq!(ptx.len(), m.ptx_len + 1); // NUL-terminated
+/// assert!(m.kernels.iter().all(|k| ptx.contains(&format!(".entry {k}("))));
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct EmbeddedModule {
     /// The module's name (its `ptx/<name>.cu` source).
     pub name: &'static str,
     /// The virtual architecture it was compiled for, e.g. `compute_80` or `compute_90a`.
     pub arch: &'static str,
-    /// The PTX text, NUL-terminated.
-    pub ptx: &'static str,
+    /// The PTX text as one zstd frame (`ptx/<name>.ptx.zst`).
+    pub compressed: &'static [u8],
+    /// The length of the PTX text in bytes.
+    pub ptx_len: usize,
     /// The kernels it defines.
     pub kernels: &'static [&'static str],
+    /// The text, once decompressed.
+    text: OnceLock<Box<str>>,
 }
 
 include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 
 impl EmbeddedModule {
+    /// An entry of the generated table.
+    const fn new(
+        name: &'static str,
+        arch: &'static str,
+        compressed: &'static [u8],
+        ptx_len: usize,
+        kernels: &'static [&'static str],
+    ) -> Self {
+        Self {
+            name,
+            arch,
+            compressed,
+            ptx_len,
+            kernels,
+            text: OnceLock::new(),
+        }
+    }
+
+    /// The PTX text, NUL-terminated: decompressed the first time it is asked for in this
+    /// process, then kept for the process's life.
+    pub fn ptx(&'static self) -> Result<&'static str> {
+        if let Some(text) = self.text.get() {
+            return Ok(text);
+        }
+        let text = self.decompress()?;
+        Ok(self.text.get_or_init(|| text))
+    }
+
+    /// Decompresses the PTX text (NUL-terminated) anew, without keeping it; [`ptx`](Self::ptx)
+    /// is the cached form.
+    pub fn decompress(&self) -> Result<Box<str>> {
+        let corrupt = |message: String| Error::Io {
+            path: format!("cudrv's embedded PTX module `{}`", self.name),
+            message,
+        };
+        // One byte more than the text, so that a frame longer than the table says is caught.
+        let mut bytes =
+            zstd::bulk::decompress(self.compressed, self.ptx_len + 1).map_err(|e| corrupt(e.to_string()))?;
+        if bytes.len() != self.ptx_len {
+            return Err(corrupt(format!(
+                "{} bytes decompressed, {} expected",
+                bytes.len(),
+                self.ptx_len
+            )));
+        }
+        bytes.push(0);
+        let text = String::from_utf8(bytes).map_err(|e| corrupt(format!("not UTF-8 text: {e}")))?;
+        Ok(text.into_boxed_str())
+    }
+
     /// The (major, minor) compute capability the module needs and whether it needs exactly that
     /// major/minor (the `a` suffix: architecture-specific features such as wgmma).
     pub fn required_capability(&self) -> ((u32, u32), bool) {
@@ -60,9 +123,16 @@ impl EmbeddedModule {
 #[derive(Debug, Clone)]
 struct Source {
     name: String,
-    ptx: Arc<str>,
+    ptx: Text,
     /// Load one kernel at a time (cudrv's own modules, whose kernels share no state).
     per_kernel: bool,
+}
+
+/// A source's PTX: a user's text, or an embedded module (decompressed when first needed).
+#[derive(Debug, Clone)]
+enum Text {
+    Owned(Arc<str>),
+    Embedded(&'static EmbeddedModule),
 }
 
 /// A loaded module: the index of its source and, for a source loaded one kernel at a time, the
@@ -108,7 +178,7 @@ impl KernelRegistry {
         for module in EMBEDDED_MODULES.iter().filter(|m| m.runs_on(cc)) {
             registry.add(
                 module.name.to_string(),
-                Arc::from(module.ptx),
+                Text::Embedded(module),
                 module.kernels.iter().map(|k| k.to_string()),
                 true,
             );
@@ -116,7 +186,7 @@ impl KernelRegistry {
         registry
     }
 
-    fn add(&self, name: String, ptx: Arc<str>, kernels: impl IntoIterator<Item = String>, per_kernel: bool) -> usize {
+    fn add(&self, name: String, ptx: Text, kernels: impl IntoIterator<Item = String>, per_kernel: bool) -> usize {
         let mut sources = self.sources.write();
         let mut map = self.kernels.write();
         sources.push(Source { name, ptx, per_kernel });
@@ -139,7 +209,7 @@ impl KernelRegistry {
                 "PTX module `{name}` defines no kernels (no `.entry` directive)"
             )));
         }
-        self.add(name.to_string(), Arc::from(ptx), kernels.clone(), false);
+        self.add(name.to_string(), Text::Owned(Arc::from(ptx)), kernels.clone(), false);
         Ok(kernels)
     }
 
@@ -215,9 +285,13 @@ impl KernelRegistry {
         if let Some(m) = loaded.get(&key) {
             return Ok(m.clone());
         }
-        let module = match source.per_kernel.then(|| ptx_info::entry_module(&source.ptx, kernel)) {
+        let ptx: &str = match &source.ptx {
+            Text::Owned(text) => text,
+            Text::Embedded(embedded) => embedded.ptx()?,
+        };
+        let module = match source.per_kernel.then(|| ptx_info::entry_module(ptx, kernel)) {
             Some(Some(one)) => Module::from_ptx_for_registry(ctx, &one, &format!("{}:{kernel}", source.name))?,
-            _ => Module::from_ptx_for_registry(ctx, &source.ptx, &source.name)?,
+            _ => Module::from_ptx_for_registry(ctx, ptx, &source.name)?,
         };
         loaded.insert(key, module.clone());
         Ok(module)
@@ -249,24 +323,38 @@ mod tests {
     #[test]
     fn embedded_modules_are_listed_with_their_kernels() {
         assert!(!EMBEDDED_MODULES.is_empty());
-        for m in EMBEDDED_MODULES {
-            assert!(m.ptx.ends_with('\0'), "{} is not NUL-terminated", m.name);
+        for m in &EMBEDDED_MODULES {
+            let ptx = m.ptx().unwrap();
+            assert!(ptx.ends_with('\0'), "{} is not NUL-terminated", m.name);
+            assert_eq!(ptx.len(), m.ptx_len + 1, "{}", m.name);
             assert!(!m.kernels.is_empty(), "{} has no kernels", m.name);
-            assert_eq!(ptx_info::isa_version(m.ptx), Some((8, 0)), "{}", m.name);
+            assert_eq!(ptx_info::isa_version(ptx), Some((8, 0)), "{}", m.name);
+            assert!(std::ptr::eq(ptx, m.ptx().unwrap()), "{}: decompressed once", m.name);
         }
     }
 
     #[test]
+    fn corrupt_embedded_data_is_an_error() {
+        let truncated = EmbeddedModule::new("t", "compute_80", &EMBEDDED_MODULES[0].compressed[..8], 100, &[]);
+        let e = truncated.decompress().unwrap_err();
+        assert!(e.to_string().contains("embedded PTX module `t`"), "{e}");
+        let m = &EMBEDDED_MODULES[0];
+        let wrong_len = EmbeddedModule::new("w", "compute_80", m.compressed, m.ptx_len + 1, &[]);
+        assert!(wrong_len.decompress().unwrap_err().to_string().contains("expected"));
+    }
+
+    #[test]
     fn embedded_modules_split_into_one_kernel_each() {
-        for m in EMBEDDED_MODULES {
-            let header: Vec<&str> = m.ptx.lines().take_while(|l| !l.contains(".entry")).collect();
+        for m in &EMBEDDED_MODULES {
+            let ptx = m.ptx().unwrap();
+            let header: Vec<&str> = ptx.lines().take_while(|l| !l.contains(".entry")).collect();
             for &k in m.kernels {
-                let one = ptx_info::entry_module(m.ptx, k).unwrap_or_else(|| panic!("{}: no {k}", m.name));
+                let one = ptx_info::entry_module(ptx, k).unwrap_or_else(|| panic!("{}: no {k}", m.name));
                 assert_eq!(ptx_info::entries(&one), vec![k.to_string()], "{}", m.name);
                 assert!(one.lines().zip(&header).all(|(a, b)| a == *b), "{}:{k} header", m.name);
                 assert!(one.ends_with('\0'), "{}:{k} is not NUL-terminated", m.name);
                 if m.kernels.len() > 1 {
-                    assert!(one.len() < m.ptx.len(), "{}:{k}", m.name);
+                    assert!(one.len() < ptx.len(), "{}:{k}", m.name);
                 }
                 // The kernel's body is whole: as many braces open as close.
                 assert_eq!(one.matches('{').count(), one.matches('}').count(), "{}:{k}", m.name);
@@ -276,12 +364,7 @@ mod tests {
 
     #[test]
     fn architecture_filter() {
-        let m = |arch| EmbeddedModule {
-            name: "m",
-            arch,
-            ptx: "",
-            kernels: &[],
-        };
+        let m = |arch| EmbeddedModule::new("m", arch, &[], 0, &[]);
         assert!(m("compute_80").runs_on((9, 0)));
         assert!(m("compute_80").runs_on((8, 0)));
         assert!(!m("compute_80").runs_on((7, 5)));
