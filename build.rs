@@ -11,6 +11,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sha2::Digest as _;
+
 #[allow(dead_code)]
 #[path = "src/ptx_info.rs"]
 mod ptx_info;
@@ -65,13 +67,16 @@ fn embed_kernels(root: &Path, out: &Path) {
         let ptx = decompress(&compressed)
             .unwrap_or_else(|e| panic!("{}: not a zstd-compressed PTX file: {e}", ptx_path.display()));
         let kernels = ptx_info::entries(&ptx);
+        let digest: [u8; 32] = sha2::Sha256::digest(ptx.as_bytes()).into();
         writeln!(
             code,
-            "    EmbeddedModule::new({:?}, {:?}, include_bytes!({:?}), {}, &{:?}),",
+            "    EmbeddedModule::new({:?}, {:?}, include_bytes!({:?}), {}, {:?}, {}, &{:?}),",
             entry.module,
             entry.arch,
             ptx_path.display().to_string(),
             ptx.len(),
+            digest,
+            ptx_info::uses_tensor_cores(&ptx),
             kernels
         )
         .expect("writing to a String cannot fail");

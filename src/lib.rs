@@ -52,6 +52,8 @@ pub mod event;
 pub mod fault;
 pub mod graph;
 mod image;
+mod jit;
+pub mod kernel_cache;
 pub mod launch;
 pub mod memory;
 pub mod module;

@@ -9,7 +9,9 @@ use std::sync::{Arc, Weak};
 use crate::context::Context;
 use crate::driver::{cu, describe};
 use crate::error::{Error, Result};
+use crate::kernel_cache::{CacheKey, KernelCache};
 use crate::ptx_info;
+use crate::registry::EmbeddedModule;
 use crate::sys::{self, CUfunction_attribute as FnAttr, CUjit_option, CUresult};
 
 /// A module loaded into a context.
@@ -67,8 +69,12 @@ fn is_binary_image(image: &[u8]) -> bool {
 
 impl Module {
     /// Loads PTX text; `name` appears in errors and in the kernel registry.
+    ///
+    /// The compiled module comes from cudrv's [kernel cache](crate::kernel_cache) when it holds
+    /// this PTX for this device and driver; otherwise the PTX is compiled and the result kept
+    /// there for the next process.
     pub fn from_ptx(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
-        Self::load(ctx, &nul_terminated(ptx, name)?, name, Some(ptx))
+        Self::load_ptx(ctx, ptx, name, false)
     }
 
     /// Loads a cubin or fatbin image, or PTX text given as bytes. A binary image is checked
@@ -104,7 +110,91 @@ impl Module {
 
     /// Loads PTX text for `ctx`'s kernel registry: the module refers to `ctx` weakly.
     pub(crate) fn from_ptx_for_registry(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
-        Self::load_as(ctx, &nul_terminated(ptx, name)?, name, Some(ptx), true)
+        Self::load_ptx(ctx, ptx, name, true)
+    }
+
+    /// One kernel of one of cudrv's embedded modules, alone in a module, as the kernel registry
+    /// loads it (and through the same kernel-cache entry): `cudrv cache warm` uses this to
+    /// compile every kernel ahead of time.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let m = &cudrv::registry::EMBEDDED_MODULES[0];
+    /// let module = cudrv::Module::from_embedded(&ctx, m, m.kernels[0])?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn from_embedded(ctx: &Arc<Context>, module: &'static EmbeddedModule, kernel: &str) -> Result<Arc<Module>> {
+        Self::embedded_kernel(ctx, module, kernel, false)
+    }
+
+    /// [`from_embedded`](Self::from_embedded) for `ctx`'s kernel registry.
+    pub(crate) fn embedded_kernel_for_registry(
+        ctx: &Arc<Context>,
+        module: &'static EmbeddedModule,
+        kernel: &str,
+    ) -> Result<Arc<Module>> {
+        Self::embedded_kernel(ctx, module, kernel, true)
+    }
+
+    /// Through the kernel cache under a key known without decompressing the module: a hit loads
+    /// the cached cubin at once; a miss decompresses the module, takes the kernel's own PTX out
+    /// of it, compiles and keeps it.
+    fn embedded_kernel(
+        ctx: &Arc<Context>,
+        module: &'static EmbeddedModule,
+        kernel: &str,
+        registry: bool,
+    ) -> Result<Arc<Module>> {
+        let name = format!("{}:{kernel}", module.name);
+        let key = cache_key(ctx, !module.tensor_cores, |cc, driver| {
+            CacheKey::for_embedded(&module.digest, kernel, cc, driver)
+        });
+        if let Some(loaded) = Self::cached(ctx, key.as_ref(), &name, registry) {
+            return Ok(loaded);
+        }
+        let ptx = module.ptx()?;
+        match ptx_info::entry_module(ptx, kernel) {
+            Some(one) => Self::compile_and_keep(ctx, key, &one, &name, registry),
+            None => Self::compile_and_keep(ctx, key, ptx, module.name, registry),
+        }
+    }
+
+    /// PTX through the kernel cache: a cached cubin if there is one the driver accepts,
+    /// otherwise compile, keep the cubin, and load it.
+    fn load_ptx(ctx: &Arc<Context>, ptx: &str, name: &str, registry: bool) -> Result<Arc<Module>> {
+        let key = cache_key(ctx, !ptx_info::uses_tensor_cores(ptx), |cc, driver| {
+            CacheKey::new(ptx, cc, driver)
+        });
+        if let Some(loaded) = Self::cached(ctx, key.as_ref(), name, registry) {
+            return Ok(loaded);
+        }
+        Self::compile_and_keep(ctx, key, ptx, name, registry)
+    }
+
+    /// The module of the cubin cached under `key`, if there is one the driver accepts.
+    fn cached(ctx: &Arc<Context>, key: Option<&CacheKey>, name: &str, registry: bool) -> Option<Arc<Module>> {
+        let cubin = KernelCache::global().get(key?)?;
+        Self::load_as(ctx, &cubin, name, None, registry).ok()
+    }
+
+    /// Compiles `ptx` with the JIT linker, keeps the cubin under `key` and loads it. Without a
+    /// key (the cache is off), or when the JIT linker fails, the driver loads the PTX itself,
+    /// which gives the usual errors and log.
+    fn compile_and_keep(
+        ctx: &Arc<Context>,
+        key: Option<CacheKey>,
+        ptx: &str,
+        name: &str,
+        registry: bool,
+    ) -> Result<Arc<Module>> {
+        let text = nul_terminated(ptx, name)?;
+        if let Some(key) = key {
+            if let Ok(cubin) = crate::jit::compile_to_cubin(ctx, &text, name) {
+                KernelCache::global().put(&key, &cubin);
+                return Self::load_as(ctx, &cubin, name, Some(ptx), registry);
+            }
+        }
+        Self::load_as(ctx, &text, name, Some(ptx), registry)
     }
 
     fn load_as(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>, registry: bool) -> Result<Arc<Module>> {
@@ -266,6 +356,19 @@ fn module_error(code: CUresult, module: &str, ptx: Option<&str>, log: String) ->
         message,
         log,
     }
+}
+
+/// The cache key `make` gives for `ctx`'s device and the driver, or `None` when the kernel
+/// cache is off or the module is not `cacheable`: PTX with tensor-core instructions, which the
+/// JIT linker (the only driver API that hands back a cubin) compiles 10-24% slower than
+/// `cuModuleLoadData` does (measured on the H100, docs/PERFORMANCE.md); the driver loads those
+/// itself, through its own JIT cache.
+fn cache_key(ctx: &Arc<Context>, cacheable: bool, make: impl FnOnce((u32, u32), i32) -> CacheKey) -> Option<CacheKey> {
+    if !cacheable || !KernelCache::global().enabled() {
+        return None;
+    }
+    let driver = crate::driver::driver_version().ok()?;
+    Some(make(ctx.compute_capability(), driver.0))
 }
 
 impl Drop for Module {

@@ -122,3 +122,23 @@ pub fn entry_module(ptx: &str, name: &str) -> Option<String> {
     out.push_str(&ptx[at..]);
     Some(out)
 }
+
+/// Whether the PTX has tensor-core instructions (`mma`, `wgmma`). The driver's JIT linker
+/// compiles such kernels measurably slower code than `cuModuleLoadData` does (the linker treats
+/// its input as relocatable device code), so cudrv's kernel cache, which needs the linker's
+/// cubin, leaves them to the driver (docs/PERFORMANCE.md, "First use of a kernel").
+///
+/// ```
+/// assert!(cudrv::ptx_info::uses_tensor_cores("\twgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ..."));
+/// assert!(cudrv::ptx_info::uses_tensor_cores("\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ..."));
+/// assert!(!cudrv::ptx_info::uses_tensor_cores("\tfma.rn.f32 %f1, %f2, %f3, %f4;"));
+/// ```
+pub fn uses_tensor_cores(ptx: &str) -> bool {
+    ptx.lines().any(|l| {
+        let l = l.trim_start();
+        let l = l.strip_prefix('@').map_or(l, |rest| {
+            rest.split_once(char::is_whitespace).map_or(rest, |x| x.1).trim_start()
+        });
+        l.starts_with("mma.") || l.starts_with("wgmma.")
+    })
+}

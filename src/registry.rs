@@ -40,6 +40,10 @@ pub struct EmbeddedModule {
     pub compressed: &'static [u8],
     /// The length of the PTX text in bytes.
     pub ptx_len: usize,
+    /// SHA-256 of the PTX text (computed at build time).
+    pub digest: [u8; 32],
+    /// Whether the PTX has tensor-core instructions ([`ptx_info::uses_tensor_cores`]).
+    pub tensor_cores: bool,
     /// The kernels it defines.
     pub kernels: &'static [&'static str],
     /// The text, once decompressed.
@@ -55,6 +59,8 @@ impl EmbeddedModule {
         arch: &'static str,
         compressed: &'static [u8],
         ptx_len: usize,
+        digest: [u8; 32],
+        tensor_cores: bool,
         kernels: &'static [&'static str],
     ) -> Self {
         Self {
@@ -62,6 +68,8 @@ impl EmbeddedModule {
             arch,
             compressed,
             ptx_len,
+            digest,
+            tensor_cores,
             kernels,
             text: OnceLock::new(),
         }
@@ -286,6 +294,11 @@ impl KernelRegistry {
             return Ok(m.clone());
         }
         let ptx: &str = match &source.ptx {
+            Text::Embedded(embedded) if source.per_kernel => {
+                let module = Module::embedded_kernel_for_registry(ctx, embedded, kernel)?;
+                loaded.insert(key, module.clone());
+                return Ok(module);
+            }
             Text::Owned(text) => text,
             Text::Embedded(embedded) => embedded.ptx()?,
         };
@@ -335,11 +348,19 @@ mod tests {
 
     #[test]
     fn corrupt_embedded_data_is_an_error() {
-        let truncated = EmbeddedModule::new("t", "compute_80", &EMBEDDED_MODULES[0].compressed[..8], 100, &[]);
+        let truncated = EmbeddedModule::new(
+            "t",
+            "compute_80",
+            &EMBEDDED_MODULES[0].compressed[..8],
+            100,
+            [0; 32],
+            false,
+            &[],
+        );
         let e = truncated.decompress().unwrap_err();
         assert!(e.to_string().contains("embedded PTX module `t`"), "{e}");
         let m = &EMBEDDED_MODULES[0];
-        let wrong_len = EmbeddedModule::new("w", "compute_80", m.compressed, m.ptx_len + 1, &[]);
+        let wrong_len = EmbeddedModule::new("w", "compute_80", m.compressed, m.ptx_len + 1, m.digest, false, &[]);
         assert!(wrong_len.decompress().unwrap_err().to_string().contains("expected"));
     }
 
@@ -364,7 +385,7 @@ mod tests {
 
     #[test]
     fn architecture_filter() {
-        let m = |arch| EmbeddedModule::new("m", arch, &[], 0, &[]);
+        let m = |arch| EmbeddedModule::new("m", arch, &[], 0, [0; 32], false, &[]);
         assert!(m("compute_80").runs_on((9, 0)));
         assert!(m("compute_80").runs_on((8, 0)));
         assert!(!m("compute_80").runs_on((7, 5)));

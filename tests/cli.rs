@@ -284,7 +284,7 @@ fn unknown_command_is_a_usage_error() {
         assert_eq!(run.code, Some(2), "{args:?}: {run}");
         assert_eq!(
             run.stderr,
-            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>\n",
+            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv] | cache [info|clear|warm]>\n",
             "{args:?}: {run}"
         );
         assert_eq!(run.stdout, "", "{args:?}: {run}");
@@ -394,4 +394,53 @@ fn bad_bench_arguments_are_usage_errors() {
         let line = assert_usage_error(&run);
         assert!(line.contains(says), "{args:?}: {run}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel cache's commands
+
+#[test]
+fn cache_commands_work_without_a_driver() {
+    let dir = std::env::temp_dir().join(format!("cudrv-cli-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.cubin"), vec![1u8; 1000]).unwrap();
+    std::fs::write(dir.join("b.cubin"), vec![2u8; 500]).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not an entry").unwrap();
+    let missing = fake_driver::nonexistent_library();
+    let run = |args: &[&str]| {
+        let out = Command::new(cudrv_bin())
+            .args(args)
+            .env("CUDRV_CACHE_DIR", &dir)
+            .env_remove("CUDRV_CACHE_DISABLE")
+            .env(cudrv::sys::loader::LIBCUDA_ENV, &missing)
+            .output()
+            .expect("run the cudrv binary");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["cache"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&dir.display().to_string()) && out.contains("2 entries"),
+        "{out}"
+    );
+    let (code, out, err) = run(&["cache", "clear"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("removed 2 entries"), "{out}");
+    assert!(!dir.join("a.cubin").exists() && dir.join("notes.txt").exists());
+    // Warming needs the GPU: without a driver, one line and status 1.
+    let (code, out, err) = run(&["cache", "warm"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("cudrv: no CUDA driver found") && err.lines().count() == 1,
+        "{err}"
+    );
+    let (code, _, err) = run(&["cache", "everything"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown cache command"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,6 +1,6 @@
 //! Raw driver API: bindgen types and a lazily loaded function table.
 //!
-//! [`bindings`] is generated from `wrapper.h` (CUDA 12.9 `cuda.h`) and committed. Every driver
+//! `bindings` is generated from `wrapper.h` (CUDA 12.9 `cuda.h`) and committed. Every driver
 //! entry point appears twice:
 //! - `sys::resolve::cuXxx()` returns the function pointer, or [`LoadError::MissingSymbol`] /
 //!   [`LoadError::NoDriver`]; the safe layer uses this form (and turns the error into

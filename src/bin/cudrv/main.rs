@@ -12,15 +12,17 @@
 
 mod bench;
 mod bench_blas;
+mod cache;
 
 use std::process::ExitCode;
 
 use cudrv::{Context, Device, Result};
 
-const USAGE: &str = "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>";
+const USAGE: &str =
+    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv] | cache [info|clear|warm]>";
 
 const HELP: &str = "\
-usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv]>
+usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv] | cache [info|clear|warm]>
 
   cudrv info [--memory]      the driver, every device and its limits; --memory adds the caching
                              pool's statistics
@@ -30,6 +32,10 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
                              beside the raw driver calls
   cudrv bench gemm [OPTIONS] GEMM TFLOP/s beside cuBLAS (loaded for the comparison only)
   cudrv bench gemv [OPTIONS] GEMV GB/s beside cuBLAS and the device copy bandwidth
+  cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
+  cudrv cache clear          remove every entry
+  cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
+                             cores, so that no later process compiles one
   cudrv help                 this text (also -h or --help after any command)
 
 bench gemm / gemv options (lists are comma-separated; every combination is one row):
@@ -48,7 +54,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --splits LIST     gemm: auto, off, or a part count: force the split of k (default auto)
 
 Environment: CUDRV_LIBCUDA (the driver library to load), CUDRV_LIBCUBLAS (the cuBLAS the
-benches compare with).";
+benches compare with), CUDRV_CACHE_DIR (the kernel cache's directory), CUDRV_CACHE_DISABLE=1
+(no kernel cache), CUDRV_CACHE_MAX_BYTES (its size bound, default 1 GiB).";
 
 /// What the command line asks for; bad usage is found before any driver call.
 enum Command {
@@ -57,6 +64,7 @@ enum Command {
     Selftest { seed: Option<u64> },
     Bench(&'static str),
     BenchBlas(&'static str, Box<bench_blas::Options>),
+    Cache(&'static str),
 }
 
 /// The command, or the usage error to print (exit status 2).
@@ -102,6 +110,15 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                 }),
             (Some(what), rest) => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
         },
+        Some("cache") => match &args[1..] {
+            [] => Ok(Command::Cache("info")),
+            [what] => ["info", "clear", "warm"]
+                .into_iter()
+                .find(|w| w == what)
+                .map(Command::Cache)
+                .ok_or_else(|| bad(format!("unknown cache command {what:?}; choose info, clear or warm"))),
+            rest => Err(bad(format!("unexpected arguments {rest:?} to cache"))),
+        },
         _ => Err(USAGE.to_string()),
     }
 }
@@ -141,6 +158,7 @@ fn main() -> ExitCode {
         Ok(Command::Selftest { seed }) => selftest(seed),
         Ok(Command::Bench(what)) => bench::run(what),
         Ok(Command::BenchBlas(what, options)) => bench_blas::run(what, *options),
+        Ok(Command::Cache(what)) => cache::run(what),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -138,7 +138,7 @@ enum Acquired {
 /// the allocated total happens under that shard's lock, so the total is updated with a plain
 /// load and store instead of a locked read-modify-write: on the hit path that saves two of the
 /// six atomic read-modify-writes of an allocate-and-free pair. The second shard ends that, once
-/// for good, before it can be used (see [`shard`](Self::shard)).
+/// for good, before it can be used (see its private `shard` method).
 pub struct CachingPool<B: Backing, S: FenceSource> {
     // Fields drop in order: the shards (and the fences they hold) before the fence source, so a
     // source that recycles fence resources sees them all come back before it is dropped.
