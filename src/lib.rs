@@ -78,3 +78,8 @@ pub use memory::{
 pub use module::{Function, FunctionAttributes, Module};
 pub use registry::KernelRegistry;
 pub use stream::{Stream, StreamFlags};
+
+/// The README's examples, compiled by `cargo test --doc` so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
