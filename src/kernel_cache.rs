@@ -18,11 +18,13 @@
 //!   the least recently used entries (a hit refreshes an entry's modification time).
 //! - A directory that cannot be created or written is reported once and the cache continues in
 //!   memory for the process.
-//! - **What is cached**: PTX without tensor-core instructions. The only driver API that hands
-//!   back a cubin is the JIT linker (`cuLinkCreate`), and it compiles its input as relocatable
-//!   device code: for cudrv's `mma`/`wgmma` GEMM kernels that code was 10-24% slower on the H100
-//!   than what `cuModuleLoadData` makes of the same PTX (SIMT GEMM, GEMV: no difference).
-//!   Tensor-core modules are left to the driver, whose own JIT cache still applies to them.
+//! - **What is cached**: every kernel is looked up. A miss is compiled with the driver's JIT
+//!   linker (`cuLinkCreate`, the only driver API that hands back a cubin) and stored, except for
+//!   PTX with tensor-core instructions: the linker compiles its input as relocatable device code,
+//!   and for cudrv's `mma`/`wgmma` GEMM kernels that code was 10-24% slower on the H100 than what
+//!   `cuModuleLoadData` makes of the same PTX (docs/kernels/loading.md). Those are loaded by the
+//!   driver (and its own JIT cache) unless `cudrv cache warm` has put them in the cache compiled
+//!   by ptxas, whose whole-program code runs as fast as the driver's.
 //!
 //! ```no_run
 //! let cache = cudrv::kernel_cache::KernelCache::global();

@@ -146,13 +146,14 @@ impl Module {
         registry: bool,
     ) -> Result<Arc<Module>> {
         let name = format!("{}:{kernel}", module.name);
-        let key = cache_key(ctx, !module.tensor_cores, |cc, driver| {
+        let key = cache_key(ctx, |cc, driver| {
             CacheKey::for_embedded(&module.digest, kernel, cc, driver)
         });
         if let Some(loaded) = Self::cached(ctx, key.as_ref(), &name, registry) {
             return Ok(loaded);
         }
         let ptx = module.ptx()?;
+        let key = key.filter(|_| !module.tensor_cores);
         match ptx_info::entry_module(ptx, kernel) {
             Some(one) => Self::compile_and_keep(ctx, key, &one, &name, registry),
             None => Self::compile_and_keep(ctx, key, ptx, module.name, registry),
@@ -162,12 +163,11 @@ impl Module {
     /// PTX through the kernel cache: a cached cubin if there is one the driver accepts,
     /// otherwise compile, keep the cubin, and load it.
     fn load_ptx(ctx: &Arc<Context>, ptx: &str, name: &str, registry: bool) -> Result<Arc<Module>> {
-        let key = cache_key(ctx, !ptx_info::uses_tensor_cores(ptx), |cc, driver| {
-            CacheKey::new(ptx, cc, driver)
-        });
+        let key = cache_key(ctx, |cc, driver| CacheKey::new(ptx, cc, driver));
         if let Some(loaded) = Self::cached(ctx, key.as_ref(), name, registry) {
             return Ok(loaded);
         }
+        let key = key.filter(|_| !ptx_info::uses_tensor_cores(ptx));
         Self::compile_and_keep(ctx, key, ptx, name, registry)
     }
 
@@ -178,8 +178,11 @@ impl Module {
     }
 
     /// Compiles `ptx` with the JIT linker, keeps the cubin under `key` and loads it. Without a
-    /// key (the cache is off), or when the JIT linker fails, the driver loads the PTX itself,
-    /// which gives the usual errors and log.
+    /// key (the cache is off, or the PTX has tensor-core instructions, of which the JIT linker
+    /// makes slower code than `cuModuleLoadData`: docs/kernels/loading.md), or when the JIT
+    /// linker fails, the driver loads the PTX itself, which gives the usual errors and log.
+    /// Tensor-core kernels are still found in the cache when `cudrv cache warm` put them there
+    /// compiled by ptxas.
     fn compile_and_keep(
         ctx: &Arc<Context>,
         key: Option<CacheKey>,
@@ -359,12 +362,9 @@ fn module_error(code: CUresult, module: &str, ptx: Option<&str>, log: String) ->
 }
 
 /// The cache key `make` gives for `ctx`'s device and the driver, or `None` when the kernel
-/// cache is off or the module is not `cacheable`: PTX with tensor-core instructions, which the
-/// JIT linker (the only driver API that hands back a cubin) compiles 10-24% slower than
-/// `cuModuleLoadData` does (measured on the H100, docs/PERFORMANCE.md); the driver loads those
-/// itself, through its own JIT cache.
-fn cache_key(ctx: &Arc<Context>, cacheable: bool, make: impl FnOnce((u32, u32), i32) -> CacheKey) -> Option<CacheKey> {
-    if !cacheable || !KernelCache::global().enabled() {
+/// cache is off.
+fn cache_key(ctx: &Arc<Context>, make: impl FnOnce((u32, u32), i32) -> CacheKey) -> Option<CacheKey> {
+    if !KernelCache::global().enabled() {
         return None;
     }
     let driver = crate::driver::driver_version().ok()?;

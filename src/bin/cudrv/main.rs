@@ -35,7 +35,8 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
   cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
   cudrv cache clear          remove every entry
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
-                             cores, so that no later process compiles one
+                             cores, so that no later process compiles one (tensor-core kernels
+                             need ptxas: CUDRV_PTXAS, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)
   cudrv help                 this text (also -h or --help after any command)
 
 bench gemm / gemv options (lists are comma-separated; every combination is one row):
