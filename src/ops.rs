@@ -67,6 +67,16 @@ fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
 }
 
 /// Sets every element to `value`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let mut x = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// ops::fill(&mut x, 1.5)?;
+/// assert_eq!(x.to_vec()?, vec![1.5; 4]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn fill<T: Float>(out: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> {
     let n = out.len();
     let f = kernel::<T>(out.stream(), "fill")?;
@@ -79,6 +89,17 @@ pub fn fill<T: Float>(out: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> 
 }
 
 /// `y = alpha * x`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::scale(&mut y, 3.0, &x)?;
+/// assert_eq!(y.to_vec()?, vec![3.0, 6.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn scale<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len("scale", y.len(), x.len())?;
     use_on(x, y.stream())?;
@@ -86,12 +107,33 @@ pub fn scale<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl Device
 }
 
 /// `x = alpha * x`, in place.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let mut x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// ops::scale_in_place(&mut x, 0.5)?;
+/// assert_eq!(x.to_vec()?, vec![0.5, 1.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn scale_in_place<T: Float>(x: &mut impl DeviceSliceMut<T>, alpha: T) -> Result<()> {
     let ptr = x.device_ptr();
     launch_yx(x, ptr, "scale", &[&alpha])
 }
 
 /// `y = alpha * x + y`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let mut y = DeviceBuffer::from_slice(&stream, &[10.0f32, 20.0])?;
+/// ops::axpy(&mut y, 2.0, &x)?;
+/// assert_eq!(y.to_vec()?, vec![12.0, 24.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn axpy<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len("axpy", y.len(), x.len())?;
     use_on(x, y.stream())?;
@@ -99,6 +141,17 @@ pub fn axpy<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceS
 }
 
 /// `y = alpha * x + beta * y`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let mut y = DeviceBuffer::from_slice(&stream, &[10.0f32, 20.0])?;
+/// ops::axpby(&mut y, 2.0, &x, 0.5)?;
+/// assert_eq!(y.to_vec()?, vec![7.0, 14.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn axpby<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl DeviceSlice<T>, beta: T) -> Result<()> {
     same_len("axpby", y.len(), x.len())?;
     use_on(x, y.stream())?;
@@ -132,6 +185,18 @@ pub enum Binary {
 }
 
 /// `out = a (op) b`, elementwise.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[3.0f32, 4.0])?;
+/// let mut out = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::binary(ops::Binary::Mul, &mut out, &a, &b)?;
+/// assert_eq!(out.to_vec()?, vec![3.0, 8.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn binary<T: Float>(
     op: Binary,
     out: &mut impl DeviceSliceMut<T>,
@@ -157,11 +222,35 @@ pub fn binary<T: Float>(
 }
 
 /// `out = a + b`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[3.0f32, 4.0])?;
+/// let mut out = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::add(&mut out, &a, &b)?;
+/// assert_eq!(out.to_vec()?, vec![4.0, 6.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn add<T: Float>(out: &mut impl DeviceSliceMut<T>, a: &impl DeviceSlice<T>, b: &impl DeviceSlice<T>) -> Result<()> {
     binary(Binary::Add, out, a, b)
 }
 
 /// `out = a * b`, elementwise.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[3.0f32, 4.0])?;
+/// let mut out = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::mul(&mut out, &a, &b)?;
+/// assert_eq!(out.to_vec()?, vec![3.0, 8.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn mul<T: Float>(out: &mut impl DeviceSliceMut<T>, a: &impl DeviceSlice<T>, b: &impl DeviceSlice<T>) -> Result<()> {
     binary(Binary::Mul, out, a, b)
 }
@@ -211,6 +300,17 @@ impl Activation {
 }
 
 /// `out = act(x)`, elementwise.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[-1.0f32, 2.0])?;
+/// let mut out = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::activation(ops::Activation::Relu, &mut out, &x)?;
+/// assert_eq!(out.to_vec()?, vec![0.0, 2.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn activation<T: Float>(act: Activation, out: &mut impl DeviceSliceMut<T>, x: &impl DeviceSlice<T>) -> Result<()> {
     same_len(act.name(), out.len(), x.len())?;
     use_on(x, out.stream())?;
@@ -234,6 +334,15 @@ pub enum Reduction {
 }
 
 /// Reduces `x` to one value, returned to the host.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 5.0, 3.0])?;
+/// assert_eq!(ops::reduce(ops::Reduction::Max, &x)?, 5.0);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn reduce<T: Float>(op: Reduction, x: &impl DeviceSlice<T>) -> Result<T> {
     let name = match op {
         Reduction::Sum => "reduce_sum",
@@ -261,11 +370,29 @@ pub fn reduce<T: Float>(op: Reduction, x: &impl DeviceSlice<T>) -> Result<T> {
 }
 
 /// The sum of all elements.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 5.0, 3.0])?;
+/// assert_eq!(ops::sum(&x)?, 9.0);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn sum<T: Float>(x: &impl DeviceSlice<T>) -> Result<T> {
     reduce(Reduction::Sum, x)
 }
 
 /// The largest element (-infinity for none; NaN if any is NaN).
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.default_stream();
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 5.0, 3.0])?;
+/// assert_eq!(ops::max(&x)?, 5.0);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn max<T: Float>(x: &impl DeviceSlice<T>) -> Result<T> {
     reduce(Reduction::Max, x)
 }
