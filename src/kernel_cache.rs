@@ -109,6 +109,11 @@ impl CacheKey {
 }
 
 /// Counters of one process's use of the cache.
+///
+/// ```
+/// let s = cudrv::kernel_cache::KernelCache::global().stats();
+/// println!("{} hits, {} misses, {} corrupt entries", s.hits, s.misses, s.corrupt);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
     /// Modules found (on disk or in memory).
@@ -124,6 +129,11 @@ pub struct CacheStats {
 }
 
 /// The on-disk state of the cache, as [`KernelCache::info`] reports it.
+///
+/// ```
+/// let info = cudrv::kernel_cache::KernelCache::global().info();
+/// println!("{info}"); // "kernel cache /home/me/.cache/cudrv/kernels: 96 entries, 3.3 MB of 1074 MB"
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheInfo {
     /// The directory, or `None` when the cache lives in memory only.
@@ -159,6 +169,23 @@ impl std::fmt::Display for CacheInfo {
 }
 
 /// The cache: a directory (when usable) and the entries this process has used.
+///
+/// ```
+/// use cudrv::kernel_cache::{CacheKey, KernelCache};
+/// let dir = std::env::temp_dir().join(format!("cudrv-doc-cache-{}", std::process::id()));
+/// let cache = KernelCache::with_dir(&dir, 1 << 20);
+/// let key = CacheKey::new(".version 8.0 ...", (9, 0), 13000);
+/// assert!(cache.get(&key).is_none());
+/// cache.put(&key, b"cubin bytes");
+/// // Another process (here: another cache on the same directory) finds it.
+/// let other = KernelCache::with_dir(&dir, 1 << 20);
+/// assert_eq!(&*other.get(&key).unwrap(), b"cubin bytes");
+/// assert_eq!((other.stats().hits, cache.stats().stores), (1, 1));
+/// assert_eq!(cache.info().entries, 1);
+/// assert_eq!(cache.clear()?, 1);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct KernelCache {
     dir: Mutex<Result<PathBuf, String>>,
