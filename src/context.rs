@@ -60,6 +60,12 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// Retains the primary context of device `ordinal` and makes it current on this thread.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// println!("{} ({:?})", ctx.device().name()?, ctx.compute_capability());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn new(ordinal: usize) -> Result<Arc<Context>> {
         let device = Device::get(ordinal)?;
         let limits = device.limits()?;
@@ -88,6 +94,12 @@ impl Context {
     }
 
     /// The device this context belongs to.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// println!("{} MiB", ctx.device().total_memory()? >> 20);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn device(&self) -> Device {
         self.device
     }
@@ -98,11 +110,23 @@ impl Context {
     }
 
     /// The device's compute capability, (major, minor).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let hopper = ctx.compute_capability() >= (9, 0);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn compute_capability(&self) -> (u32, u32) {
         self.compute_capability
     }
 
     /// The kernels this context can launch by name: the embedded set plus user registrations.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert!(ctx.registry().contains("fill_f32"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn registry(&self) -> &KernelRegistry {
         &self.registry
     }
@@ -199,6 +223,13 @@ impl Context {
     }
 
     /// Free and total device memory in bytes, as the driver reports them now.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (free, total) = ctx.memory_info()?;
+    /// assert!(free <= total);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.bind_to_thread()?;
         let (mut free, mut total) = (0, 0);
@@ -209,6 +240,13 @@ impl Context {
 
     /// The context's legacy default stream (the NULL stream), which synchronises with other
     /// blocking streams. Prefer [`Context::new_stream`] for concurrent work.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// stream.synchronize()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn default_stream(self: &Arc<Self>) -> Arc<Stream> {
         Arc::new(Stream::null(self.clone()))
     }

@@ -149,6 +149,14 @@ impl Stream {
     }
 
     /// Waits until all work queued so far has finished.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let x = cudrv::DeviceBuffer::<f32>::zeroed(&stream, 1 << 20)?;
+    /// stream.synchronize()?; // the zeroing has finished
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.bind_to_thread()?;
         // SAFETY: the stream handle is live for as long as self.
@@ -175,6 +183,15 @@ impl Stream {
     }
 
     /// Whether all work queued so far has finished, without waiting.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// while !stream.query()? {
+    ///     std::thread::yield_now();
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn query(&self) -> Result<bool> {
         self.ctx.bind_to_thread()?;
         let f = sys::resolve::cuStreamQuery()?;
@@ -187,6 +204,14 @@ impl Stream {
     }
 
     /// Makes later work on this stream wait until `event` has completed.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let done = a.record_event()?;
+    /// b.wait(&done)?; // work queued on b from now on starts after a's work so far
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn wait(&self, event: &Event) -> Result<()> {
         self.ctx.bind_to_thread()?;
         // SAFETY: both handles are live; flags must be 0.
@@ -194,6 +219,14 @@ impl Stream {
     }
 
     /// Records a new timing-disabled event at the current end of this stream.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let event = stream.record_event()?;
+    /// event.synchronize()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn record_event(&self) -> Result<Event> {
         let event = Event::new(&self.ctx, false)?;
         event.record(self)?;
@@ -201,6 +234,13 @@ impl Stream {
     }
 
     /// Makes later work on this stream wait for everything queued so far on `other`.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// b.join(&a)?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn join(&self, other: &Stream) -> Result<()> {
         if other.raw == self.raw {
             return Ok(());

@@ -140,6 +140,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// Allocates `len` zeroed elements.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// let x = DeviceBuffer::<f32>::zeroed(&stream, 1024)?;
+    /// assert_eq!(x.to_vec()?, vec![0.0; 1024]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn zeroed(stream: &Arc<Stream>, len: usize) -> Result<Self>
     where
         T: ValidAsZeroBits,
@@ -151,6 +160,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// Allocates a buffer holding a copy of `src`.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// let x = DeviceBuffer::from_slice(&stream, &[1u32, 2, 3])?;
+    /// assert_eq!(x.to_vec()?, vec![1, 2, 3]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn from_slice(stream: &Arc<Stream>, src: &[T]) -> Result<Self> {
         // SAFETY: the copy below writes every element before anyone can read them.
         let mut buf = unsafe { Self::uninit(stream, src.len())? };
@@ -159,6 +177,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// A copy of this buffer on the same stream.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+    /// let y = x.try_clone()?;
+    /// assert_eq!(y.to_vec()?, x.to_vec()?);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn try_clone(&self) -> Result<Self> {
         // SAFETY: the device copy below writes every element before anyone can read them.
         let mut copy = unsafe { Self::uninit(&self.stream, self.len)? };
@@ -169,6 +197,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
 impl<T> DeviceBuffer<T> {
     /// A read-only view of `range`; a range past the end is an invalid argument.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0])?;
+    /// assert_eq!(x.slice(1..3)?.to_vec()?, vec![2.0, 3.0]);
+    /// assert!(x.slice(2..9).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
         let (start, len) = resolve_range(&range, self.len)?;
         Ok(DeviceView {
@@ -181,6 +219,17 @@ impl<T> DeviceBuffer<T> {
     }
 
     /// A writable view of `range`; a range past the end is an invalid argument.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.default_stream();
+    /// use cudrv::DeviceSliceMut;
+    /// let mut x = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+    /// x.slice_mut(2..)?.copy_from_slice(&[5.0, 6.0])?;
+    /// assert_eq!(x.to_vec()?, vec![0.0, 0.0, 5.0, 6.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
         let (start, len) = resolve_range(&range, self.len)?;
         Ok(DeviceViewMut {
