@@ -9,10 +9,8 @@ use std::sync::Arc;
 use crate::context::Context;
 use crate::driver::cu;
 use crate::error::{Error, Result};
+use crate::ptx_info;
 use crate::sys::{self, CUjitInputType, CUjit_option};
-
-/// The size of the buffer the JIT writes its error log into.
-const LOG_BYTES: usize = 16 * 1024;
 
 /// A link state, destroyed on drop (the cubin it produced is copied out first).
 struct LinkState(sys::CUlinkState);
@@ -37,36 +35,28 @@ pub(crate) fn compile_to_cubin(ctx: &Arc<Context>, ptx: &[u8], name: &str) -> Re
     let cname =
         CString::new(name).map_err(|_| Error::InvalidArgument(format!("module name {name:?} contains a NUL")))?;
     ctx.bind_to_thread()?;
-    let mut log = vec![0u8; LOG_BYTES];
     // The target: the context's device, with the architecture-specific features (`sm_90a`)
-    // when the PTX asks for them.
+    // when the PTX asks for them. PTX given as bytes here was text (a `&str`) before.
     let (major, minor) = ctx.compute_capability();
-    let accelerated = accelerated_target(ptx);
-    let target = (major * 10 + minor) as usize
-        + if accelerated {
-            sys::CU_COMPUTE_ACCELERATED_TARGET_BASE as usize
-        } else {
-            0
-        };
+    let accelerated = ptx_info::accelerated_target(std::str::from_utf8(ptx).unwrap_or_default());
+    let base = if accelerated {
+        sys::CU_COMPUTE_ACCELERATED_TARGET_BASE as usize
+    } else {
+        0
+    };
+    let target = (major * 10 + minor) as usize + base;
+    // No error log: when the linker fails, the caller has the driver load the PTX itself,
+    // which reports the error with its log.
     let mut options = [
-        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
         CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
         CUjit_option::CU_JIT_POSITION_INDEPENDENT_CODE,
         CUjit_option::CU_JIT_TARGET,
     ];
-    // The driver reads option values as pointer-sized words: a pointer, a size, then ints
-    // (passed in the words themselves).
-    let mut values = [
-        log.as_mut_ptr().cast::<c_void>(),
-        LOG_BYTES as *mut c_void,
-        4usize as *mut c_void,
-        ptr::null_mut(),
-        target as *mut c_void,
-    ];
+    // The driver reads option values as pointer-sized words; these ints are passed in the
+    // words themselves.
+    let mut values = [4usize as *mut c_void, ptr::null_mut(), target as *mut c_void];
     let mut raw = ptr::null_mut();
-    // SAFETY: five options with their values; the log buffer outlives the link state (dropped
-    // below, before `log`).
+    // SAFETY: three options with their values, read during the call.
     unsafe {
         cu!(cuLinkCreate_v2(
             options.len() as u32,
@@ -101,27 +91,5 @@ pub(crate) fn compile_to_cubin(ctx: &Arc<Context>, ptx: &[u8], name: &str) -> Re
     // SAFETY: the driver owns `size` bytes at `cubin` until `state` drops (after this copy).
     let image = unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec();
     drop(state);
-    drop(log);
     Ok(image)
-}
-
-/// Whether the PTX's `.target` is architecture-specific (`sm_90a`, ...).
-fn accelerated_target(ptx: &[u8]) -> bool {
-    let head = &ptx[..ptx.len().min(4096)];
-    String::from_utf8_lossy(head)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(".target"))
-        .and_then(|t| t.split([',', ' ']).find(|w| w.starts_with("sm_")))
-        .is_some_and(|sm| sm.ends_with('a'))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn architecture_specific_targets_are_seen() {
-        assert!(super::accelerated_target(
-            b".version 8.0\n.target sm_90a\n.address_size 64\n\0"
-        ));
-        assert!(!super::accelerated_target(b".version 8.0\n.target sm_80\n\0"));
-    }
 }

@@ -36,6 +36,20 @@ pub fn isa_version(ptx: &str) -> Option<(u32, u32)> {
     Some((major.trim().parse().ok()?, minor.trim().parse().ok()?))
 }
 
+/// Whether the module's `.target` is architecture-specific (`sm_90a`, ...): code that runs on
+/// exactly that architecture, which the JIT must be asked for explicitly.
+///
+/// ```
+/// assert!(cudrv::ptx_info::accelerated_target(".version 8.0\n.target sm_90a\n.address_size 64\n"));
+/// assert!(!cudrv::ptx_info::accelerated_target(".version 8.0\n.target sm_80\n"));
+/// ```
+pub fn accelerated_target(ptx: &str) -> bool {
+    ptx.lines()
+        .find_map(|l| l.trim().strip_prefix(".target"))
+        .and_then(|t| t.split([',', ' ']).find(|w| w.starts_with("sm_")))
+        .is_some_and(|sm| sm.ends_with('a'))
+}
+
 /// The byte ranges of every kernel definition in `ptx`, with the kernel's name: from the start
 /// of the line that holds `.entry NAME` to the end of the line that closes its body (or of its
 /// `;` when it is only a declaration). Braces are counted outside `//` and `/* */` comments.

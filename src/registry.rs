@@ -132,11 +132,11 @@ impl EmbeddedModule {
 struct Source {
     name: String,
     ptx: Text,
-    /// Load one kernel at a time (cudrv's own modules, whose kernels share no state).
-    per_kernel: bool,
 }
 
-/// A source's PTX: a user's text, or an embedded module (decompressed when first needed).
+/// A source's PTX: a user's text, loaded whole (its kernels may share module-scope variables),
+/// or one of cudrv's embedded modules, loaded one kernel at a time (its kernels share no state)
+/// and decompressed when first needed.
 #[derive(Debug, Clone)]
 enum Text {
     Owned(Arc<str>),
@@ -188,16 +188,15 @@ impl KernelRegistry {
                 module.name.to_string(),
                 Text::Embedded(module),
                 module.kernels.iter().map(|k| k.to_string()),
-                true,
             );
         }
         registry
     }
 
-    fn add(&self, name: String, ptx: Text, kernels: impl IntoIterator<Item = String>, per_kernel: bool) -> usize {
+    fn add(&self, name: String, ptx: Text, kernels: impl IntoIterator<Item = String>) -> usize {
         let mut sources = self.sources.write();
         let mut map = self.kernels.write();
-        sources.push(Source { name, ptx, per_kernel });
+        sources.push(Source { name, ptx });
         let index = sources.len() - 1;
         let mut functions = self.functions.write();
         for kernel in kernels {
@@ -217,7 +216,7 @@ impl KernelRegistry {
                 "PTX module `{name}` defines no kernels (no `.entry` directive)"
             )));
         }
-        self.add(name.to_string(), Text::Owned(Arc::from(ptx)), kernels.clone(), false);
+        self.add(name.to_string(), Text::Owned(Arc::from(ptx)), kernels.clone());
         Ok(kernels)
     }
 
@@ -288,23 +287,15 @@ impl KernelRegistry {
     /// source loaded one kernel at a time, the module of that kernel alone.
     fn module(&self, ctx: &Arc<Context>, index: usize, kernel: &str) -> Result<Arc<Module>> {
         let source = self.sources.read()[index].clone();
-        let key = (index, source.per_kernel.then(|| kernel.to_string()));
+        let per_kernel = matches!(source.ptx, Text::Embedded(_));
+        let key = (index, per_kernel.then(|| kernel.to_string()));
         let mut loaded = self.loaded.lock();
         if let Some(m) = loaded.get(&key) {
             return Ok(m.clone());
         }
-        let ptx: &str = match &source.ptx {
-            Text::Embedded(embedded) if source.per_kernel => {
-                let module = Module::embedded_kernel_for_registry(ctx, embedded, kernel)?;
-                loaded.insert(key, module.clone());
-                return Ok(module);
-            }
-            Text::Owned(text) => text,
-            Text::Embedded(embedded) => embedded.ptx()?,
-        };
-        let module = match source.per_kernel.then(|| ptx_info::entry_module(ptx, kernel)) {
-            Some(Some(one)) => Module::from_ptx_for_registry(ctx, &one, &format!("{}:{kernel}", source.name))?,
-            _ => Module::from_ptx_for_registry(ctx, ptx, &source.name)?,
+        let module = match &source.ptx {
+            Text::Embedded(embedded) => Module::embedded_kernel_for_registry(ctx, embedded, kernel)?,
+            Text::Owned(text) => Module::from_ptx_for_registry(ctx, text, &source.name)?,
         };
         loaded.insert(key, module.clone());
         Ok(module)

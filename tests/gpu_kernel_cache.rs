@@ -212,15 +212,7 @@ fn several_processes_fill_one_directory_at_once() {
 }
 
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    cudrv::selftest::Rng::new(seed).vec(n, -1.0, 1.0)
 }
 
 /// The workload of a child process: a GEMM and an AXPY against f64 references, twice each.

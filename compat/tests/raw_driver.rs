@@ -48,15 +48,7 @@ fn seed(name: &str) -> u64 {
 }
 
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    cudrv::selftest::Rng::new(seed).vec(n, -1.0, 1.0)
 }
 
 /// Never constructed: an exhaustive `match` over a `sys` enum only compiles if it is a real enum.

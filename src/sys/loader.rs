@@ -154,7 +154,9 @@ impl DriverLibrary {
     }
 }
 
-/// A lazily resolved entry point of the process-wide driver library.
+/// A lazily resolved entry point: of the process-wide driver library ([`get`](Self::get)), or
+/// of another library opened with [`DriverLibrary::open`] ([`get_in`](Self::get_in), e.g.
+/// libcupti).
 ///
 /// The first successful or failed lookup is cached; later calls cost one atomic load.
 #[derive(Debug)]
@@ -172,39 +174,35 @@ impl SymbolSlot {
         }
     }
 
-    /// The symbol's address, resolving it on first use.
+    /// The symbol's address in the driver library, resolving it on first use.
     ///
     /// A missing library is not cached here (the library's own failure is), so the error names
     /// the right cause on every call.
     #[inline]
     pub fn get(&self) -> Result<*const c_void> {
-        if let Some(&addr) = self.address.get() {
-            return if addr == 0 {
-                Err(self.missing())
-            } else {
-                Ok(addr as *const c_void)
-            };
+        match self.address.get() {
+            Some(&addr) if addr != 0 => Ok(addr as *const c_void),
+            _ => self.resolve(),
         }
-        self.resolve()
     }
 
     #[cold]
     fn resolve(&self) -> Result<*const c_void> {
-        let library = DriverLibrary::global()?;
-        let addr = match library.symbol(self.name) {
-            Ok(p) => p as usize,
-            Err(_) => 0,
-        };
-        let _ = self.address.set(addr);
-        self.get()
+        self.get_in(DriverLibrary::global()?)
     }
 
-    fn missing(&self) -> LoadError {
-        LoadError::MissingSymbol {
-            name: self.name.trim_end_matches('\0'),
-            library: DriverLibrary::global()
-                .map(|l| l.path().to_string())
-                .unwrap_or_default(),
+    /// The symbol's address in `library`, resolving it on first use. A slot serves one
+    /// library: the first lookup is cached whichever library it was made in.
+    pub fn get_in(&self, library: &DriverLibrary) -> Result<*const c_void> {
+        let addr = *self
+            .address
+            .get_or_init(|| library.symbol(self.name).map_or(0, |p| p as usize));
+        if addr == 0 {
+            return Err(LoadError::MissingSymbol {
+                name: self.name.trim_end_matches('\0'),
+                library: library.path().to_string(),
+            });
         }
+        Ok(addr as *const c_void)
     }
 }

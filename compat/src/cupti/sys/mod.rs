@@ -36,7 +36,7 @@ pub use bindings::*;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use cudrv::sys::loader::{DriverLibrary, LoadError};
+use cudrv::sys::loader::{DriverLibrary, LoadError, SymbolSlot};
 
 /// Environment variable naming the libcupti to load.
 pub const LIBCUPTI_ENV: &str = "CUDRV_LIBCUPTI";
@@ -76,19 +76,11 @@ pub fn load_error() -> Option<String> {
         .map(|e| e.to_string().replace("CUDA driver", "CUPTI library"))
 }
 
-/// A libcupti entry point resolved on first use (0 when the library lacks it).
-struct Slot(OnceLock<usize>);
-
-impl Slot {
-    fn get(&self, name: &'static str) -> Result<*const c_void, CUptiResult> {
-        let lib = library().map_err(|_| CUptiResult::CUPTI_ERROR_NOT_INITIALIZED)?;
-        let addr = *self.0.get_or_init(|| lib.symbol(name).map_or(0, |p| p as usize));
-        if addr == 0 {
-            Err(CUptiResult::CUPTI_ERROR_NOT_SUPPORTED)
-        } else {
-            Ok(addr as *const c_void)
-        }
-    }
+/// A libcupti entry point through `slot`: `CUPTI_ERROR_NOT_INITIALIZED` without the library,
+/// `CUPTI_ERROR_NOT_SUPPORTED` when it lacks the symbol.
+fn resolve(slot: &SymbolSlot) -> Result<*const c_void, CUptiResult> {
+    let lib = library().map_err(|_| CUptiResult::CUPTI_ERROR_NOT_INITIALIZED)?;
+    slot.get_in(lib).map_err(|_| CUptiResult::CUPTI_ERROR_NOT_SUPPORTED)
 }
 
 /// Declares one wrapper per CUPTI function: it resolves the entry point lazily and checks the
@@ -102,8 +94,8 @@ macro_rules! cupti_functions {
             /// # Safety
             /// The same contract as the C function of that name in the CUPTI reference.
             pub unsafe fn $name($($arg: $ty),*) -> CUptiResult {
-                static SLOT: Slot = Slot(OnceLock::new());
-                let address = match SLOT.get(concat!(stringify!($name), "\0")) {
+                static SLOT: SymbolSlot = SymbolSlot::new(concat!(stringify!($name), "\0"));
+                let address = match resolve(&SLOT) {
                     Ok(address) => address,
                     Err(rc) => return rc,
                 };
