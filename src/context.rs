@@ -89,6 +89,13 @@ impl Context {
     }
 
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let raw: cudrv::sys::CUcontext = ctx.raw(); // for driver calls cudrv does not wrap
+    /// assert!(!raw.is_null());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn raw(&self) -> sys::CUcontext {
         self.raw
     }
@@ -105,6 +112,13 @@ impl Context {
     }
 
     /// The device limits launches are checked against (read once, at creation).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let l = ctx.limits();
+    /// println!("{} SMs, {} KiB shared per block (opt-in)", l.multiprocessor_count, l.max_shared_per_block_optin >> 10);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn limits(&self) -> &DeviceLimits {
         &self.limits
     }
@@ -132,11 +146,24 @@ impl Context {
     }
 
     /// The context's caching allocator, which device buffers use by default.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.memory_pool().set_limit(Some(8 << 30)); // this context reserves at most 8 GiB
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn memory_pool(&self) -> &DevicePool {
         &self.pool
     }
 
     /// The cache that pinned host buffers are allocated from.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.pinned_pool().set_max_cached(64 << 20);
+    /// println!("{:?}", ctx.pinned_pool().stats());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn pinned_pool(&self) -> &PinnedPool {
         &self.pinned
     }
@@ -148,6 +175,12 @@ impl Context {
 
     /// Whether new device buffers come from the caching pool (the default) or straight from the
     /// driver (`cuMemAllocAsync`).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert!(ctx.caching()); // on by default
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn caching(&self) -> bool {
         self.caching.load(Ordering::Relaxed)
     }
@@ -166,11 +199,34 @@ impl Context {
 
     /// The caching pool's statistics: allocations, hit rate, reserved and allocated bytes,
     /// peaks, fragmentation (`to_json()` renders them as JSON).
+    ///
+    /// ```no_run
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::<f32>::zeroed(&stream, 1 << 20)?;
+    /// let s = ctx.memory_stats();
+    /// assert!(s.allocated_bytes >= 4 << 20);
+    /// println!("{}", serde_json::to_string(&s).unwrap());
+    /// # drop(buf);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn memory_stats(&self) -> PoolStats {
         self.pool.stats()
     }
 
     /// Returns every fully free cached segment to the driver; the number of bytes released.
+    ///
+    /// ```no_run
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// drop(DeviceBuffer::<f32>::zeroed(&stream, 64 << 20)?);
+    /// stream.synchronize()?;
+    /// let released = ctx.empty_cache();
+    /// println!("gave {} MiB back to the driver", released >> 20);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn empty_cache(&self) -> usize {
         self.pool.empty_cache()
     }
@@ -182,6 +238,19 @@ impl Context {
     /// A context that has hit a sticky fault ([`crate::fault`]) is refused here with
     /// [`Error::ContextFaulted`](crate::Error::ContextFaulted), so every call that uses it fails
     /// fast, naming the fault.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let worker = {
+    ///     let ctx = ctx.clone();
+    ///     std::thread::spawn(move || -> cudrv::Result<()> {
+    ///         ctx.bind_to_thread()?; // before raw driver calls on this thread
+    ///         Ok(())
+    ///     })
+    /// };
+    /// worker.join().unwrap()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     #[inline]
     pub fn bind_to_thread(&self) -> Result<()> {
         crate::fault::check_context(self.raw)?;
@@ -216,6 +285,17 @@ impl Context {
     }
 
     /// Waits for all work in this context to finish.
+    ///
+    /// ```no_run
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let a = DeviceBuffer::<f32>::zeroed(&s1, 1 << 20)?;
+    /// let b = DeviceBuffer::<f32>::zeroed(&s2, 1 << 20)?;
+    /// ctx.synchronize()?; // both streams are done
+    /// # drop((a, b));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: no arguments; the context is current.
@@ -265,11 +345,27 @@ impl Context {
 
     /// A new stream with the given flags and priority (lower numbers run first; see
     /// [`Context::stream_priority_range`]).
+    ///
+    /// ```no_run
+    /// use cudrv::StreamFlags;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (_, highest) = ctx.stream_priority_range()?;
+    /// let urgent = ctx.new_stream_with(StreamFlags::NonBlocking, highest)?;
+    /// urgent.synchronize()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn new_stream_with(self: &Arc<Self>, flags: StreamFlags, priority: i32) -> Result<Arc<Stream>> {
         Stream::create(self.clone(), flags, priority).map(Arc::new)
     }
 
     /// The (least, greatest) stream priority; the greatest is the numerically lowest.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (least, greatest) = ctx.stream_priority_range()?;
+    /// assert!(greatest <= least); // e.g. (0, -5): -5 runs first
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.bind_to_thread()?;
         let (mut least, mut greatest) = (0, 0);

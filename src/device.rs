@@ -22,6 +22,13 @@ pub struct Device {
 }
 
 /// The limits a launch is checked against, read once per context.
+///
+/// ```no_run
+/// let limits = cudrv::Device::get(0)?.limits()?;
+/// assert_eq!(limits.warp_size, 32);
+/// println!("{} SMs, {} MiB L2", limits.multiprocessor_count, limits.l2_cache_bytes >> 20);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct DeviceLimits {
     /// Most threads in one block.
@@ -44,6 +51,13 @@ pub struct DeviceLimits {
 
 impl Device {
     /// The number of CUDA devices the driver sees.
+    ///
+    /// ```no_run
+    /// for i in 0..cudrv::Device::count()? {
+    ///     println!("{i}: {}", cudrv::Device::get(i)?.name()?);
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn count() -> Result<usize> {
         init()?;
         let mut n = 0;
@@ -53,6 +67,13 @@ impl Device {
     }
 
     /// The device with this ordinal; an ordinal past the last device is an invalid argument.
+    ///
+    /// ```no_run
+    /// let dev = cudrv::Device::get(0)?;
+    /// assert_eq!(dev.ordinal(), 0);
+    /// assert!(cudrv::Device::get(1000).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn get(ordinal: usize) -> Result<Device> {
         let count = Device::count()?;
         if ordinal >= count {
@@ -65,16 +86,33 @@ impl Device {
     }
 
     /// The ordinal this device was opened with.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert_eq!(ctx.device().ordinal(), 0);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
 
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// let raw: cudrv::sys::CUdevice = cudrv::Device::get(0)?.raw(); // for unwrapped driver calls
+    /// # let _ = raw;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn raw(&self) -> sys::CUdevice {
         self.raw
     }
 
     /// The product name, e.g. `NVIDIA H100 80GB HBM3`.
+    ///
+    /// ```no_run
+    /// println!("{}", cudrv::Device::get(0)?.name()?); // e.g. "NVIDIA H100 80GB HBM3"
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn name(&self) -> Result<String> {
         let mut buf = [0 as c_char; 256];
         // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`.
@@ -84,6 +122,13 @@ impl Device {
     }
 
     /// The device's UUID as 16 bytes.
+    ///
+    /// ```no_run
+    /// let dev = cudrv::Device::get(0)?;
+    /// let bytes = dev.uuid()?;
+    /// assert!(dev.uuid_string()?.contains(&format!("{:02x}", bytes[0])));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn uuid(&self) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid::default();
         // SAFETY: writes one CUuuid through a valid pointer. The _v2 entry point is preferred;
@@ -100,6 +145,12 @@ impl Device {
     }
 
     /// The UUID in the `GPU-xxxxxxxx-xxxx-...` form that nvidia-smi prints.
+    ///
+    /// ```no_run
+    /// // The form nvidia-smi and CUDA_VISIBLE_DEVICES use: "GPU-xxxxxxxx-xxxx-...".
+    /// println!("{}", cudrv::Device::get(0)?.uuid_string()?);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn uuid_string(&self) -> Result<String> {
         let b = self.uuid()?;
         let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
@@ -128,6 +179,13 @@ impl Device {
     }
 
     /// The compute capability as (major, minor), e.g. (9, 0) for Hopper.
+    ///
+    /// ```no_run
+    /// let (major, minor) = cudrv::Device::get(0)?.compute_capability()?;
+    /// let hopper = (major, minor) >= (9, 0);
+    /// # let _ = hopper;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         Ok((
             self.attribute(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
@@ -136,6 +194,11 @@ impl Device {
     }
 
     /// Total device memory in bytes.
+    ///
+    /// ```no_run
+    /// println!("{} GiB", cudrv::Device::get(0)?.total_memory()? >> 30);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn total_memory(&self) -> Result<usize> {
         let mut bytes = 0;
         // SAFETY: writes one size_t through a valid pointer.
@@ -144,6 +207,12 @@ impl Device {
     }
 
     /// The limits launches are checked against.
+    ///
+    /// ```no_run
+    /// let l = cudrv::Device::get(0)?.limits()?;
+    /// assert!(l.max_threads_per_block >= 1024);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn limits(&self) -> Result<DeviceLimits> {
         let a = |attr| self.attribute(attr).map(|v| v.max(0) as u32);
         Ok(DeviceLimits {

@@ -96,10 +96,24 @@ pub struct DriverVersion(pub i32);
 
 impl DriverVersion {
     /// The major version (12 for CUDA 12.x).
+    ///
+    /// ```no_run
+    /// let v = cudrv::driver_version()?;
+    /// assert!(v.major() >= 12, "cudrv needs a CUDA 12 driver or newer, found {v}");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn major(self) -> i32 {
         self.0 / 1000
     }
     /// The minor version (9 for CUDA 12.9).
+    ///
+    /// ```no_run
+    /// let v = cudrv::driver_version()?;
+    /// if (v.major(), v.minor()) >= (12, 4) {
+    ///     println!("kernel parameter sizes are checked");
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn minor(self) -> i32 {
         (self.0 % 1000) / 10
     }

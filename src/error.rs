@@ -3,6 +3,16 @@
 use std::fmt;
 
 /// The result type of every fallible cudrv call.
+///
+/// ```no_run
+/// fn total_memory_gib() -> cudrv::Result<usize> {
+///     Ok(cudrv::Device::get(0)?.total_memory()? >> 30)
+/// }
+/// match total_memory_gib() {
+///     Ok(g) => println!("{g} GiB"),
+///     Err(e) => eprintln!("no GPU: {e}"), // e.g. no driver: one clear line, no panic
+/// }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in cudrv.

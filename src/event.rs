@@ -34,6 +34,19 @@ unsafe impl Sync for Event {}
 
 impl Event {
     /// A new event; `timing` enables [`Event::elapsed_ms`] (timing-disabled events are cheaper).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let (start, end) = (cudrv::Event::new(&ctx, true)?, cudrv::Event::new(&ctx, true)?);
+    /// start.record(&stream)?;
+    /// let buf = cudrv::DeviceBuffer::<f32>::zeroed(&stream, 1 << 24)?;
+    /// end.record(&stream)?;
+    /// end.synchronize()?;
+    /// println!("zeroing 64 MiB took {:.3} ms", start.elapsed_ms(&end)?);
+    /// # drop(buf);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn new(ctx: &Arc<Context>, timing: bool) -> Result<Event> {
         ctx.bind_to_thread()?;
         let flags = if timing {
@@ -48,11 +61,28 @@ impl Event {
     }
 
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let e = cudrv::Event::new(&ctx, false)?;
+    /// let raw: cudrv::sys::CUevent = e.raw(); // e.g. for cuStreamWaitEvent on a foreign stream
+    /// assert!(!raw.is_null());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn raw(&self) -> sys::CUevent {
         self.raw
     }
 
     /// Records the event at the current end of `stream`.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (producer, consumer) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let ready = cudrv::Event::new(&ctx, false)?;
+    /// ready.record(&producer)?;
+    /// consumer.wait(&ready)?; // consumer's later work runs after producer's so far
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn record(&self, stream: &Stream) -> Result<()> {
         self.ctx.bind_to_thread()?;
         // SAFETY: both handles are live.
@@ -60,12 +90,33 @@ impl Event {
     }
 
     /// Waits until the work before the event's last record has finished.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let e = cudrv::Event::new(&ctx, false)?;
+    /// e.record(&stream)?;
+    /// e.synchronize()?;
+    /// assert!(e.query()?);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: the handle is live.
         unsafe { cu!(cuEventSynchronize(self.raw)) }
     }
 
     /// Whether the work before the event's last record has finished, without waiting.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let e = cudrv::Event::new(&ctx, false)?;
+    /// e.record(&stream)?;
+    /// while !e.query()? {
+    ///     std::thread::yield_now(); // do host work meanwhile
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn query(&self) -> Result<bool> {
         let f = sys::resolve::cuEventQuery()?;
         // SAFETY: the handle is live.
@@ -94,6 +145,22 @@ impl Event {
     }
 
     /// Milliseconds from this event to `end`; both must have completed and have timing enabled.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let (a, b) = (cudrv::Event::new(&ctx, true)?, cudrv::Event::new(&ctx, true)?);
+    /// a.record(&stream)?;
+    /// b.record(&stream)?;
+    /// b.synchronize()?;
+    /// assert!(a.elapsed_ms(&b)? >= 0.0);
+    /// // Events made without timing cannot be timed: an error, not a wrong number.
+    /// let untimed = cudrv::Event::new(&ctx, false)?;
+    /// untimed.record(&stream)?;
+    /// untimed.synchronize()?;
+    /// assert!(a.elapsed_ms(&untimed).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let mut ms = 0.0f32;
         // SAFETY: writes one float through a valid pointer; both handles are live.

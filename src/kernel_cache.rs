@@ -45,12 +45,41 @@ use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 /// Environment variable naming the cache directory.
+///
+/// ```
+/// use cudrv::kernel_cache::{KernelCache, CACHE_DIR_ENV};
+/// // `CUDRV_CACHE_DIR=/scratch/cudrv my-app` keeps the compiled kernels there.
+/// if let Some(dir) = std::env::var_os(CACHE_DIR_ENV) {
+///     assert_eq!(KernelCache::from_env().dir(), Some(dir.into()));
+/// }
+/// ```
 pub const CACHE_DIR_ENV: &str = "CUDRV_CACHE_DIR";
 /// Environment variable that turns the cache off when it is `1`.
+///
+/// ```
+/// use cudrv::kernel_cache::{KernelCache, CACHE_DISABLE_ENV};
+/// if std::env::var(CACHE_DISABLE_ENV).as_deref() == Ok("1") {
+///     assert!(!KernelCache::from_env().enabled());
+/// }
+/// ```
 pub const CACHE_DISABLE_ENV: &str = "CUDRV_CACHE_DISABLE";
 /// Environment variable bounding the cache's size in bytes.
+///
+/// ```
+/// use cudrv::kernel_cache::{KernelCache, CACHE_MAX_BYTES_ENV, DEFAULT_MAX_BYTES};
+/// let bound = std::env::var(CACHE_MAX_BYTES_ENV).ok().and_then(|v| v.parse().ok());
+/// assert_eq!(KernelCache::from_env().info().max_bytes, bound.unwrap_or(DEFAULT_MAX_BYTES));
+/// ```
 pub const CACHE_MAX_BYTES_ENV: &str = "CUDRV_CACHE_MAX_BYTES";
 /// The default size bound: 1 GiB.
+///
+/// ```
+/// use cudrv::kernel_cache::{KernelCache, DEFAULT_MAX_BYTES};
+/// assert_eq!(DEFAULT_MAX_BYTES, 1 << 30);
+/// let dir = std::env::temp_dir().join("cudrv-doc-default-bound");
+/// assert_eq!(KernelCache::with_dir(&dir, DEFAULT_MAX_BYTES).info().max_bytes, DEFAULT_MAX_BYTES);
+/// # let _ = std::fs::remove_dir_all(&dir);
+/// ```
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
 /// First bytes of every entry; the digit is the entry format's version.
@@ -76,6 +105,12 @@ pub struct CacheKey([u8; 32]);
 impl CacheKey {
     /// The key of `ptx` (a trailing NUL is ignored) compiled for compute capability `cc` by
     /// driver version `driver` (as `cuDriverGetVersion` gives it, e.g. 13000).
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::CacheKey;
+    /// // A trailing NUL (as C strings carry) does not change the key.
+    /// assert_eq!(CacheKey::new("ptx\0", (9, 0), 13000), CacheKey::new("ptx", (9, 0), 13000));
+    /// ```
     pub fn new(ptx: &str, cc: (u32, u32), driver: i32) -> Self {
         let mut h = Sha256::new();
         h.update(MAGIC);
@@ -88,6 +123,14 @@ impl CacheKey {
 
     /// The key of one kernel of cudrv's embedded module whose text has SHA-256 `digest`
     /// (extracted by this cudrv version), so that a hit needs no decompression.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::CacheKey;
+    /// use cudrv::registry::EMBEDDED_MODULES;
+    /// let m = &EMBEDDED_MODULES[0];
+    /// let key = CacheKey::for_embedded(&m.digest, m.kernels[0], (9, 0), 13000);
+    /// assert_ne!(key, CacheKey::for_embedded(&m.digest, m.kernels[0], (8, 0), 13000));
+    /// ```
     pub fn for_embedded(digest: &[u8; 32], kernel: &str, cc: (u32, u32), driver: i32) -> Self {
         let mut h = Sha256::new();
         h.update(MAGIC);
@@ -103,6 +146,12 @@ impl CacheKey {
     }
 
     /// The key in hexadecimal (the entry's file name without extension).
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::CacheKey;
+    /// let hex = CacheKey::new("ptx", (9, 0), 13000).hex();
+    /// assert!(hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    /// ```
     pub fn hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -201,6 +250,11 @@ pub struct KernelCache {
 
 impl KernelCache {
     /// The process's cache, configured from the environment on first use.
+    ///
+    /// ```
+    /// let cache = cudrv::kernel_cache::KernelCache::global();
+    /// println!("kernel cache: {:?}", cache.dir());
+    /// ```
     pub fn global() -> &'static KernelCache {
         static GLOBAL: OnceLock<KernelCache> = OnceLock::new();
         GLOBAL.get_or_init(KernelCache::from_env)
@@ -208,6 +262,12 @@ impl KernelCache {
 
     /// A cache configured from `CUDRV_CACHE_DIR`, `CUDRV_CACHE_DISABLE` and
     /// `CUDRV_CACHE_MAX_BYTES`.
+    ///
+    /// ```
+    /// let cache = cudrv::kernel_cache::KernelCache::from_env();
+    /// let info = cache.info();
+    /// println!("{} entries, {} of {} bytes", info.entries, info.bytes, info.max_bytes);
+    /// ```
     pub fn from_env() -> KernelCache {
         let enabled = std::env::var(CACHE_DISABLE_ENV).map_or(true, |v| v != "1");
         let max_bytes = std::env::var(CACHE_MAX_BYTES_ENV)
@@ -229,6 +289,21 @@ impl KernelCache {
     }
 
     /// A cache in `dir` (`Err`: memory only, for the reason given), bounded to `max_bytes`.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::{CacheKey, KernelCache};
+    /// // A directory that cannot be written (here: its parent is a file) leaves the cache in
+    /// // memory only, with the reason, at the first store.
+    /// let file = std::env::temp_dir().join(format!("cudrv-doc-not-a-dir-{}", std::process::id()));
+    /// std::fs::write(&file, b"")?;
+    /// let cache = KernelCache::with_dir(file.join("kernels"), 1 << 20);
+    /// let key = CacheKey::new("ptx", (9, 0), 13000);
+    /// cache.put(&key, b"cubin");
+    /// assert!(cache.dir().is_none() && cache.info().why_memory_only.is_some());
+    /// assert!(cache.get(&key).is_some()); // still served from memory
+    /// # std::fs::remove_file(&file)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn with_dir(dir: impl Into<PathBuf>, max_bytes: u64) -> KernelCache {
         KernelCache::new(Ok(dir.into()), max_bytes, true)
     }
@@ -248,16 +323,43 @@ impl KernelCache {
     }
 
     /// Whether the cache is in use at all (`CUDRV_CACHE_DISABLE=1` turns it off).
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::KernelCache;
+    /// let dir = std::env::temp_dir().join("cudrv-doc-enabled");
+    /// assert!(KernelCache::with_dir(&dir, 1 << 20).enabled());
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
     pub fn enabled(&self) -> bool {
         self.enabled
     }
 
     /// The directory in use, if any.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::KernelCache;
+    /// let dir = std::env::temp_dir().join("cudrv-doc-dir");
+    /// assert_eq!(KernelCache::with_dir(&dir, 1 << 20).dir(), Some(dir.clone()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
     pub fn dir(&self) -> Option<PathBuf> {
         self.dir.lock().as_ref().ok().cloned()
     }
 
     /// This process's counters.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::{CacheKey, KernelCache};
+    /// let dir = std::env::temp_dir().join(format!("cudrv-doc-stats-{}", std::process::id()));
+    /// let cache = KernelCache::with_dir(&dir, 1 << 20);
+    /// let key = CacheKey::new("compiled once", (9, 0), 13000);
+    /// assert!(cache.get(&key).is_none());
+    /// cache.put(&key, b"cubin"); // a miss: compiled and stored
+    /// assert!(cache.get(&key).is_some());
+    /// let s = cache.stats();
+    /// assert_eq!((s.misses, s.stores, s.hits), (1, 1, 1));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
@@ -270,6 +372,23 @@ impl KernelCache {
 
     /// The cubin stored under `key`, from memory or disk; `None` when there is none (or it was
     /// corrupt, which is reported and counted).
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::{CacheKey, KernelCache};
+    /// let dir = std::env::temp_dir().join(format!("cudrv-doc-get-{}", std::process::id()));
+    /// let cache = KernelCache::with_dir(&dir, 1 << 20);
+    /// let key = CacheKey::new("ptx", (9, 0), 13000);
+    /// cache.put(&key, b"\x7fELF...");
+    /// // A damaged file is noticed (checksum), counted, and treated as a miss.
+    /// for entry in std::fs::read_dir(&dir)? {
+    ///     std::fs::write(entry?.path(), b"garbage")?;
+    /// }
+    /// let fresh = KernelCache::with_dir(&dir, 1 << 20);
+    /// assert!(fresh.get(&key).is_none());
+    /// assert_eq!(fresh.stats().corrupt, 1);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get(&self, key: &CacheKey) -> Option<Arc<[u8]>> {
         if !self.enabled {
             return None;
@@ -306,6 +425,15 @@ impl KernelCache {
 
     /// Keeps `cubin` under `key`: in memory, and on disk when the directory is usable. A
     /// directory that cannot be written is reported once and dropped for the process.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::{CacheKey, KernelCache};
+    /// let dir = std::env::temp_dir().join(format!("cudrv-doc-put-{}", std::process::id()));
+    /// let cache = KernelCache::with_dir(&dir, 1 << 20);
+    /// cache.put(&CacheKey::new("ptx", (9, 0), 13000), &[0u8; 1000]);
+    /// assert_eq!(cache.stats().stores, 1);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn put(&self, key: &CacheKey, cubin: &[u8]) {
         if !self.enabled {
             return;
@@ -328,6 +456,18 @@ impl KernelCache {
     }
 
     /// Removes every entry on disk and in memory; returns how many files were removed.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::{CacheKey, KernelCache};
+    /// let dir = std::env::temp_dir().join(format!("cudrv-doc-clear-{}", std::process::id()));
+    /// let cache = KernelCache::with_dir(&dir, 1 << 20);
+    /// cache.put(&CacheKey::new("a", (9, 0), 13000), b"1");
+    /// cache.put(&CacheKey::new("b", (9, 0), 13000), b"2");
+    /// assert_eq!(cache.clear()?, 2);
+    /// assert_eq!(cache.info().entries, 0);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn clear(&self) -> std::io::Result<usize> {
         self.memory.lock().clear();
         let Some(dir) = self.dir() else { return Ok(0) };
@@ -340,6 +480,14 @@ impl KernelCache {
     }
 
     /// The directory, its entries and their size.
+    ///
+    /// ```
+    /// let info = cudrv::kernel_cache::KernelCache::global().info();
+    /// match &info.dir {
+    ///     Some(dir) => println!("{}: {} entries, {} bytes", dir.display(), info.entries, info.bytes),
+    ///     None => println!("memory only: {}", info.why_memory_only.as_deref().unwrap_or("disabled")),
+    /// }
+    /// ```
     pub fn info(&self) -> CacheInfo {
         let dir = self.dir.lock().clone();
         let listed = dir.as_ref().map(|d| entries(d)).unwrap_or_default();

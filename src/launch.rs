@@ -30,6 +30,12 @@ pub struct LaunchConfig {
 
 impl LaunchConfig {
     /// One thread per element in blocks of 1024 (at least one block).
+    ///
+    /// ```
+    /// let cfg = cudrv::LaunchConfig::for_num_elems(5000);
+    /// assert_eq!((cfg.grid_dim.0, cfg.block_dim.0), (5, 1024));
+    /// assert_eq!(cudrv::LaunchConfig::for_num_elems(0).grid_dim.0, 1);
+    /// ```
     pub fn for_num_elems(n: u32) -> Self {
         const BLOCK: u32 = 1024;
         LaunchConfig {
@@ -111,12 +117,33 @@ impl LaunchConfig {
 /// # Safety
 /// `as_kernel_param` must return a pointer to a value that stays valid while `self` is borrowed
 /// and whose bytes are exactly the kernel parameter's representation.
+///
+/// ```
+/// use cudrv::launch::KernelArg;
+/// // Plain data (DeviceRepr types) and device buffers are kernel arguments.
+/// fn size_of_arg(a: &impl KernelArg) -> usize {
+///     a.param_size()
+/// }
+/// assert_eq!(size_of_arg(&1.0f32), 4);
+/// assert_eq!(size_of_arg(&7u64), 8);
+/// ```
 pub unsafe trait KernelArg {
     /// A pointer to the parameter's bytes.
+    ///
+    /// ```
+    /// use cudrv::launch::KernelArg;
+    /// let x = 3u32;
+    /// assert_eq!(x.as_kernel_param() as *const u32, &x as *const u32);
+    /// ```
     fn as_kernel_param(&self) -> *mut c_void;
 
     /// The parameter's size in bytes, checked against the kernel's where the driver reports
     /// its parameters (12.4 and later); [`UNKNOWN_PARAM_SIZE`] skips the check.
+    ///
+    /// ```
+    /// use cudrv::launch::KernelArg;
+    /// assert_eq!(2.0f64.param_size(), 8);
+    /// ```
     #[inline]
     fn param_size(&self) -> usize {
         UNKNOWN_PARAM_SIZE
@@ -124,6 +151,20 @@ pub unsafe trait KernelArg {
 }
 
 /// What [`KernelArg::param_size`] returns for an argument whose size is not known.
+///
+/// ```
+/// use cudrv::launch::{KernelArg, UNKNOWN_PARAM_SIZE};
+/// use std::ffi::c_void;
+/// /// An argument built by hand whose size the caller does not state.
+/// struct Raw(*mut c_void);
+/// // SAFETY: points at a value that outlives the launch (the caller's duty).
+/// unsafe impl KernelArg for Raw {
+///     fn as_kernel_param(&self) -> *mut c_void {
+///         self.0
+///     }
+/// }
+/// assert_eq!(Raw(std::ptr::null_mut()).param_size(), UNKNOWN_PARAM_SIZE);
+/// ```
 pub const UNKNOWN_PARAM_SIZE: usize = usize::MAX;
 
 // SAFETY: a DeviceRepr value is its own device representation; the pointer is to self.
@@ -169,6 +210,21 @@ unsafe impl<T> KernelArg for DeviceBuffer<T> {
 }
 
 /// Most parameters a launch may carry.
+///
+/// ```no_run
+/// use cudrv::launch::MAX_KERNEL_ARGS;
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let f = ctx.kernel("fill_f32")?;
+/// let x = 0u32;
+/// let mut l = stream.launch_builder(&f);
+/// for _ in 0..=MAX_KERNEL_ARGS {
+///     l.arg(&x);
+/// }
+/// // SAFETY: refused before the driver is called.
+/// assert!(unsafe { l.launch(cudrv::LaunchConfig::for_num_elems(1)) }.is_err());
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub const MAX_KERNEL_ARGS: usize = 32;
 
 /// Collects a launch's arguments; made by [`Stream::launch_builder`].
@@ -197,6 +253,20 @@ pub struct LaunchArgs<'a> {
 
 impl<'a> LaunchArgs<'a> {
     /// Appends an argument; it stays borrowed until the launch.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, LaunchConfig};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// let out = DeviceBuffer::<f32>::zeroed(&stream, 10)?;
+    /// let (value, n) = (1.0f32, 10usize);
+    /// let mut l = stream.launch_builder(&f);
+    /// l.arg(&out).arg(&value).arg(&n);
+    /// // SAFETY: fill_f32(float* out, float value, size_t n).
+    /// unsafe { l.launch(LaunchConfig::for_num_elems(10)) }?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     #[inline]
     pub fn arg<A: KernelArg + ?Sized>(&mut self, arg: &'a A) -> &mut Self {
         if self.count < MAX_KERNEL_ARGS {
@@ -212,6 +282,22 @@ impl<'a> LaunchArgs<'a> {
     /// # Safety
     /// The arguments must match the kernel's parameter list in number, order and type, and the
     /// kernel must only access memory within the buffers passed to it.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, LaunchConfig};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// let out = DeviceBuffer::<f32>::zeroed(&stream, 10)?;
+    /// let (value, n) = (1.0f32, 10usize);
+    /// let mut l = stream.launch_builder(&f);
+    /// l.arg(&out).arg(&value).arg(&n);
+    /// // A block larger than the device allows is refused with the numbers, not launched.
+    /// let too_big = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4096, 1, 1), shared_mem_bytes: 0 };
+    /// // SAFETY: fill_f32(float* out, float value, size_t n) matches the arguments.
+    /// assert!(unsafe { l.launch(too_big) }.is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     #[inline]
     pub unsafe fn launch(&mut self, config: LaunchConfig) -> Result<()> {
         if self.count > MAX_KERNEL_ARGS {
@@ -280,6 +366,15 @@ fn check_params(name: &str, kernel: &[usize], given: &[usize]) -> Result<()> {
 
 impl Stream {
     /// Starts a launch of `function` on this stream.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// let mut launch = stream.launch_builder(&f);
+    /// # let _ = &mut launch;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     #[inline]
     pub fn launch_builder<'a>(&'a self, function: &'a Function) -> LaunchArgs<'a> {
         LaunchArgs {

@@ -26,13 +26,14 @@
 //! assert_eq!(y.to_vec()?, vec![2.0, 4.0, 6.0]);
 //!
 //! // Your own kernels: register PTX, then launch by name with checked configuration.
-//! ctx.registry().register_ptx("mine", std::fs::read_to_string("mine.ptx").unwrap())?;
-//! let f = ctx.kernel("my_kernel")?;
-//! let n = 3usize;
+//! ctx.registry().register_ptx("mine", include_str!("../examples/kernels/add_one.ptx"))?;
+//! let f = ctx.kernel("add_one")?;
+//! let n = 3u32;
 //! let mut launch = stream.launch_builder(&f);
 //! launch.arg(&y).arg(&n);
-//! // SAFETY: my_kernel(float*, size_t) matches these arguments.
+//! // SAFETY: add_one(float* data, u32 n) matches these arguments.
 //! unsafe { launch.launch(cudrv::LaunchConfig::for_num_elems(3)) }?;
+//! assert_eq!(y.to_vec()?, vec![3.0, 5.0, 7.0]);
 //! # Ok::<(), cudrv::Error>(())
 //! ```
 //!

@@ -18,9 +18,9 @@ use crate::sys::{self, CUfunction_attribute as FnAttr, CUjit_option, CUresult};
 ///
 /// ```no_run
 /// let ctx = cudrv::Context::new(0)?;
-/// let ptx = std::fs::read_to_string("my_kernels.ptx").unwrap();
-/// let module = cudrv::Module::from_ptx(&ctx, &ptx, "my_kernels")?;
-/// let kernel = module.function("my_kernel")?;
+/// let ptx = include_str!("../examples/kernels/add_one.ptx");
+/// let module = cudrv::Module::from_ptx(&ctx, ptx, "add_one")?;
+/// let kernel = module.function("add_one")?;
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 #[derive(Debug)]
@@ -73,6 +73,16 @@ impl Module {
     /// The compiled module comes from cudrv's [kernel cache](crate::kernel_cache) when it holds
     /// this PTX for this device and driver; otherwise the PTX is compiled and the result kept
     /// there for the next process.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let ptx = include_str!("../examples/kernels/add_one.ptx");
+    /// let module = cudrv::Module::from_ptx(&ctx, ptx, "add_one")?;
+    /// assert_eq!(module.name(), "add_one");
+    /// // PTX the driver cannot compile is an error naming the module, not a crash.
+    /// assert!(cudrv::Module::from_ptx(&ctx, ".version 7.0\n.target sm_70\nnonsense", "bad").is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn from_ptx(ctx: &Arc<Context>, ptx: &str, name: &str) -> Result<Arc<Module>> {
         Self::load_ptx(ctx, ptx, name, false)
     }
@@ -80,6 +90,17 @@ impl Module {
     /// Loads a cubin or fatbin image, or PTX text given as bytes. A binary image is checked
     /// against its own headers first: a truncated one, or one whose headers claim more bytes than
     /// the slice holds, is an `InvalidArgument` (the driver would read past the slice).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// // e.g. from `nvcc -cubin -arch=sm_90` (this one loads on compute capability 9.0)
+    /// let cubin: &[u8] = include_bytes!("../tests/data/test_kernels.sm_90.cubin");
+    /// let module = cudrv::Module::from_image(&ctx, cubin, "test_kernels")?;
+    /// // A truncated image is refused before the driver sees it.
+    /// assert!(cudrv::Module::from_image(&ctx, &cubin[..64], "cut").is_err());
+    /// # let _ = module;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn from_image(ctx: &Arc<Context>, image: &[u8], name: &str) -> Result<Arc<Module>> {
         if is_binary_image(image) {
             // The driver takes no length: an image whose headers reach past the slice is refused.
@@ -95,6 +116,14 @@ impl Module {
     }
 
     /// Loads a `.ptx`, `.cubin` or `.fatbin` file.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let module = cudrv::Module::from_file(&ctx, "examples/kernels/add_one.ptx")?;
+    /// let add_one = module.function("add_one")?;
+    /// # let _ = add_one;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn from_file(ctx: &Arc<Context>, path: impl AsRef<Path>) -> Result<Arc<Module>> {
         let path = path.as_ref();
         let image = std::fs::read(path).map_err(|e| Error::Io {
@@ -247,6 +276,13 @@ impl Module {
     }
 
     /// The module's name.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "mine")?;
+    /// assert_eq!(m.name(), "mine");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -254,6 +290,14 @@ impl Module {
     /// The context the module is loaded in; `None` only for a module of a context's kernel
     /// registry once that context is gone (a [`Function`] keeps its context alive, so a module
     /// reached through one always has it).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+    /// assert!(Arc::ptr_eq(&m.context().unwrap(), &ctx));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn context(&self) -> Option<Arc<Context>> {
         match &self.ctx {
             ModuleContext::Shared(ctx) => Some(ctx.clone()),
@@ -270,6 +314,17 @@ impl Module {
     }
 
     /// The kernel `name`, with its attributes read once.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+    /// let f = m.function("add_one")?;
+    /// assert_eq!(f.name(), "add_one");
+    /// // A misspelt name lists the kernels the module has.
+    /// let err = m.function("add_on").unwrap_err().to_string();
+    /// assert!(err.contains("add_one"), "{err}");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn function(self: &Arc<Self>, name: &str) -> Result<Function> {
         let ctx = self
             .context()
@@ -300,6 +355,16 @@ impl Module {
     }
 
     /// The device address and size in bytes of the `__device__` global `name`.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+    /// // `calls` is a `.global .u32` of the module: 4 bytes.
+    /// let (address, bytes) = m.global("calls")?;
+    /// assert_eq!(bytes, 4);
+    /// assert_ne!(address, 0);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn global(&self, name: &str) -> Result<(sys::CUdeviceptr, usize)> {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument(format!("global name {name:?} contains a NUL byte")))?;
@@ -381,6 +446,14 @@ impl Drop for Module {
 }
 
 /// A kernel's attributes, read when the function is looked up.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let a = *ctx.kernel("fill_f32")?.attributes();
+/// println!("{} registers, {} B local, sm_{}", a.num_regs, a.local_size_bytes, a.binary_version);
+/// assert!(a.max_threads_per_block >= 32);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FunctionAttributes {
     /// Most threads per block this kernel can launch with (register use can lower it below
@@ -399,6 +472,22 @@ pub struct FunctionAttributes {
 }
 
 /// A kernel in a loaded module. Cheap to clone. It keeps its module and its context alive.
+///
+/// ```no_run
+/// use cudrv::{DeviceBuffer, DeviceSlice, LaunchConfig};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+/// let add_one = m.function("add_one")?;
+/// let data = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0])?;
+/// let n = 3u32;
+/// let mut launch = stream.launch_builder(&add_one);
+/// launch.arg(&data).arg(&n);
+/// // SAFETY: add_one(float* data, u32 n) touches data[0..n].
+/// unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }?;
+/// assert_eq!(data.to_vec()?, vec![2.0, 3.0, 4.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Function {
     core: FunctionCore,
@@ -481,42 +570,106 @@ fn param_sizes(raw: sys::CUfunction) -> Option<Arc<[usize]>> {
 impl Function {
     /// The sizes in bytes of the kernel's parameters, as the driver reports them (CUDA 12.4 and
     /// later; `None` before). A launch whose arguments differ in number or size is refused.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+    /// // (float* data, u32 n), where the driver reports parameters (12.4 and later).
+    /// if let Some(sizes) = m.function("add_one")?.param_sizes() {
+    ///     assert_eq!(sizes, &[8, 4]);
+    /// }
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn param_sizes(&self) -> Option<&[usize]> {
         self.core.params.as_deref()
     }
 
     /// The context the function runs in (it keeps it alive).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// assert!(Arc::ptr_eq(f.context(), &ctx));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
 
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// // For driver calls cudrv does not wrap (cuFuncGetAttribute, profiler hooks, ...).
+    /// let handle: cudrv::sys::CUfunction = f.raw();
+    /// assert!(!handle.is_null());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn raw(&self) -> sys::CUfunction {
         self.core.raw
     }
 
     /// The kernel's name.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert_eq!(ctx.kernel("fill_f32")?.name(), "fill_f32");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.core.name
     }
 
     /// The module the kernel lives in.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let m = cudrv::Module::from_ptx(&ctx, include_str!("../examples/kernels/add_one.ptx"), "add_one")?;
+    /// assert_eq!(m.function("add_one")?.module().name(), "add_one");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn module(&self) -> &Arc<Module> {
         &self.core.module
     }
 
     /// The attributes read when the function was looked up.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// assert_eq!(f.attributes().local_size_bytes, 0, "fill_f32 spills");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn attributes(&self) -> &FunctionAttributes {
         &self.core.attributes
     }
 
     /// Dynamic shared memory a launch may request, bytes.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// assert!(f.max_dynamic_shared_memory() + f.attributes().shared_size_bytes <= 48 * 1024);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn max_dynamic_shared_memory(&self) -> u32 {
         self.core.max_dynamic_shared.load(Ordering::Relaxed)
     }
 
     /// Raises (or lowers) the dynamic shared memory a launch may request, up to the device's
     /// opt-in limit minus the kernel's static shared memory.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// f.set_max_dynamic_shared_memory(100 * 1024)?; // above the 48 KiB default
+    /// assert_eq!(f.max_dynamic_shared_memory(), 100 * 1024);
+    /// // More than the device has is a clear error.
+    /// assert!(f.set_max_dynamic_shared_memory(u32::MAX).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn set_max_dynamic_shared_memory(&self, bytes: u32) -> Result<()> {
         let limits = self.ctx.limits();
         let room = limits
@@ -537,6 +690,15 @@ impl Function {
     }
 
     /// Blocks of `block_size` threads that fit on one multiprocessor at once.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// let blocks = f.max_active_blocks_per_multiprocessor(256, 0)?;
+    /// let waves = 10_000u32.div_ceil(blocks * ctx.limits().multiprocessor_count);
+    /// println!("{blocks} blocks of 256 per SM; 10000 blocks take {waves} waves");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn max_active_blocks_per_multiprocessor(&self, block_size: u32, dynamic_shared: usize) -> Result<u32> {
         let mut blocks = 0;
         // SAFETY: writes one int through a valid pointer; `raw` is a live function.
@@ -553,6 +715,15 @@ impl Function {
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
     /// with it: (min_grid_size, block_size).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let f = ctx.kernel("fill_f32")?;
+    /// let (min_grid, block) = f.max_potential_block_size(0)?;
+    /// assert!(block % 32 == 0 && block <= f.attributes().max_threads_per_block);
+    /// # let _ = min_grid;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn max_potential_block_size(&self, dynamic_shared: usize) -> Result<(u32, u32)> {
         let (mut grid, mut block) = (0, 0);
         // SAFETY: writes two ints through valid pointers; no callback; limit 0 means none.

@@ -23,8 +23,21 @@ use crate::module::Function;
 use crate::stream::Stream;
 
 /// Element types the bundled kernels are built for.
+///
+/// ```
+/// use cudrv::ops::Float;
+/// fn kernel_for<T: Float>(stem: &str) -> String {
+///     format!("{stem}_{}", T::SUFFIX)
+/// }
+/// assert_eq!(kernel_for::<f32>("axpy"), "axpy_f32");
+/// ```
 pub trait Float: DeviceRepr + ValidAsZeroBits + PartialOrd + Send + Sync + sealed::Sealed {
     /// The kernel-name suffix, `f32` or `f64`.
+    ///
+    /// ```
+    /// use cudrv::ops::Float;
+    /// assert_eq!(<f64 as Float>::SUFFIX, "f64");
+    /// ```
     const SUFFIX: &'static str;
 }
 impl Float for f32 {
@@ -176,6 +189,18 @@ fn launch_yx<T: Float>(y: &mut impl DeviceSliceMut<T>, x_ptr: u64, op: &str, sca
 }
 
 /// An elementwise binary operation.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f64, 2.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[10.0f64, 20.0])?;
+/// let mut out = DeviceBuffer::<f64>::zeroed(&stream, 2)?;
+/// ops::binary(ops::Binary::Add, &mut out, &a, &b)?;
+/// assert_eq!(out.to_vec()?, vec![11.0, 22.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Binary {
     /// `out = a + b`
@@ -256,6 +281,17 @@ pub fn mul<T: Float>(out: &mut impl DeviceSliceMut<T>, a: &impl DeviceSlice<T>, 
 }
 
 /// An elementwise activation function.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let x = DeviceBuffer::from_slice(&stream, &[-1.0f32, 2.0])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// ops::activation(ops::Activation::Relu, &mut y, &x)?;
+/// assert_eq!(y.to_vec()?, vec![0.0, 2.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Activation {
     /// `max(x, 0)`
@@ -270,6 +306,13 @@ pub enum Activation {
 
 impl Activation {
     /// Every activation, for tests and tools.
+    ///
+    /// ```
+    /// use cudrv::ops::Activation;
+    /// for f in Activation::ALL {
+    ///     assert!(f.reference(0.0).is_finite(), "{}", f.name());
+    /// }
+    /// ```
     pub const ALL: [Activation; 4] = [
         Activation::Relu,
         Activation::Sigmoid,
@@ -278,6 +321,11 @@ impl Activation {
     ];
 
     /// The kernel-name stem.
+    ///
+    /// ```
+    /// use cudrv::ops::Activation;
+    /// assert_eq!(Activation::Sigmoid.name(), "sigmoid");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Activation::Relu => "relu",
@@ -288,6 +336,12 @@ impl Activation {
     }
 
     /// The function on the host, in f64 (the reference the kernels are checked against).
+    ///
+    /// ```
+    /// use cudrv::ops::Activation;
+    /// assert_eq!(Activation::Tanh.reference(0.0), 0.0);
+    /// assert!((Activation::Gelu.reference(1.0) - 0.841_344_746).abs() < 1e-9);
+    /// ```
     pub fn reference(self, x: f64) -> f64 {
         match self {
             Activation::Relu => x.max(0.0),
@@ -325,6 +379,15 @@ pub fn activation<T: Float>(act: Activation, out: &mut impl DeviceSliceMut<T>, x
 }
 
 /// A reduction over all elements.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(ops::reduce(ops::Reduction::Sum, &x)?, 6.0);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Reduction {
     /// The sum (0 for no elements).
@@ -408,6 +471,18 @@ fn shape(what: &str, len: usize, rows: usize, cols: usize) -> Result<(u32, u32)>
 }
 
 /// Row-wise softmax of a row-major `rows x cols` matrix: `out[i, j] = exp(x[i, j] - m_i) / s_i`.
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // Two rows of two: softmax of equal entries is 1/2 each.
+/// let x = DeviceBuffer::from_slice(&stream, &[0.0f32, 0.0, 5.0, 5.0])?;
+/// let mut p = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// ops::softmax_rows(&mut p, &x, 2, 2)?;
+/// assert_eq!(p.to_vec()?, vec![0.5; 4]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn softmax_rows<T: Float>(
     out: &mut impl DeviceSliceMut<T>,
     x: &impl DeviceSlice<T>,
@@ -437,6 +512,17 @@ pub fn softmax_rows<T: Float>(
 }
 
 /// Transposes a row-major `rows x cols` matrix into `out` (`cols x rows`).
+///
+/// ```no_run
+/// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?; // 2 x 3
+/// let mut t = DeviceBuffer::<f32>::zeroed(&stream, 6)?; // 3 x 2
+/// ops::transpose(&mut t, &x, 2, 3)?;
+/// assert_eq!(t.to_vec()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn transpose<T: Float>(
     out: &mut impl DeviceSliceMut<T>,
     x: &impl DeviceSlice<T>,

@@ -77,6 +77,14 @@ impl EmbeddedModule {
 
     /// The PTX text, NUL-terminated: decompressed the first time it is asked for in this
     /// process, then kept for the process's life.
+    ///
+    /// ```
+    /// let m = &cudrv::registry::EMBEDDED_MODULES[0];
+    /// let first = m.ptx()?;
+    /// assert!(std::ptr::eq(first, m.ptx()?)); // decompressed once
+    /// assert!(first.contains(".entry"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn ptx(&'static self) -> Result<&'static str> {
         if let Some(text) = self.text.get() {
             return Ok(text);
@@ -87,6 +95,13 @@ impl EmbeddedModule {
 
     /// Decompresses the PTX text (NUL-terminated) anew, without keeping it; [`ptx`](Self::ptx)
     /// is the cached form.
+    ///
+    /// ```
+    /// let m = &cudrv::registry::EMBEDDED_MODULES[0];
+    /// let text = m.decompress()?;
+    /// assert_eq!(text.len(), m.ptx_len + 1);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn decompress(&self) -> Result<Box<str>> {
         let corrupt = |message: String| Error::Io {
             path: format!("cudrv's embedded PTX module `{}`", self.name),
@@ -109,6 +124,14 @@ impl EmbeddedModule {
 
     /// The (major, minor) compute capability the module needs and whether it needs exactly that
     /// major/minor (the `a` suffix: architecture-specific features such as wgmma).
+    ///
+    /// ```
+    /// use cudrv::registry::EMBEDDED_MODULES;
+    /// for m in &EMBEDDED_MODULES {
+    ///     let ((major, minor), exact) = m.required_capability();
+    ///     println!("{}: sm_{major}{minor}{}", m.name, if exact { "a" } else { "" });
+    /// }
+    /// ```
     pub fn required_capability(&self) -> ((u32, u32), bool) {
         let digits = self.arch.trim_start_matches("compute_");
         let exact = digits.ends_with('a');
@@ -118,6 +141,13 @@ impl EmbeddedModule {
     }
 
     /// Whether a device of compute capability `cc` can load this module.
+    ///
+    /// ```
+    /// use cudrv::registry::EMBEDDED_MODULES;
+    /// let on_h100 = EMBEDDED_MODULES.iter().filter(|m| m.runs_on((9, 0))).count();
+    /// let on_a100 = EMBEDDED_MODULES.iter().filter(|m| m.runs_on((8, 0))).count();
+    /// assert!(on_h100 > on_a100); // the sm_90a modules load only on 9.0
+    /// ```
     pub fn runs_on(&self, cc: (u32, u32)) -> bool {
         let (need, exact) = self.required_capability();
         if exact {
@@ -151,8 +181,8 @@ type ModuleKey = (usize, Option<String>);
 ///
 /// ```no_run
 /// let ctx = cudrv::Context::new(0)?;
-/// ctx.registry().register_ptx("mine", std::fs::read_to_string("mine.ptx").unwrap())?;
-/// let f = ctx.kernel("my_kernel")?;
+/// ctx.registry().register_ptx("mine", include_str!("../examples/kernels/add_one.ptx"))?;
+/// let f = ctx.kernel("add_one")?;
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 #[derive(Default)]
@@ -208,6 +238,15 @@ impl KernelRegistry {
 
     /// Registers a PTX module from text; its kernels shadow any earlier ones of the same name.
     /// Returns the kernel names it defines. The module is loaded on first use.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let kernels = ctx.registry().register_ptx("mine", include_str!("../examples/kernels/add_one.ptx"))?;
+    /// assert_eq!(kernels, vec!["add_one".to_string()]);
+    /// let add_one = ctx.kernel("add_one")?; // found by name from now on
+    /// # let _ = add_one;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn register_ptx(&self, name: &str, ptx: impl Into<String>) -> Result<Vec<String>> {
         let ptx: String = ptx.into();
         let kernels = ptx_info::entries(&ptx);
@@ -221,6 +260,13 @@ impl KernelRegistry {
     }
 
     /// Registers a `.ptx` file (module name: the file stem).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let kernels = ctx.registry().register_ptx_file("examples/kernels/add_one.ptx")?;
+    /// assert!(kernels.contains(&"add_one".to_string()));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn register_ptx_file(&self, path: impl AsRef<Path>) -> Result<Vec<String>> {
         let path = path.as_ref();
         let ptx = std::fs::read_to_string(path).map_err(|e| Error::Io {
@@ -235,6 +281,14 @@ impl KernelRegistry {
     }
 
     /// Registers every `.ptx` file in a directory (not recursive), in name order.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// // Every .ptx file a build step wrote, e.g. nvcc --ptx kernels/*.cu -odir target/ptx.
+    /// let kernels = ctx.registry().register_ptx_dir("examples/kernels")?;
+    /// println!("registered {}", kernels.join(", "));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn register_ptx_dir(&self, dir: impl AsRef<Path>) -> Result<Vec<String>> {
         let dir = dir.as_ref();
         let io = |e: std::io::Error| Error::Io {
@@ -255,6 +309,14 @@ impl KernelRegistry {
     }
 
     /// Every kernel name the registry can provide, sorted.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let names = ctx.registry().kernel_names();
+    /// assert!(names.windows(2).all(|w| w[0] <= w[1]));
+    /// assert!(names.iter().any(|n| n == "fill_f32"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn kernel_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.kernels.read().keys().cloned().collect();
         names.sort();
@@ -262,6 +324,12 @@ impl KernelRegistry {
     }
 
     /// Whether `name` is a registered kernel.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert!(ctx.registry().contains("axpy_f32") && !ctx.registry().contains("axpy_f128"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.kernels.read().contains_key(name)
     }
@@ -315,6 +383,14 @@ impl Context {
     /// The kernel `name` from this context's registry (loaded on first use, then cached).
     ///
     /// An unknown name is [`Error::UnknownKernel`], listing the names the registry has.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let fill = ctx.kernel("fill_f32")?; // loaded on first use
+    /// assert!(matches!(ctx.kernel("fill_f33"), Err(cudrv::Error::UnknownKernel { .. })));
+    /// # let _ = fill;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn kernel(self: &Arc<Self>, name: &str) -> Result<Function> {
         self.registry().function(self, name)
     }

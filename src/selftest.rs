@@ -30,16 +30,36 @@ use crate::stream::Stream;
 pub mod fuzz;
 
 /// A small deterministic random generator (xorshift64*), so checks need no extra dependency.
+///
+/// ```
+/// use cudrv::selftest::Rng;
+/// let (mut a, mut b) = (Rng::new(42), Rng::new(42));
+/// assert_eq!(a.next_u64(), b.next_u64()); // a seed replays the same inputs
+/// ```
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
 
 impl Rng {
     /// A generator from a seed (any value; 0 is remapped).
+    ///
+    /// ```
+    /// use cudrv::selftest::Rng;
+    /// let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    /// println!("seed {seed:#x}"); // print it, so a failure can be replayed
+    /// let mut rng = Rng::new(seed);
+    /// # let _ = rng.next_u64();
+    /// ```
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
     }
 
     /// The next 64 random bits.
+    ///
+    /// ```
+    /// use cudrv::selftest::Rng;
+    /// let mut rng = Rng::new(0);
+    /// assert_ne!(rng.next_u64(), rng.next_u64());
+    /// ```
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -48,22 +68,55 @@ impl Rng {
     }
 
     /// A uniform value in [lo, hi).
+    ///
+    /// ```
+    /// use cudrv::selftest::Rng;
+    /// let mut rng = Rng::new(7);
+    /// assert!((0..1000).map(|_| rng.uniform(-1.0, 1.0)).all(|x| (-1.0..1.0).contains(&x)));
+    /// ```
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
         let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         lo + (hi - lo) * unit
     }
 
     /// `n` uniform values in [lo, hi), never all zero.
+    ///
+    /// ```
+    /// use cudrv::selftest::Rng;
+    /// let x: Vec<half::bf16> = Rng::new(1).vec(1000, -2.0, 2.0);
+    /// assert_eq!(x.len(), 1000);
+    /// ```
     pub fn vec<T: FromF64>(&mut self, n: usize, lo: f64, hi: f64) -> Vec<T> {
         (0..n).map(|_| T::from_f64(self.uniform(lo, hi))).collect()
     }
 }
 
 /// Conversion used to build inputs and compare outputs in f64.
+///
+/// ```
+/// use cudrv::selftest::FromF64;
+/// /// An f64 reference dot product of any element type.
+/// fn dot<T: FromF64>(a: &[T], b: &[T]) -> f64 {
+///     a.iter().zip(b).map(|(x, y)| x.to_f64() * y.to_f64()).sum()
+/// }
+/// let a = [half::f16::from_f64(0.5); 4];
+/// assert_eq!(dot(&a, &a), 1.0);
+/// ```
 pub trait FromF64: Copy {
     /// From f64, rounding to nearest.
+    ///
+    /// ```
+    /// use cudrv::selftest::FromF64;
+    /// assert_eq!(<f32 as FromF64>::from_f64(0.1), 0.1f32);
+    /// assert_eq!(<half::bf16 as FromF64>::from_f64(1.0).to_f64(), 1.0);
+    /// ```
     fn from_f64(x: f64) -> Self;
     /// To f64, exactly.
+    ///
+    /// ```
+    /// use cudrv::selftest::FromF64;
+    /// assert_eq!(half::f16::from_f64(65504.0).to_f64(), 65504.0);
+    /// ```
     fn to_f64(self) -> f64;
 }
 impl FromF64 for f32 {
@@ -132,6 +185,15 @@ pub fn rel_error<T: FromF64>(out: &[T], reference: &[f64]) -> f64 {
 }
 
 /// The outcome of one check.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// for c in cudrv::selftest::run_all(&ctx, 1)? {
+///     let mark = if c.passed { "ok  " } else { "FAIL" };
+///     println!("{mark} {} {}: error {:.2e} <= {:.2e} {}", c.kernel, c.case, c.error, c.tolerance, c.detail);
+/// }
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Check {
     /// The kernel(s) checked, e.g. `axpy_f32`.
@@ -356,6 +418,14 @@ impl Checker<'_> {
 }
 
 /// Runs every check on `ctx` with inputs drawn from `seed`.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let checks = cudrv::selftest::run_all(&ctx, 0x5eed)?;
+/// let failed = checks.iter().filter(|c| !c.passed).count();
+/// assert_eq!(failed, 0, "{failed} of {} checks failed", checks.len());
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
     let stream = ctx.new_stream()?;
     let mut c = Checker {
@@ -434,8 +504,18 @@ fn fuzz_checks(stream: &Arc<Stream>, seed: u64) -> Result<Vec<Check>> {
 }
 
 /// GEMM cases per type in `cudrv selftest`'s randomized pass.
+///
+/// ```
+/// use cudrv::selftest::{FUZZ_GEMM_CASES, FUZZ_GEMV_CASES};
+/// assert!(FUZZ_GEMM_CASES >= FUZZ_GEMV_CASES);
+/// ```
 pub const FUZZ_GEMM_CASES: usize = 40;
 /// GEMV cases per type in `cudrv selftest`'s randomized pass.
+///
+/// ```
+/// use cudrv::selftest::FUZZ_GEMV_CASES;
+/// assert!(FUZZ_GEMV_CASES > 0);
+/// ```
 pub const FUZZ_GEMV_CASES: usize = 15;
 
 #[cfg(test)]

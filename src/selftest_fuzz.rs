@@ -39,6 +39,17 @@ use crate::selftest::{FromF64, Rng};
 use crate::stream::Stream;
 
 /// The GEMM element type and math of a fuzz run.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// for ty in FuzzType::ALL {
+///     let report = fuzz::gemm(&stream, ty, 1, 10, false)?;
+///     assert!(report.failures.is_empty(), "{}: {report}", ty.name());
+/// }
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FuzzType {
     /// f32, exact math (CUDA cores).
@@ -55,6 +66,11 @@ pub enum FuzzType {
 
 impl FuzzType {
     /// Every type, in a fixed order.
+    ///
+    /// ```
+    /// use cudrv::selftest::fuzz::FuzzType;
+    /// assert_eq!(FuzzType::ALL.len(), 5);
+    /// ```
     pub const ALL: [FuzzType; 5] = [
         FuzzType::F32,
         FuzzType::Tf32,
@@ -64,6 +80,11 @@ impl FuzzType {
     ];
 
     /// `f32`, `tf32`, `f16`, `bf16`, `f64`.
+    ///
+    /// ```
+    /// use cudrv::selftest::fuzz::FuzzType;
+    /// assert_eq!(FuzzType::Tf32.name(), "tf32");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             FuzzType::F32 => "f32",
@@ -77,6 +98,18 @@ impl FuzzType {
 
 /// One GEMM case: everything a call depends on. Build it by hand to replay a shape, or let
 /// [`gemm`] draw it from a seed.
+///
+/// ```no_run
+/// use cudrv::selftest::{fuzz, Rng};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // Replay one drawn case with a larger k, three times.
+/// let mut case = fuzz::random_gemm_case(&mut Rng::new(9), fuzz::FuzzType::F16, false);
+/// case.dims.2 = 4099;
+/// let report = fuzz::gemm_case(&stream, &case, 3, 9)?;
+/// println!("{case}: {report}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct GemmCase {
     /// Element type and math.
@@ -149,6 +182,16 @@ impl fmt::Display for GemmCase {
 }
 
 /// One failed case.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// for f in fuzz::gemm(&stream, FuzzType::Bf16, 3, 20, false)?.failures {
+///     eprintln!("{} on {}: {}", f.case, f.kernel, f.detail);
+/// }
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Failure {
     /// The case, as [`GemmCase`]'s Display or the GEMV equivalent.
@@ -160,6 +203,18 @@ pub struct Failure {
 }
 
 /// What a fuzz run saw.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::gemm(&stream, FuzzType::F64, 11, 30, false)?;
+/// println!("worst error/bound {:.3} on {}", r.worst, r.worst_case);
+/// for (kernel, n) in &r.kernels {
+///     println!("{n:3} cases on {kernel}");
+/// }
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     /// The seed the cases were drawn from.
@@ -228,7 +283,7 @@ enum CaseOutcome {
 }
 
 /// Element types of the fuzz checks.
-pub trait FuzzElement: GemmType + FromF64 + Default + 'static {
+pub(crate) trait FuzzElement: GemmType + FromF64 + Default + 'static {
     /// `alpha` / `beta` of this type's GEMM.
     fn scalar(x: f64) -> Self::Scalar;
     /// One unit in the last place of a stored result, relative (twice the rounding's unit
@@ -592,6 +647,16 @@ fn run_typed(stream: &Arc<Stream>, case: &GemmCase, runs: usize, rng: &mut Rng) 
 }
 
 /// Runs `case` `runs` times (at least twice) and reports it as a one-case [`Report`].
+///
+/// ```no_run
+/// use cudrv::selftest::{fuzz, Rng};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let case = fuzz::random_gemm_case(&mut Rng::new(5), fuzz::FuzzType::F32, false);
+/// let r = fuzz::gemm_case(&stream, &case, 2, 5)?;
+/// assert_eq!(r.cases, 1);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn gemm_case(stream: &Arc<Stream>, case: &GemmCase, runs: usize, seed: u64) -> Result<Report> {
     let mut rng = Rng::new(seed);
     let mut report = Report {
@@ -614,6 +679,13 @@ fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
 /// Draws a random GEMM case of type `ty` (see the module docs for what is varied). With `large`,
 /// some cases are several waves of the GPU in size; without it every case stays small enough
 /// for a quick pass.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_gemm_case(&mut Rng::new(3), fuzz::FuzzType::Bf16, false);
+/// assert_eq!(case.ty, fuzz::FuzzType::Bf16);
+/// println!("{case}");
+/// ```
 pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
     // Two cases in three are aligned (every dim, leading dimension and offset a multiple of 8
     // elements): those reach the tensor-core kernels; the rest take any value.
@@ -747,6 +819,15 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 }
 
 /// `cases` random GEMM cases of type `ty` drawn from `seed`, each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::gemm(&stream, FuzzType::Tf32, 0xdead, 50, true)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: bool) -> Result<Report> {
     let mut rng = Rng::new(seed ^ (ty as u64).wrapping_mul(0x9E37_79B9));
     let mut report = Report {

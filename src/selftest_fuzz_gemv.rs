@@ -185,6 +185,14 @@ fn run_gemv<T: FuzzElement + GemvType>(stream: &Arc<Stream>, c: &GemvCase, rng: 
 
 /// `cases` random GEMV cases for each element type (f32, f64, f16, bf16) drawn from `seed`, each
 /// run twice and checked. With `large`, some matrices exceed the L2 cache (the row strips).
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = cudrv::selftest::fuzz::gemv(&stream, 77, 20, false)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn gemv(stream: &Arc<Stream>, seed: u64, cases: usize, large: bool) -> Result<Report> {
     let mut rng = Rng::new(seed ^ 0x6E3F);
     let mut report = Report {

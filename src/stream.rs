@@ -18,6 +18,15 @@ use once_cell::sync::OnceCell;
 const PER_THREAD_HANDLE: usize = 0x2;
 
 /// How a new stream relates to the legacy default (NULL) stream.
+///
+/// ```no_run
+/// use cudrv::StreamFlags;
+/// let ctx = cudrv::Context::new(0)?;
+/// // A stream that synchronizes with the legacy default stream, as CUDA runtime code may expect.
+/// let s = ctx.new_stream_with(StreamFlags::Default, 0)?;
+/// s.synchronize()?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum StreamFlags {
     /// Work in the stream waits for, and is waited on by, the NULL stream.
@@ -128,6 +137,14 @@ impl Stream {
     }
 
     /// The driver's handle (NULL for the default stream).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let s = ctx.new_stream()?;
+    /// assert!(!s.raw().is_null());
+    /// assert!(ctx.default_stream().raw().is_null());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn raw(&self) -> sys::CUstream {
         self.raw
     }
@@ -144,6 +161,14 @@ impl Stream {
     }
 
     /// The context the stream belongs to.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let s = ctx.new_stream()?;
+    /// assert!(Arc::ptr_eq(s.context(), &ctx));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
@@ -249,6 +274,15 @@ impl Stream {
     }
 
     /// The stream's priority.
+    ///
+    /// ```no_run
+    /// use cudrv::StreamFlags;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (_, highest) = ctx.stream_priority_range()?;
+    /// let s = ctx.new_stream_with(StreamFlags::NonBlocking, highest)?;
+    /// assert_eq!(s.priority()?, highest);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn priority(&self) -> Result<i32> {
         let mut p = 0;
         // SAFETY: writes one int through a valid pointer; the handle is live.
@@ -275,6 +309,21 @@ impl Stream {
     }
 
     /// Ends the capture begun by [`Stream::begin_capture`] and instantiates the graph.
+    ///
+    /// ```no_run
+    /// use cudrv::{ops, DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut x = DeviceBuffer::from_slice(&stream, &[1.0f32; 4])?;
+    /// stream.begin_capture()?;
+    /// ops::scale_in_place(&mut x, 2.0)?; // recorded, not run
+    /// let graph = stream.end_capture()?;
+    /// for _ in 0..3 {
+    ///     graph.launch(&stream)?;
+    /// }
+    /// assert_eq!(x.to_vec()?, vec![8.0; 4]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn end_capture(&self) -> Result<Graph> {
         self.ctx.bind_to_thread()?;
         let mut graph = ptr::null_mut();

@@ -9,46 +9,73 @@ use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMu
 
 /// Element types GEMV is built for: `f32`, `f64`, and `f16` / `bf16` (f32 accumulation; `alpha`
 /// and `beta` are then taken as `f16` / `bf16` values).
-pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + super::sealed::Sealed {
+///
+/// ```
+/// use cudrv::blas::GemvType;
+/// fn kernel_suffix<T: GemvType>() -> &'static str {
+///     T::NAME
+/// }
+/// assert_eq!(kernel_suffix::<half::bf16>(), "bf16");
+/// ```
+pub trait GemvType: DeviceRepr + Send + Sync + Into<f64> + kernels::GemvKernels {
     /// The kernel-name suffix.
+    ///
+    /// ```
+    /// use cudrv::blas::GemvType;
+    /// assert_eq!(<f32 as GemvType>::NAME, "f32");
+    /// ```
     const NAME: &'static str;
-    /// Rows of a row tile of the 16-byte-load kernel `gemv_nv_<t>` (`32 * VEC * UR` in
-    /// ptx/gemv.cu).
-    const NV_ROWS: usize;
-    /// Rows of a row tile of the cluster kernel `gemv_nvc_<t>` (ptx/gemv90.cu).
-    const NVC_ROWS: usize;
-    /// Bytes of the accumulator type (the element of the split-reduction workspace).
-    const ACC_BYTES: usize;
-    /// Bytes per lane of the row-strip N kernels `gemv_nr<bytes>_<t>`, narrowest first.
-    const STRIP_LANES: &'static [usize];
+}
+
+/// The kernels' shape constants per type: sealed, so only the four types implement GEMV.
+mod kernels {
+    pub trait GemvKernels {
+        /// Rows of a row tile of the 16-byte-load kernel `gemv_nv_<t>` (`32 * VEC * UR` in
+        /// ptx/gemv.cu).
+        const NV_ROWS: usize;
+        /// Rows of a row tile of the cluster kernel `gemv_nvc_<t>` (ptx/gemv90.cu).
+        const NVC_ROWS: usize;
+        /// Bytes of the accumulator type (the element of the split-reduction workspace).
+        const ACC_BYTES: usize;
+        /// Bytes per lane of the row-strip N kernels `gemv_nr<bytes>_<t>`, narrowest first.
+        const STRIP_LANES: &'static [usize];
+    }
+    impl GemvKernels for f32 {
+        const NV_ROWS: usize = 128;
+        const NVC_ROWS: usize = 256;
+        const ACC_BYTES: usize = 4;
+        const STRIP_LANES: &'static [usize] = &[8, 16];
+    }
+    impl GemvKernels for f64 {
+        const NV_ROWS: usize = 128;
+        const NVC_ROWS: usize = 128;
+        const ACC_BYTES: usize = 8;
+        const STRIP_LANES: &'static [usize] = &[8, 16];
+    }
+    impl GemvKernels for half::f16 {
+        const NV_ROWS: usize = 256;
+        const NVC_ROWS: usize = 256;
+        const ACC_BYTES: usize = 4;
+        const STRIP_LANES: &'static [usize] = &[4, 8, 16];
+    }
+    impl GemvKernels for half::bf16 {
+        const NV_ROWS: usize = 256;
+        const NVC_ROWS: usize = 256;
+        const ACC_BYTES: usize = 4;
+        const STRIP_LANES: &'static [usize] = &[4, 8, 16];
+    }
 }
 impl GemvType for f32 {
     const NAME: &'static str = "f32";
-    const NV_ROWS: usize = 128;
-    const NVC_ROWS: usize = 256;
-    const ACC_BYTES: usize = 4;
-    const STRIP_LANES: &'static [usize] = &[8, 16];
 }
 impl GemvType for f64 {
     const NAME: &'static str = "f64";
-    const NV_ROWS: usize = 128;
-    const NVC_ROWS: usize = 128;
-    const ACC_BYTES: usize = 8;
-    const STRIP_LANES: &'static [usize] = &[8, 16];
 }
 impl GemvType for half::f16 {
     const NAME: &'static str = "f16";
-    const NV_ROWS: usize = 256;
-    const NVC_ROWS: usize = 256;
-    const ACC_BYTES: usize = 4;
-    const STRIP_LANES: &'static [usize] = &[4, 8, 16];
 }
 impl GemvType for half::bf16 {
     const NAME: &'static str = "bf16";
-    const NV_ROWS: usize = 256;
-    const NVC_ROWS: usize = 256;
-    const ACC_BYTES: usize = 4;
-    const STRIP_LANES: &'static [usize] = &[4, 8, 16];
 }
 
 /// The kernels' parameter block (`struct GemvParams` in ptx/gemv.cu).

@@ -49,6 +49,20 @@ pub(crate) use gemv::row_strip_kernel;
 pub use gemv::{gemv, GemvType};
 
 /// `op(X)` for a GEMM or GEMV operand.
+///
+/// ```no_run
+/// use cudrv::blas::{Gemm, Transpose};
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // C (2 x 2) = A^T B with A stored 3 x 2 and B stored 3 x 2, column-major.
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 0.0, 0.0, 0.0, 1.0, 0.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let mut c = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// Gemm::new(Transpose::T, Transpose::N, 2, 2, 3).run(&a, &b, &mut c)?;
+/// assert_eq!(c.to_vec()?, vec![1.0, 2.0, 4.0, 5.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Transpose {
     /// `op(X) = X`
@@ -67,6 +81,20 @@ impl Transpose {
 }
 
 /// Storage order of the matrices of a [`Gemm`].
+///
+/// ```no_run
+/// use cudrv::blas::{Gemm, Layout, Transpose};
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // Row-major, as in C or PyTorch: A is 1 x 2, B is 2 x 3, C is 1 x 3.
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let mut c = DeviceBuffer::<f32>::zeroed(&stream, 3)?;
+/// Gemm::new(Transpose::N, Transpose::N, 1, 3, 2).layout(Layout::RowMajor).run(&a, &b, &mut c)?;
+/// assert_eq!(c.to_vec()?, vec![9.0, 12.0, 15.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Layout {
     /// cuBLAS's convention: element `(i, j)` at `i + j * ld`.
@@ -77,6 +105,20 @@ pub enum Layout {
 }
 
 /// How an `f32` GEMM is computed.
+///
+/// ```no_run
+/// use cudrv::blas::{Gemm, MathMode, Transpose};
+/// use cudrv::DeviceBuffer;
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let n = 1024;
+/// let a = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+/// let b = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+/// let mut c = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+/// // f32 on the tensor cores, as cuBLAS does with CUBLAS_TF32_TENSOR_OP_MATH.
+/// Gemm::new(Transpose::N, Transpose::N, n, n, n).math(MathMode::Tf32).run(&a, &b, &mut c)?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MathMode {
     /// Exact f32 arithmetic (CUDA cores). Ignored by the other types.
@@ -88,6 +130,23 @@ pub enum MathMode {
 }
 
 /// The activation of a fused GEMM epilogue, applied last: `C = act(alpha op(A) op(B) + beta C + bias)`.
+///
+/// ```no_run
+/// use cudrv::blas::{Activation, Gemm, Transpose};
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // relu(A B + bias), A 2 x 1, B 1 x 1: one launch.
+/// let a = DeviceBuffer::from_slice(&stream, &[1.0f32, -1.0])?;
+/// let b = DeviceBuffer::from_slice(&stream, &[3.0f32])?;
+/// let bias = DeviceBuffer::from_slice(&stream, &[0.5f32, 0.5])?;
+/// let mut c = DeviceBuffer::<f32>::zeroed(&stream, 2)?;
+/// Gemm::new(Transpose::N, Transpose::N, 2, 1, 1)
+///     .activation(Activation::Relu)
+///     .run_with_bias(&a, &b, &bias, &mut c)?;
+/// assert_eq!(c.to_vec()?, vec![3.5, 0.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Activation {
     /// No activation.

@@ -125,6 +125,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     ///
     /// # Safety
     /// The contents are whatever the memory held before: read them only after writing them.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// // SAFETY: every element is written (the copy below) before anything reads it.
+    /// let mut buf = unsafe { DeviceBuffer::<f32>::uninit(&stream, 3)? };
+    /// buf.copy_from_slice(&[1.0, 2.0, 3.0])?;
+    /// assert_eq!(buf.to_vec()?, vec![1.0, 2.0, 3.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub unsafe fn uninit(stream: &Arc<Stream>, len: usize) -> Result<Self> {
         let Some(bytes) = len.checked_mul(size_of::<T>()) else {
             bail_invalid!("a buffer of {len} elements of {} bytes overflows usize", size_of::<T>());
@@ -242,6 +253,16 @@ impl<T> DeviceBuffer<T> {
     }
 
     /// Gives up ownership and returns the device pointer; the memory is never freed.
+    ///
+    /// ```no_run
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::<u8>::zeroed(&stream, 1 << 20)?;
+    /// let ptr = buf.leak(); // handed to code that frees it with cuMemFree... or never
+    /// assert_ne!(ptr, 0);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn leak(mut self) -> CUdeviceptr {
         // A pooled block that is never freed stays allocated in the pool's books for good.
         self.alloc = Allocation::None;
@@ -291,6 +312,16 @@ impl<T> DeviceSlice<T> for DeviceBuffer<T> {
 impl<T> DeviceSliceMut<T> for DeviceBuffer<T> {}
 
 /// A borrowed, read-only range of a [`DeviceBuffer`].
+///
+/// ```no_run
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let buf = DeviceBuffer::from_slice(&stream, &[0.0f32, 1.0, 2.0, 3.0])?;
+/// let tail = buf.slice(2..)?;
+/// assert_eq!(tail.to_vec()?, vec![2.0, 3.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceView<'a, T> {
     ptr: CUdeviceptr,
@@ -301,6 +332,16 @@ pub struct DeviceView<'a, T> {
 }
 
 /// A borrowed, writable range of a [`DeviceBuffer`].
+///
+/// ```no_run
+/// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let mut buf = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// buf.slice_mut(1..3)?.copy_from_slice(&[5.0, 6.0])?;
+/// assert_eq!(buf.to_vec()?, vec![0.0, 5.0, 6.0, 0.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct DeviceViewMut<'a, T> {
     ptr: CUdeviceptr,
@@ -312,6 +353,17 @@ pub struct DeviceViewMut<'a, T> {
 
 impl<'a, T> DeviceView<'a, T> {
     /// A narrower view of `range` (relative to this view).
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::from_slice(&stream, &[0u32, 1, 2, 3, 4, 5])?;
+    /// let mid = buf.slice(1..5)?; // 1, 2, 3, 4
+    /// assert_eq!(mid.slice(1..3)?.to_vec()?, vec![2, 3]);
+    /// assert!(mid.slice(2..9).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
         let (start, len) = resolve_range(&range, self.len)?;
         Ok(DeviceView {
@@ -329,6 +381,17 @@ impl<'a, T> DeviceView<'a, T> {
 
 impl<T> DeviceViewMut<'_, T> {
     /// A narrower writable view of `range` (relative to this view).
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut buf = DeviceBuffer::<u32>::zeroed(&stream, 6)?;
+    /// let mut view = buf.slice_mut(2..)?;
+    /// view.slice_mut(..2)?.memset_bytes(0xff)?;
+    /// assert_eq!(buf.to_vec()?, vec![0, 0, u32::MAX, u32::MAX, 0, 0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
         let (start, len) = resolve_range(&range, self.len)?;
         Ok(DeviceViewMut {
@@ -340,6 +403,18 @@ impl<T> DeviceViewMut<'_, T> {
         })
     }
     /// Splits into two writable views at `mid`.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut buf = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+    /// let (mut left, mut right) = buf.slice_mut(..)?.split_at_mut(1)?;
+    /// left.copy_from_slice(&[1.0])?;
+    /// right.copy_from_slice(&[2.0, 3.0, 4.0])?;
+    /// assert_eq!(buf.to_vec()?, vec![1.0, 2.0, 3.0, 4.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn split_at_mut(self, mid: usize) -> Result<(Self, Self)> {
         if mid > self.len {
             bail_invalid!("split at {mid} of a view of {} elements", self.len);

@@ -15,6 +15,14 @@ use crate::memory::pool::{Backing, BackingError, CachingPool, Fence, FenceSource
 use crate::sys::{self, CUresult};
 
 /// The caching pool of one context.
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let pool: &cudrv::memory::device_pool::DevicePool = ctx.memory_pool();
+/// pool.set_release_threshold(Some(1 << 30)); // keep at most 1 GiB cached
+/// println!("{:?}", pool.stats());
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub type DevicePool = CachingPool<DriverBacking, EventFences>;
 
 /// A raw context handle that the pool's parts use to make the context current.
@@ -27,6 +35,15 @@ unsafe impl Sync for RawContext {}
 
 /// Segments come from `cuMemAlloc` and go back with `cuMemFree` (which waits for the device, so a
 /// segment is never released under running work).
+///
+/// ```no_run
+/// use cudrv::memory::pool::Backing;
+/// let ctx = cudrv::Context::new(0)?;
+/// let backing = ctx.memory_pool().backing(); // cuMemAlloc / cuMemFree of this context
+/// let addr = backing.reserve(2 << 20).expect("2 MiB");
+/// backing.release(addr, 2 << 20);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct DriverBacking {
     ctx: RawContext,
@@ -59,6 +76,16 @@ impl Backing for DriverBacking {
 }
 
 /// Fences are timing-disabled CUDA events, recycled through a free list.
+///
+/// ```no_run
+/// use cudrv::memory::pool::{Fence, FenceSource, StreamId};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let fence = ctx.memory_pool().fence_source().record(StreamId(stream.raw() as u64));
+/// stream.synchronize()?;
+/// assert!(fence.is_complete());
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct EventFences {
     ctx: RawContext,
@@ -76,6 +103,17 @@ unsafe impl Send for EventHandle {}
 unsafe impl Sync for EventHandle {}
 
 /// A point in a stream's work: complete when the event has been reached.
+///
+/// ```no_run
+/// use cudrv::memory::pool::{Fence, FenceSource, StreamId};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let fences = ctx.memory_pool().fence_source();
+/// let fence = fences.record(StreamId(stream.raw() as u64));
+/// let other = ctx.new_stream()?;
+/// fences.wait(&fence, StreamId(other.raw() as u64)); // `other` now runs after `stream`'s work so far
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct EventFence {
     event: Option<EventHandle>,

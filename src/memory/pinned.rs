@@ -49,6 +49,13 @@ unsafe impl<T: Sync> Sync for PinnedHostBuffer<T> {}
 
 impl<T: ValidAsZeroBits> PinnedHostBuffer<T> {
     /// Allocates `len` zeroed elements of pinned host memory.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let host = cudrv::PinnedHostBuffer::<f32>::new(&ctx, 1024)?;
+    /// assert!(host.as_slice()?.iter().all(|&x| x == 0.0));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn new(ctx: &Arc<Context>, len: usize) -> Result<Self> {
         let Some(bytes) = len.checked_mul(size_of::<T>()) else {
             bail_invalid!(
@@ -76,16 +83,39 @@ impl<T: ValidAsZeroBits> PinnedHostBuffer<T> {
 
 impl<T> PinnedHostBuffer<T> {
     /// The number of elements.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert_eq!(cudrv::PinnedHostBuffer::<u8>::new(&ctx, 100)?.len(), 100);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert!(cudrv::PinnedHostBuffer::<u8>::new(&ctx, 0)?.is_empty());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Waits for any copy queued against the buffer.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, PinnedHostBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let dev = DeviceBuffer::from_slice(&stream, &[7u32; 256])?;
+    /// let mut host = PinnedHostBuffer::<u32>::new(&ctx, 256)?;
+    /// dev.copy_to_pinned_async(&mut host)?;
+    /// host.synchronize()?; // the copy has landed
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         let mut pending = self.pending.lock();
         for (_, event) in pending.iter() {
@@ -96,6 +126,17 @@ impl<T> PinnedHostBuffer<T> {
     }
 
     /// The contents, after any queued copy has finished.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, PinnedHostBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let dev = DeviceBuffer::from_slice(&stream, &[3i32, 4])?;
+    /// let mut host = PinnedHostBuffer::<i32>::new(&ctx, 2)?;
+    /// dev.copy_to_pinned_async(&mut host)?;
+    /// assert_eq!(host.as_slice()?, &[3, 4]); // waits for the copy first
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn as_slice(&self) -> Result<&[T]> {
         self.synchronize()?;
         // SAFETY: `ptr` points to `len` initialised elements (zeroed at allocation, written
@@ -104,6 +145,18 @@ impl<T> PinnedHostBuffer<T> {
     }
 
     /// The contents, writable, after any queued copy has finished.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedHostBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut host = PinnedHostBuffer::<f32>::new(&ctx, 3)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1.0, 2.0, 3.0]);
+    /// let mut dev = DeviceBuffer::<f32>::zeroed(&stream, 3)?;
+    /// dev.copy_from_pinned_async(&host)?;
+    /// assert_eq!(dev.to_vec()?, vec![1.0, 2.0, 3.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         self.synchronize()?;
         // SAFETY: as in `as_slice`, and &mut self gives exclusive access.

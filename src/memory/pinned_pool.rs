@@ -15,6 +15,13 @@ use crate::sys;
 /// Pinned allocations are rounded up to this many bytes.
 const GRANULE: usize = 4096;
 /// The default most bytes the pool keeps cached.
+///
+/// ```no_run
+/// use cudrv::memory::pinned_pool::DEFAULT_MAX_CACHED;
+/// let ctx = cudrv::Context::new(0)?;
+/// ctx.pinned_pool().set_max_cached(DEFAULT_MAX_CACHED / 4); // keep at most 64 MiB pinned
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub const DEFAULT_MAX_CACHED: usize = 256 << 20;
 
 /// The pinned-host-memory cache of one context; [`PinnedHostBuffer`] allocates from it.
@@ -24,6 +31,15 @@ pub const DEFAULT_MAX_CACHED: usize = 256 << 20;
 /// cache past its bound ([`set_max_cached`](Self::set_max_cached)), in which case it is freed.
 ///
 /// [`PinnedHostBuffer`]: crate::PinnedHostBuffer
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// drop(cudrv::PinnedHostBuffer::<u8>::new(&ctx, 1 << 20)?);
+/// let again = cudrv::PinnedHostBuffer::<u8>::new(&ctx, 1 << 20)?; // from the cache
+/// assert!(ctx.pinned_pool().stats().hits >= 1);
+/// # drop(again);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PinnedPool {
     ctx: RawContext,
@@ -36,6 +52,13 @@ pub struct PinnedPool {
 }
 
 /// Counters of a [`PinnedPool`].
+///
+/// ```no_run
+/// let ctx = cudrv::Context::new(0)?;
+/// let s = ctx.pinned_pool().stats();
+/// println!("{} hits, {} misses, {} B cached", s.hits, s.misses, s.cached_bytes);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PinnedPoolStats {
     /// Requests served from the cache.
@@ -113,6 +136,14 @@ impl PinnedPool {
     }
 
     /// Frees every cached allocation; the number of bytes released.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// drop(cudrv::PinnedHostBuffer::<u8>::new(&ctx, 1 << 20)?);
+    /// assert!(ctx.pinned_pool().trim() >= 1 << 20);
+    /// assert_eq!(ctx.pinned_pool().stats().cached_bytes, 0);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn trim(&self) -> usize {
         let drained = std::mem::take(&mut *self.free.lock());
         let _ = bind_raw(self.ctx.0);
@@ -129,6 +160,12 @@ impl PinnedPool {
     }
 
     /// Sets the most bytes the cache keeps (default 256 MiB); trims if it holds more.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.pinned_pool().set_max_cached(0); // cache nothing: every free goes to cuMemFreeHost
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn set_max_cached(&self, bytes: usize) {
         self.max_cached.store(bytes, Relaxed);
         if self.cached.load(Relaxed) > bytes {
@@ -137,6 +174,16 @@ impl PinnedPool {
     }
 
     /// The pool's counters.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let before = ctx.pinned_pool().stats();
+    /// let buf = cudrv::PinnedHostBuffer::<u8>::new(&ctx, 4096)?;
+    /// let after = ctx.pinned_pool().stats();
+    /// assert_eq!(after.hits + after.misses, before.hits + before.misses + 1);
+    /// # drop(buf);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     pub fn stats(&self) -> PinnedPoolStats {
         PinnedPoolStats {
             hits: self.hits.load(Relaxed),

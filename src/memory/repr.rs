@@ -22,6 +22,23 @@ pub unsafe trait DeviceRepr: Copy + 'static {}
 ///
 /// # Safety
 /// All-zero bytes must be a valid value of the type.
+///
+/// ```no_run
+/// use cudrv::memory::{DeviceRepr, ValidAsZeroBits};
+/// use cudrv::DeviceBuffer;
+/// #[derive(Copy, Clone)]
+/// #[repr(C)]
+/// struct Particle { pos: [f32; 3], mass: f32 }
+/// // SAFETY: plain old data, no padding, any bits are a value.
+/// unsafe impl DeviceRepr for Particle {}
+/// // SAFETY: all-zero bytes are the particle at the origin with mass 0.
+/// unsafe impl ValidAsZeroBits for Particle {}
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let particles = DeviceBuffer::<Particle>::zeroed(&stream, 1000)?;
+/// # drop(particles);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub unsafe trait ValidAsZeroBits: DeviceRepr {}
 
 macro_rules! plain_data {

@@ -23,10 +23,36 @@ use crate::sys::CUdeviceptr;
 /// ```
 pub trait DeviceSlice<T> {
     /// The device address of the first element.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::<f32>::zeroed(&stream, 8)?;
+    /// assert_eq!(buf.slice(2..)?.device_ptr(), buf.device_ptr() + 8);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn device_ptr(&self) -> CUdeviceptr;
     /// The number of elements.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// assert_eq!(DeviceBuffer::<f32>::zeroed(&stream, 8)?.len(), 8);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn len(&self) -> usize;
     /// The stream copies and frees are queued on.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::<f32>::zeroed(&stream, 8)?;
+    /// assert_eq!(buf.stream().raw(), stream.raw());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn stream(&self) -> &Arc<Stream>;
 
     /// Marks the memory as in use by work queued on `stream` (besides its own stream), so the
@@ -34,21 +60,66 @@ pub trait DeviceSlice<T> {
     ///
     /// cudrv's own operations do this when they read a buffer on another stream; call it when
     /// you launch your own kernels with a buffer on a stream other than its own.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, LaunchConfig};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (home, side) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let buf = DeviceBuffer::<f32>::zeroed(&home, 1000)?;
+    /// side.join(&home)?; // the zeroing comes first
+    /// let fill = ctx.kernel("fill_f32")?;
+    /// let (v, n) = (1.0f32, 1000usize);
+    /// let mut l = side.launch_builder(&fill);
+    /// l.arg(&buf).arg(&v).arg(&n);
+    /// // SAFETY: fill_f32(float* out, float value, size_t n).
+    /// unsafe { l.launch(LaunchConfig::for_num_elems(1000)) }?;
+    /// buf.record_stream(&side); // the allocator waits for `side` before reusing the memory
+    /// drop(buf);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn record_stream(&self, stream: &Stream) {
         let _ = stream;
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// assert!(DeviceBuffer::<f32>::zeroed(&stream, 0)?.is_empty());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The size in bytes.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// assert_eq!(DeviceBuffer::<f64>::zeroed(&stream, 8)?.num_bytes(), 64);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn num_bytes(&self) -> usize {
         self.len() * size_of::<T>()
     }
 
     /// Copies into `dst`, which must have exactly `len()` elements; returns when the data is there.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::from_slice(&stream, &[1u16, 2, 3])?;
+    /// let mut host = [0u16; 3];
+    /// buf.copy_to_slice(&mut host)?;
+    /// assert_eq!(host, [1, 2, 3]);
+    /// assert!(buf.copy_to_slice(&mut [0u16; 2]).is_err()); // lengths must match
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn copy_to_slice(&self, dst: &mut [T]) -> Result<()>
     where
         T: DeviceRepr,
@@ -85,6 +156,15 @@ pub trait DeviceSlice<T> {
     }
 
     /// Copies into a new `Vec`.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let buf = DeviceBuffer::from_slice(&stream, &[1.5f32, 2.5])?;
+    /// assert_eq!(buf.to_vec()?, vec![1.5, 2.5]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn to_vec(&self) -> Result<Vec<T>>
     where
         T: DeviceRepr,
@@ -101,6 +181,18 @@ pub trait DeviceSlice<T> {
     }
 
     /// Queues a copy into pinned host memory; `dst` waits for it before its data is read.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, PinnedHostBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let dev = DeviceBuffer::from_slice(&stream, &[9u8; 4096])?;
+    /// let mut host = PinnedHostBuffer::<u8>::new(&ctx, 4096)?;
+    /// dev.copy_to_pinned_async(&mut host)?; // returns at once
+    /// // ... other host work ...
+    /// assert!(host.as_slice()?.iter().all(|&b| b == 9));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn copy_to_pinned_async(&self, dst: &mut PinnedHostBuffer<T>) -> Result<()>
     where
         T: DeviceRepr,
@@ -126,9 +218,35 @@ pub trait DeviceSlice<T> {
 }
 
 /// A device slice that may be written.
+///
+/// ```no_run
+/// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+/// /// Works on buffers and on views alike.
+/// fn ones(out: &mut impl DeviceSliceMut<f32>) -> cudrv::Result<()> {
+///     let host = vec![1.0f32; out.len()];
+///     out.copy_from_slice(&host)
+/// }
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let mut buf = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// ones(&mut buf.slice_mut(2..)?)?;
+/// assert_eq!(buf.to_vec()?, vec![0.0, 0.0, 1.0, 1.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub trait DeviceSliceMut<T>: DeviceSlice<T> {
     /// Copies from `src`, which must have exactly `len()` elements, after the work queued on
     /// the stream; returns when the copy is done.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut buf = DeviceBuffer::<i64>::zeroed(&stream, 2)?;
+    /// buf.copy_from_slice(&[-1, 1])?;
+    /// assert_eq!(buf.to_vec()?, vec![-1, 1]);
+    /// assert!(buf.copy_from_slice(&[1, 2, 3]).is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn copy_from_slice(&mut self, src: &[T]) -> Result<()>
     where
         T: DeviceRepr,
@@ -169,6 +287,18 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
     }
 
     /// Queues a copy from pinned host memory; `src` waits for it before it may be written or freed.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedHostBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut host = PinnedHostBuffer::<u32>::new(&ctx, 1024)?;
+    /// host.as_mut_slice()?.fill(5);
+    /// let mut dev = DeviceBuffer::<u32>::zeroed(&stream, 1024)?;
+    /// dev.copy_from_pinned_async(&host)?; // `host` cannot be written until the copy is done
+    /// assert_eq!(dev.to_vec()?[1023], 5);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn copy_from_pinned_async(&mut self, src: &PinnedHostBuffer<T>) -> Result<()>
     where
         T: DeviceRepr,
@@ -194,6 +324,17 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
 
     /// Queues a device-to-device copy from `src` (same length). If `src` lives on another
     /// stream, this stream first waits for the work queued there.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let src = DeviceBuffer::from_slice(&s1, &[1.0f32, 2.0])?;
+    /// let mut dst = DeviceBuffer::<f32>::zeroed(&s2, 2)?;
+    /// dst.copy_from_device(&src)?; // s2 waits for s1's work first
+    /// assert_eq!(dst.to_vec()?, vec![1.0, 2.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn copy_from_device(&mut self, src: &impl DeviceSlice<T>) -> Result<()> {
         check_len("device copy", self.len(), src.len())?;
         if self.is_empty() {
@@ -214,6 +355,16 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
     }
 
     /// Queues setting every byte to `value` (0 makes numbers zero).
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut buf = DeviceBuffer::<u8>::zeroed(&stream, 3)?;
+    /// buf.memset_bytes(0xab)?;
+    /// assert_eq!(buf.to_vec()?, vec![0xab; 3]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn memset_bytes(&mut self, value: u8) -> Result<()> {
         if self.is_empty() {
             return Ok(());
@@ -232,6 +383,16 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {
     }
 
     /// Queues zeroing every element.
+    ///
+    /// ```no_run
+    /// use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut buf = DeviceBuffer::from_slice(&stream, &[1.0f32, 2.0])?;
+    /// buf.memset_zero()?;
+    /// assert_eq!(buf.to_vec()?, vec![0.0, 0.0]);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
     fn memset_zero(&mut self) -> Result<()> {
         self.memset_bytes(0)
     }
@@ -246,6 +407,22 @@ pub(crate) fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
 
 /// Orders work about to be queued on `stream` after the work queued so far on `slice`'s stream,
 /// and records the use with the allocator, when the two streams differ.
+///
+/// ```no_run
+/// use cudrv::memory::use_on;
+/// use cudrv::{DeviceBuffer, LaunchConfig};
+/// let ctx = cudrv::Context::new(0)?;
+/// let (home, worker) = (ctx.new_stream()?, ctx.new_stream()?);
+/// let buf = DeviceBuffer::<f32>::zeroed(&home, 256)?;
+/// use_on(&buf, &worker)?; // `worker` runs after the zeroing; the allocator knows it uses `buf`
+/// let fill = ctx.kernel("fill_f32")?;
+/// let (v, n) = (2.0f32, 256usize);
+/// let mut l = worker.launch_builder(&fill);
+/// l.arg(&buf).arg(&v).arg(&n);
+/// // SAFETY: fill_f32(float* out, float value, size_t n).
+/// unsafe { l.launch(LaunchConfig::for_num_elems(256)) }?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub fn use_on<T>(slice: &(impl DeviceSlice<T> + ?Sized), stream: &Stream) -> Result<()> {
     if slice.stream().raw() != stream.raw() {
         stream.join(slice.stream())?;

@@ -19,8 +19,27 @@ use crate::sys::{self, CUdeviceptr};
 
 /// Copies at least this large go through the staging pipeline; smaller ones use the driver's
 /// synchronous copy, which costs less for them.
+///
+/// ```no_run
+/// use cudrv::memory::staging::STAGING_THRESHOLD;
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// // 64 MiB from a pageable Vec: copied through pinned chunks, overlapping the two halves.
+/// let host = vec![1u8; 64 << 20];
+/// assert!(host.len() >= STAGING_THRESHOLD);
+/// let dev = DeviceBuffer::from_slice(&stream, &host)?;
+/// # drop(dev);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
 pub const STAGING_THRESHOLD: usize = 4 << 20;
 /// The default size of one pinned staging chunk (`CUDRV_STAGING_CHUNK_MIB` overrides it).
+///
+/// ```
+/// use cudrv::memory::staging::DEFAULT_CHUNK_BYTES;
+/// // 16 MiB chunks unless CUDRV_STAGING_CHUNK_MIB says otherwise.
+/// assert_eq!(DEFAULT_CHUNK_BYTES, 16 << 20);
+/// ```
 pub const DEFAULT_CHUNK_BYTES: usize = 16 << 20;
 /// Pinned chunks in flight: one being filled or drained by the CPU while the others move.
 const CHUNKS: usize = 3;

@@ -12,6 +12,15 @@ use super::StreamId;
 /// that frees it on drop.
 ///
 /// `Block` is deliberately not `Clone`.
+///
+/// ```
+/// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+/// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+/// let b = pool.allocate(1000, StreamId(1))?;
+/// println!("{} B at {:#x} on {:?}", b.size(), b.addr(), b.stream());
+/// pool.free(b); // consumes the handle: no double free
+/// # Ok::<(), cudrv::memory::pool::PoolError>(())
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "a Block that is not freed stays allocated for the pool's lifetime"]
 pub struct Block {
@@ -27,6 +36,15 @@ pub struct Block {
 
 impl Block {
     /// The device address of the first byte.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let (a, b) = (pool.allocate(1, StreamId(1))?, pool.allocate(1, StreamId(1))?);
+    /// assert_eq!(a.addr() % 512, 0);
+    /// assert_eq!(b.addr().abs_diff(a.addr()), 512);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn addr(&self) -> u64 {
         self.addr
     }
@@ -34,16 +52,37 @@ impl Block {
     /// The bytes the block occupies: the request rounded up to 512 B (a 0-byte request gets
     /// 512 B), or more when the free block it was carved from was not worth splitting (a large
     /// block keeps a remainder of at most 1 MiB). Always a multiple of 512.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.allocate(513, StreamId(1))?.size(), 1024);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// The byte count that was asked for.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.allocate(513, StreamId(1))?.requested(), 513);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn requested(&self) -> usize {
         self.requested
     }
 
     /// The stream the block was allocated on (it is freed in that stream's order).
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.allocate(64, StreamId(9))?.stream(), StreamId(9));
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn stream(&self) -> StreamId {
         self.stream
     }

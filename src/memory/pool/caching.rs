@@ -11,6 +11,16 @@ use super::sizes::{round_size, segment_size, Kind, LARGE_SEGMENT_ROUNDING};
 use super::{Backing, BackingError, Block, FenceSource, PoolStats, StreamId};
 
 /// Why [`CachingPool::allocate`] failed.
+///
+/// ```
+/// use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, PoolError, StreamId};
+///
+/// let pool = CachingPool::new(SimBacking::new(8 << 20), SimFences::instant());
+/// match pool.allocate(16 << 20, StreamId(1)) {
+///     Err(PoolError::OutOfMemory { requested, .. }) => assert_eq!(requested, 16 << 20),
+///     other => panic!("expected out of memory, got {other:?}"),
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
     /// No memory for the request, even after releasing the cache (or the request would exceed
@@ -40,6 +50,16 @@ pub enum PoolError {
 
 /// A stream's shard of a [`CachingPool`], kept by the caller to skip the shard look-up (see
 /// [`CachingPool::shard_handle`]).
+///
+/// ```
+/// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+/// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+/// let shard = pool.shard_handle(StreamId(3));
+/// let b = pool.allocate_in(&shard, 4096)?;
+/// assert_eq!(b.stream(), StreamId(3));
+/// pool.free_in(&shard, b);
+/// # Ok::<(), cudrv::memory::pool::PoolError>(())
+/// ```
 pub struct ShardHandle<F> {
     stream: StreamId,
     pool: u64,
@@ -93,6 +113,15 @@ impl<'a, F> Locked<'a, F> {
 /// A soft cap on the bytes a [`CachingPool`] reserves from its backing: the larger of
 /// `multiple` times the most bytes ever allocated at once and that peak plus `slack` (the request
 /// being served counts as allocated). See [`CachingPool::set_reserve_budget`].
+///
+/// ```
+/// use cudrv::memory::pool::ReserveBudget;
+/// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+/// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+/// // Reserve at most twice the peak, and never less than 8 MiB above it.
+/// pool.set_reserve_budget(Some(ReserveBudget { multiple: 2.0, slack: 8 << 20 }));
+/// assert_eq!(pool.reserve_budget().unwrap().multiple, 2.0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReserveBudget {
     /// Reserved bytes allowed per peak allocated byte (at least 1).
@@ -139,6 +168,27 @@ enum Acquired {
 /// load and store instead of a locked read-modify-write: on the hit path that saves two of the
 /// six atomic read-modify-writes of an allocate-and-free pair. The second shard ends that, once
 /// for good, before it can be used (see its private `shard` method).
+///
+/// ```
+/// use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+/// use std::sync::Arc;
+///
+/// let pool = Arc::new(CachingPool::new(SimBacking::new(1 << 30), SimFences::instant()));
+/// let threads: Vec<_> = (0..4u64)
+///     .map(|t| {
+///         let pool = pool.clone();
+///         std::thread::spawn(move || {
+///             for _ in 0..100 {
+///                 let b = pool.allocate(1000, StreamId(t)).unwrap();
+///                 pool.free(b);
+///             }
+///         })
+///     })
+///     .collect();
+/// threads.into_iter().for_each(|t| t.join().unwrap());
+/// assert_eq!(pool.stats().allocations, 400);
+/// pool.check_invariants();
+/// ```
 pub struct CachingPool<B: Backing, S: FenceSource> {
     // Fields drop in order: the shards (and the fences they hold) before the fence source, so a
     // source that recycles fence resources sees them all come back before it is dropped.
@@ -174,6 +224,12 @@ impl<B: Backing, S: FenceSource> std::fmt::Debug for CachingPool<B, S> {
 impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// A pool with nothing reserved, no limit, no release threshold, and the default
     /// [reserve budget](Self::set_reserve_budget).
+    ///
+    /// ```
+    /// use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+    /// let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::manual());
+    /// assert_eq!(pool.stats().reserved_bytes, 0);
+    /// ```
     pub fn new(backing: B, fences: S) -> Self {
         let pool = CachingPool {
             backing,
@@ -194,11 +250,29 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     }
 
     /// The backing the pool reserves from.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let b = pool.allocate(100, StreamId(1))?;
+    /// assert_eq!(pool.backing().used(), 2 << 20); // one small segment
+    /// pool.free(b);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn backing(&self) -> &B {
         &self.backing
     }
 
     /// The source the pool records fences with.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::manual());
+    /// let b = pool.allocate(100, StreamId(1))?;
+    /// pool.free(b);
+    /// pool.fence_source().complete(StreamId(1));
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn fence_source(&self) -> &S {
         &self.fences
     }
@@ -221,12 +295,36 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     ///
     /// [`PoolError::OutOfMemory`] when there is no room even after releasing the cache;
     /// [`PoolError::Backing`] when the backing fails otherwise.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let a = pool.allocate(0, StreamId(1))?;
+    /// let b = pool.allocate(0, StreamId(1))?;
+    /// assert_ne!(a.addr(), b.addr());
+    /// assert_eq!((a.size(), pool.stats().cache_misses), (512, 1));
+    /// pool.free(a);
+    /// pool.free(b);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn allocate(&self, bytes: usize, stream: StreamId) -> Result<Block, PoolError> {
         self.allocate_from(&self.shard(stream), bytes, stream)
     }
 
     /// The shard of `stream`, to keep and pass to [`allocate_in`](Self::allocate_in) and
     /// [`free_in`](Self::free_in): those skip the look-up of the stream's shard.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let shard = pool.shard_handle(StreamId(1));
+    /// for _ in 0..10 {
+    ///     let b = pool.allocate_in(&shard, 256)?;
+    ///     pool.free_in(&shard, b);
+    /// }
+    /// assert_eq!(pool.stats().cache_hits, 9);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn shard_handle(&self, stream: StreamId) -> ShardHandle<S::F> {
         ShardHandle {
             stream,
@@ -240,6 +338,16 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// # Panics
     ///
     /// If the handle belongs to another pool.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let shard = pool.shard_handle(StreamId(2));
+    /// let b = pool.allocate_in(&shard, 1 << 20)?;
+    /// assert_eq!(b.size(), 1 << 20);
+    /// pool.free_in(&shard, b);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn allocate_in(&self, handle: &ShardHandle<S::F>, bytes: usize) -> Result<Block, PoolError> {
         assert_eq!(handle.pool, self.id, "shard handle of another pool");
         self.allocate_from(&handle.shard, bytes, handle.stream)
@@ -247,6 +355,16 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
 
     /// [`free`](Self::free), for a block of the handle's stream (other blocks take the ordinary
     /// path).
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let shard = pool.shard_handle(StreamId(2));
+    /// let b = pool.allocate(512, StreamId(2))?;
+    /// pool.free_in(&shard, b);
+    /// assert_eq!(pool.stats().frees, 1);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn free_in(&self, handle: &ShardHandle<S::F>, block: Block) {
         if handle.pool == self.id && handle.stream == block.home {
             self.free_to(&handle.shard, block);
@@ -369,6 +487,17 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// # Panics
     ///
     /// If `block` was allocated by another pool.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let a = pool.allocate(4096, StreamId(1))?;
+    /// let addr = a.addr();
+    /// pool.free(a);
+    /// // The same stream gets the memory back at once.
+    /// assert_eq!(pool.allocate(4096, StreamId(1))?.addr(), addr);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn free(&self, block: Block) {
         assert_eq!(
             block.pool, self.id,
@@ -441,6 +570,20 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// # Panics
     ///
     /// If `block` was allocated by another pool.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::manual());
+    /// let (s1, s2) = (StreamId(1), StreamId(2));
+    /// let a = pool.allocate(4096, s1)?;
+    /// pool.record_stream(&a, s2); // stream 2 reads it too
+    /// let addr = a.addr();
+    /// pool.free(a);
+    /// // Held back until stream 2's work is done, even for stream 1.
+    /// assert_ne!(pool.allocate(4096, s1)?.addr(), addr);
+    /// assert!(pool.stats().pending_bytes > 0);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn record_stream(&self, block: &Block, stream: StreamId) {
         assert_eq!(
             block.pool, self.id,
@@ -464,6 +607,18 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// fences have completed out of the pending lists). Returns the bytes released.
     ///
     /// Segments with an allocated block, or a freed block still waiting on fences, stay.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let keep = pool.allocate(100, StreamId(1))?;
+    /// let drop_me = pool.allocate(5 << 20, StreamId(1))?;
+    /// pool.free(drop_me);
+    /// assert_eq!(pool.empty_cache(), 20 << 20); // the large segment; the small one is in use
+    /// assert_eq!(pool.backing().used(), 2 << 20);
+    /// pool.free(keep);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn empty_cache(&self) -> usize {
         self.trim(0)
     }
@@ -472,6 +627,17 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// allocated) at most `max_cached` bytes, or no entirely free segment is left. Prefers the
     /// smallest segment that alone covers the excess, else the largest. Returns the bytes
     /// released.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let blocks: Vec<_> = (0..3).map(|_| pool.allocate(2 << 20, StreamId(1))).collect::<Result<_, _>>()?;
+    /// let _ = pool.allocate(11 << 20, StreamId(1)).map(|b| pool.free(b));
+    /// blocks.into_iter().for_each(|b| pool.free(b));
+    /// let released = pool.trim(20 << 20);
+    /// assert!(pool.stats().cached_bytes <= 20 << 20 && released > 0);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn trim(&self, max_cached: usize) -> usize {
         let mut released = 0;
         for shard in self.all_shards() {
@@ -498,6 +664,17 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// Sets the most bytes the pool keeps cached after a free (`None`: no bound, the default).
     /// Takes effect at the next free that leaves an entirely free segment; call
     /// [`trim`](Self::trim) to apply it at once.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// pool.set_release_threshold(Some(0)); // cache nothing: every free segment goes back
+    /// let b = pool.allocate(3 << 20, StreamId(1))?;
+    /// pool.free(b);
+    /// assert_eq!(pool.backing().used(), 0);
+    /// assert_eq!(pool.release_threshold(), Some(0));
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn set_release_threshold(&self, bytes: Option<usize>) {
         self.release_threshold.store(bytes.unwrap_or(UNSET), Relaxed);
     }
@@ -508,6 +685,16 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// is bypassed while a limit or release threshold is set. Off, every free coalesces at once.
     /// Quick-cached blocks count as cached bytes and are coalesced whenever the pool needs room
     /// (a miss on their stream, another stream looking for free segments, `trim`).
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// pool.set_quick_cache(false);
+    /// let b = pool.allocate(1000, StreamId(1))?;
+    /// pool.free(b);
+    /// pool.check_invariants();
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn set_quick_cache(&self, enabled: bool) {
         self.quick.store(enabled, Relaxed);
         if !enabled {
@@ -535,6 +722,13 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// # Panics
     ///
     /// If the multiple is below 1 or not finite.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// pool.set_reserve_budget(None); // reserve whenever nothing cached is ready
+    /// assert_eq!(pool.reserve_budget(), None);
+    /// ```
     pub fn set_reserve_budget(&self, budget: Option<ReserveBudget>) {
         let Some(budget) = budget else {
             self.budget_milli.store(UNSET, Relaxed);
@@ -550,6 +744,13 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     }
 
     /// The reserve budget (see [`set_reserve_budget`](Self::set_reserve_budget)).
+    ///
+    /// ```
+    /// use cudrv::memory::pool::ReserveBudget;
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.reserve_budget(), Some(ReserveBudget::default()));
+    /// ```
     pub fn reserve_budget(&self) -> Option<ReserveBudget> {
         Some(self.budget_milli.load(Relaxed))
             .filter(|&m| m != UNSET)
@@ -560,6 +761,14 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     }
 
     /// The release threshold (see [`set_release_threshold`](Self::set_release_threshold)).
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.release_threshold(), None);
+    /// pool.set_release_threshold(Some(64 << 20));
+    /// assert_eq!(pool.release_threshold(), Some(64 << 20));
+    /// ```
     pub fn release_threshold(&self) -> Option<usize> {
         Some(self.release_threshold.load(Relaxed)).filter(|&b| b != UNSET)
     }
@@ -567,17 +776,43 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// Caps the bytes the pool reserves from the backing (`None`: no cap, the default). A
     /// request that would need a segment beyond it first releases the cache, then fails with
     /// [`PoolError::OutOfMemory`]. Lowering the cap releases nothing by itself.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// pool.set_limit(Some(4 << 20));
+    /// assert!(pool.allocate(1 << 20, StreamId(1)).is_ok());
+    /// assert!(pool.allocate(5 << 20, StreamId(1)).is_err());
+    /// ```
     pub fn set_limit(&self, bytes: Option<usize>) {
         self.limit.store(bytes.unwrap_or(UNSET), Relaxed);
     }
 
     /// The cap on reserved bytes (see [`set_limit`](Self::set_limit)).
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// assert_eq!(pool.limit(), None);
+    /// pool.set_limit(Some(1 << 30));
+    /// assert_eq!(pool.limit(), Some(1 << 30));
+    /// ```
     pub fn limit(&self) -> Option<usize> {
         Some(self.limit.load(Relaxed)).filter(|&b| b != UNSET)
     }
 
     /// A snapshot of the counters (see [`PoolStats`] for what each means). Takes each shard's
     /// lock briefly.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let b = pool.allocate(1000, StreamId(1))?;
+    /// let s = pool.stats();
+    /// assert_eq!((s.allocated_bytes, s.reserved_bytes, s.active_blocks), (1024, 2 << 20, 1));
+    /// pool.free(b);
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn stats(&self) -> PoolStats {
         let c = &self.counters;
         let (mut largest, mut pending) = (0, 0);
@@ -645,6 +880,15 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
     /// # Panics
     ///
     /// On the first inconsistency found.
+    ///
+    /// ```
+    /// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+    /// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+    /// let blocks: Vec<_> = (1..50).map(|i| pool.allocate(i * 700, StreamId(i as u64 % 3))).collect::<Result<_, _>>()?;
+    /// blocks.into_iter().step_by(2).for_each(|b| pool.free(b));
+    /// pool.check_invariants();
+    /// # Ok::<(), cudrv::memory::pool::PoolError>(())
+    /// ```
     pub fn check_invariants(&self) {
         let (mut segments, mut reserved, mut allocated) = (0, 0, 0);
         for shard in self.all_shards() {

@@ -72,6 +72,7 @@
 mod block;
 mod caching;
 mod shard;
+pub mod sim;
 mod sizes;
 mod stats;
 mod traits;

@@ -1,24 +1,54 @@
 //! The size policy: how requests are rounded and how large a new segment is.
 
 /// Every block size is a multiple of this (and at least this), in bytes: 512 B.
+///
+/// ```
+/// use cudrv::memory::pool::{round_size, MIN_BLOCK_SIZE};
+/// assert_eq!(round_size(1), Some(MIN_BLOCK_SIZE));
+/// ```
 pub const MIN_BLOCK_SIZE: usize = 512;
 
 /// Requests of at most this many bytes (after rounding) are *small*: carved from small
 /// segments and never mixed with large ones. 1 MiB.
+///
+/// ```
+/// use cudrv::memory::pool::{segment_size, SMALL_REQUEST_MAX, SMALL_SEGMENT_SIZE};
+/// assert_eq!(segment_size(SMALL_REQUEST_MAX), Some(SMALL_SEGMENT_SIZE));
+/// ```
 pub const SMALL_REQUEST_MAX: usize = 1 << 20;
 
 /// The size of every small segment: 2 MiB.
+///
+/// ```
+/// use cudrv::memory::pool::{segment_size, SMALL_SEGMENT_SIZE};
+/// assert_eq!(segment_size(4096), Some(SMALL_SEGMENT_SIZE));
+/// ```
 pub const SMALL_SEGMENT_SIZE: usize = 2 << 20;
 
 /// The size of a shared large segment, used for large requests of at most
 /// [`LARGE_SEGMENT_THRESHOLD`]: 20 MiB.
+///
+/// ```
+/// use cudrv::memory::pool::{segment_size, LARGE_SEGMENT_SIZE};
+/// assert_eq!(segment_size(2 << 20), Some(LARGE_SEGMENT_SIZE));
+/// ```
 pub const LARGE_SEGMENT_SIZE: usize = 20 << 20;
 
 /// Large requests above this get a segment of their own, of the request's size rounded up to
 /// [`LARGE_SEGMENT_ROUNDING`]: 10 MiB.
+///
+/// ```
+/// use cudrv::memory::pool::{segment_size, LARGE_SEGMENT_SIZE, LARGE_SEGMENT_THRESHOLD};
+/// assert_eq!(segment_size(LARGE_SEGMENT_THRESHOLD), Some(LARGE_SEGMENT_SIZE));
+/// ```
 pub const LARGE_SEGMENT_THRESHOLD: usize = 10 << 20;
 
 /// The granularity of segments made for requests above [`LARGE_SEGMENT_THRESHOLD`]: 2 MiB.
+///
+/// ```
+/// use cudrv::memory::pool::{segment_size, LARGE_SEGMENT_ROUNDING};
+/// assert_eq!(segment_size(33 << 20), Some(17 * LARGE_SEGMENT_ROUNDING));
+/// ```
 pub const LARGE_SEGMENT_ROUNDING: usize = 2 << 20;
 
 /// The pools a segment (and each block carved from it) can belong to. Requests are served only

@@ -5,6 +5,20 @@
 /// Each number is exact when no other thread is using the pool; while others are, each is read on
 /// its own and the snapshot as a whole may mix slightly different moments (derived values such as
 /// `cached_bytes` are clamped so they stay in range).
+///
+/// ```
+/// # use cudrv::memory::pool::{sim::{SimBacking, SimFences}, CachingPool, StreamId};
+/// # let pool = CachingPool::new(SimBacking::new(1 << 30), SimFences::instant());
+/// for _ in 0..10 {
+///     let b = pool.allocate(1 << 16, StreamId(1))?;
+///     pool.free(b);
+/// }
+/// let s = pool.stats();
+/// assert_eq!((s.allocations, s.cache_hits, s.cache_misses), (10, 9, 1));
+/// assert!((s.hit_rate - 0.9).abs() < 1e-12);
+/// println!("{}", serde_json::to_string(&s).unwrap());
+/// # Ok::<(), cudrv::memory::pool::PoolError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PoolStats {
     /// Successful allocations.

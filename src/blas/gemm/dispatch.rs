@@ -1,0 +1,524 @@
+//! Which kernel runs a GEMM: family, tile, split and shared memory, from the type, math mode,
+//! shape, alignment, compute capability and multiprocessor count.
+
+use std::mem::size_of;
+
+use super::builder::{Gemm, Plan};
+use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::{GemmType, Kernel, SplitK, Tile};
+use crate::blas::tma::{self, TmaElement, TmaMatrix};
+use crate::blas::MathMode;
+use crate::error::{bail_invalid, Result};
+use crate::stream::Stream;
+
+/// The kernel families.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Simt,
+    MmaSync,
+    Dmma,
+    Wgmma,
+}
+
+/// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Choice {
+    pub name: String,
+    pub family: Family,
+    /// wgmma tf32 only: X / Y are packed k-contiguous first (`gemm_wg_pack_tf32`).
+    pub pack: [bool; 2],
+    /// wgmma tf32 `nn` only: the kernel takes X and Y swapped (m and n too) and stores D
+    /// transposed, so that the m-contiguous operand becomes wgmma's register-fed A operand.
+    pub swap: bool,
+    /// Block tile (rows, columns) of the kernels' row-major D.
+    pub tile: (usize, usize),
+    pub smem: u32,
+    pub threads: u32,
+    /// f32 `w` only (its kernels take a second parameter, `SplitK`): the number of blocks that
+    /// split k for each output tile (grid z); `None` for kernels without the parameter.
+    pub split_k: Option<u32>,
+    /// The blocks of a thread block cluster that share one output tile, each summing a share of
+    /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
+    pub cluster_k: u32,
+}
+
+/// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
+const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
+/// The least k each block keeps when the automatic choice splits the f32 `w` tile's k.
+const F32_SPLIT_MIN_K: usize = 1024;
+
+fn tiles(m: usize, n: usize, tile: usize) -> usize {
+    m.div_ceil(tile) * n.div_ceil(tile)
+}
+
+pub(crate) fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
+    m.div_ceil(bm) * n.div_ceil(bn)
+}
+
+/// Whether the tensor-core kernels can load these operands (16-byte cp.async).
+fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
+    params.x % 16 == 0
+        && params.y % 16 == 0
+        && params.ldx % vec == 0
+        && params.ldy % vec == 0
+        && (batch <= 1 || (params.sx % vec == 0 && params.sy % vec == 0))
+}
+
+/// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
+/// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128). Below that the
+/// 128 x 128 tile is taken from 3/4 of a wave of its tiles, and the 128 x 64 tile under that.
+fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
+    tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
+}
+
+/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
+///
+/// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
+/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`). Forced:
+/// Large and Wide give `l`, Narrow `m`, Small `s`; a forced split in 2 takes `s` (Small, or Auto
+/// when the 64 x 64 tiles fill a wave) or `u`. Automatically, from the measured table in
+/// docs/kernels/gemm.md (H100): `l` from a wave of its tiles when the last wave is at least 3/4
+/// full; `m` for 0.9-1.0 wave of its tiles; `s` split in 2 when its split blocks make 0.9 of
+/// a wave (one per multiprocessor), k >= 1024, and `s` alone leaves its last wave of two blocks
+/// per multiprocessor under 4/5 full, if the split fills it to 4/5 or k >= 4096 (long, narrow
+/// problems such as 64 x 4096 x 4096); `s` from a wave of two blocks per multiprocessor; `u`
+/// from a wave of its tiles; below that `u` split in 2 (k >= 256).
+fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
+    let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
+    let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
+    // The fraction of the block slots that the last wave of `blocks` fills.
+    let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
+    match split {
+        SplitK::Parts(parts) if parts > 1 => {
+            let letter = match tile {
+                Tile::Small => 's',
+                Tile::Auto if ts >= sms => 's',
+                Tile::Auto => 'u',
+                _ => bail_invalid!(
+                    "gemm: the f64 {tile:?} tile does not split k; the Small and Auto tiles split it in 2 parts"
+                ),
+            };
+            if parts != 2 {
+                bail_invalid!("gemm: the f64 {letter} tile splits k in 2 parts, not {parts}");
+            }
+            return Ok((letter, 2));
+        }
+        _ => {}
+    }
+    let may_split = split == SplitK::Auto;
+    Ok(match tile {
+        Tile::Large | Tile::Wide => ('l', 1),
+        Tile::Narrow => ('m', 1),
+        Tile::Small => ('s', 1),
+        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 => ('l', 1),
+        Tile::Auto if tm * 10 >= sms * 9 && tm <= sms => ('m', 1),
+        Tile::Auto
+            if may_split
+                && 2 * ts * 10 >= sms * 9
+                && plan.k >= 1024
+                && fill(ts, 2 * sms) < 0.8
+                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 4096) =>
+        {
+            ('s', 2)
+        }
+        Tile::Auto if ts >= 2 * sms => ('s', 1),
+        Tile::Auto if tu >= sms => ('u', 1),
+        Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
+        Tile::Auto => ('u', 1),
+    })
+}
+
+/// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
+/// shared memory is `stages * 8 * (BK + 4) * (rows + columns)` bytes.
+fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
+    match letter {
+        'l' => ((128, 128), 256, 16, 4),
+        'm' => ((128, 64), 256, 16, 4),
+        's' => ((64, 64), 128, 16, 3),
+        _ => ((32, 32), 128, 16, 4),
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests
+pub(crate) fn choose_kernel(
+    type_name: &str,
+    tensor_type: bool,
+    math: MathMode,
+    forced: Kernel,
+    tile: Tile,
+    split: SplitK,
+    plan: &Plan,
+    aligned: bool,
+    wgmma_ok: bool,
+    cc: (u32, u32),
+    sms: usize,
+    batch: usize,
+) -> Result<Choice> {
+    let tc_name = match (type_name, math) {
+        ("f32", MathMode::Tf32) => Some("tf32"),
+        ("f32", _) => None,
+        (t, _) if tensor_type => Some(t),
+        _ => None,
+    };
+    let tensor_checks = || -> Result<()> {
+        if tc_name.is_none() {
+            bail_invalid!("gemm: {type_name} has no tensor-core kernel with {math:?} math");
+        }
+        if !aligned {
+            bail_invalid!(
+                "gemm: the tensor-core kernel needs 16-byte aligned A and B and leading dimensions / strides that are multiples of 16 bytes"
+            );
+        }
+        if cc < (8, 0) {
+            bail_invalid!(
+                "gemm: the tensor-core kernel needs compute capability 8.0, not {}.{}",
+                cc.0,
+                cc.1
+            );
+        }
+        Ok(())
+    };
+    let wg_type = matches!(tc_name, Some("f16" | "bf16" | "tf32"));
+    let wg_possible = wg_type && aligned && wgmma_ok && cc == (9, 0);
+    // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
+    let family = match forced {
+        Kernel::Simt => Family::Simt,
+        Kernel::MmaSync => {
+            tensor_checks()?;
+            Family::MmaSync
+        }
+        Kernel::Wgmma => {
+            tensor_checks()?;
+            if !wg_possible {
+                bail_invalid!(
+                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with both operands m- or n-contiguous (op(A) = A, op(B) = B^T) needs batch 1"
+                );
+            }
+            if tile == Tile::Small {
+                bail_invalid!("gemm: the wgmma kernel has no 64 x 64 tile");
+            }
+            Family::Wgmma
+        }
+        Kernel::TensorCore => {
+            tensor_checks()?;
+            if wg_possible && tile != Tile::Small {
+                Family::Wgmma
+            } else {
+                Family::MmaSync
+            }
+        }
+        Kernel::Auto => {
+            if tc_name.is_none() || !aligned || cc < (8, 0) {
+                Family::Simt
+            } else if wg_possible && tile != Tile::Small {
+                // On the H100 the 128 x 128 wgmma tile beats the 64 x 64 mma.sync one down to
+                // 256^2 (1.8x cuBLAS against 1.3x for bf16), so Auto takes wgmma at every size.
+                Family::Wgmma
+            } else {
+                Family::MmaSync
+            }
+        }
+    };
+    let dmma90 = family == Family::MmaSync && type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync;
+    let f32_simt = family == Family::Simt && type_name == "f32";
+    if let SplitK::Parts(parts) = split {
+        if !dmma90 && !f32_simt && parts > 1 {
+            bail_invalid!(
+                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later) and for f32 on the CUDA cores"
+            );
+        }
+        if f32_simt && parts > 1 && (parts > 4 || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1) {
+            bail_invalid!(
+                "gemm: f32 on the CUDA cores splits k in 2-4 parts on its 128 x 64 tile (Tile::Auto or Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
+            );
+        }
+    }
+    let big = tiles(plan.m, plan.n, 128).saturating_mul(batch) >= sms;
+    let plain = |name: String, family, tile, smem, threads| Choice {
+        name,
+        family,
+        pack: [false; 2],
+        swap: false,
+        tile,
+        smem,
+        threads,
+        split_k: None,
+        cluster_k: 1,
+    };
+    match family {
+        Family::Wgmma => {
+            let t = tc_name.unwrap_or("f16");
+            // wgmma reads tf32 from shared memory only k-contiguous. An m-contiguous X is loaded
+            // into registers as wgmma's A operand (`tt`); for `nn` (n-contiguous Y) the problem is
+            // transposed so that Y becomes that operand (`swap`); `nt` packs Y first and runs `tt`.
+            let xk = plan.ops.ends_with('n');
+            let yk = plan.ops.starts_with('t');
+            let (ops, pack, swap) = match (t, xk, yk) {
+                ("tf32", true, true) => ("tn", [false; 2], false),
+                ("tf32", false, true) => ("tt", [false; 2], false),
+                ("tf32", true, false) => ("nn", [false; 2], true),
+                ("tf32", false, false) => ("tt", [false, true], false),
+                _ => (plan.ops.as_str(), [false; 2], false),
+            };
+            let dims = if swap { (plan.n, plan.m) } else { (plan.m, plan.n) };
+            let (letter, tile) = match tile {
+                Tile::Wide => ('w', (128, 256)),
+                Tile::Large => ('l', (128, 128)),
+                Tile::Narrow => ('n', (128, 64)),
+                // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the
+                // epilogue through shared memory it measured 1.1-1.5x faster than 128 x 256 up to
+                // k = 256; with TMA stores the two tie at k = 128 and the wide tile is 5-12% faster
+                // at k = 256 (docs/kernels/gemm.md). f16 / bf16 keep the wide tile.
+                _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 128) => ('w', (128, 256)),
+                _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
+                _ => ('n', (128, 64)),
+            };
+            Ok(Choice {
+                name: format!("gemm_wg_{t}_{letter}_{ops}"),
+                family,
+                pack,
+                swap,
+                tile,
+                smem: WG_SMEM,
+                threads: 384,
+                split_k: None,
+                cluster_k: 1,
+            })
+        }
+        Family::MmaSync if dmma90 => {
+            // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu).
+            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms)?;
+            let (tile, threads, bk, stages) = dmma90_config(letter);
+            let suffix = if parts > 1 { parts.to_string() } else { String::new() };
+            let mut choice = plain(
+                format!("gemm_dmma90_f64_{letter}{suffix}_{}", plan.ops),
+                Family::Dmma,
+                tile,
+                stages * 8 * (bk + 4) * (tile.0 + tile.1) as u32,
+                threads,
+            );
+            choice.cluster_k = parts;
+            Ok(choice)
+        }
+        Family::MmaSync if type_name == "f64" => {
+            // The sm_80 DMMA kernel (m8n8k4): 64 x 64, 4 warps, 3 stages of 20480 bytes.
+            Ok(plain(
+                format!("gemm_dmma_f64_s_{}", plan.ops),
+                Family::Dmma,
+                (64, 64),
+                3 * 20480,
+                128,
+            ))
+        }
+        Family::MmaSync | Family::Dmma => {
+            let t = tc_name.unwrap_or("f16");
+            let large = match tile {
+                Tile::Auto => big,
+                Tile::Small | Tile::Narrow => false,
+                Tile::Large | Tile::Wide => true,
+            };
+            let (size, tile, smem) = if large {
+                ('l', (128, 128), TC_STAGES * 80 * 256)
+            } else {
+                ('s', (64, 64), TC_STAGES * 80 * 128)
+            };
+            Ok(plain(
+                format!("gemm_tc_{t}_{size}_{}", plan.ops),
+                Family::MmaSync,
+                tile,
+                smem,
+                128,
+            ))
+        }
+        Family::Simt if type_name == "f32" => {
+            // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
+            // (`aligned` operands only), l = 128 x 128 (any operands), and for problems that
+            // would leave multiprocessors idle with those, s = 64 x 64 and u = 32 x 64 (two
+            // k-slices of warps per block) and v = 128 x 64 with k split over blocks. Automatic:
+            // w from 9/10 of a wave of its tiles that fill them to 3/4 (or split, below), l
+            // (unaligned) from a wave of 128 x 128 tiles, v for long k where it loads the busiest
+            // SM least (below), s from a wave of its tiles unless u loads the busiest SM less
+            // (below), else u.
+            // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
+            // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
+            // automatic choice splits too when every block keeps at least F32_SPLIT_MIN_K of k
+            // and the w tiles are at least 3/4 inside the problem: the split's reduction is
+            // paid once per tile, so it needs long k (at 1024^3, 256 of k per block, it measured
+            // slower than s; with 1024-4096 per block, 13-20% faster: docs/kernels/gemm.md).
+            let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+            let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
+            let w_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= w_tiles.saturating_mul(128 * 256 * 3);
+            // w needs its tiles at least 3/4 full: 48 x 16384 x 4096 on 128 w tiles of which
+            // 48 of 256 columns are inside the problem ran at 0.26x cuBLAS.
+            let wide = w_tiles.saturating_mul(10) >= sms * 9 && w_full;
+            let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
+            let auto_split = tile == Tile::Auto && w_full && plan.k >= F32_SPLIT_MIN_K.saturating_mul(splits);
+            // A forced split (validated above) runs v.
+            let forced_parts = match split {
+                SplitK::Parts(p) if p > 1 => Some(p),
+                _ => None,
+            };
+            let w_split = split != SplitK::Off
+                && (tile == Tile::Wide || auto_split)
+                && aligned
+                && !wide
+                && batch == 1
+                && splits >= 2
+                && w_tiles * splits * 4 >= sms * 3;
+            // s or u: all their blocks are resident at once (3 per SM), so the busiest SM runs
+            // ceil(tiles / SMs) of them. An s block does twice a u block's outputs at about 1.12x
+            // the rate (1024^3: 32.7 against 29.1 TFLOP/s), so s wins unless it leaves SMs with
+            // one block more than the average where u does not (100x6000x6000: 188 s tiles, up
+            // to 2 per SM, against 376 u tiles, up to 3: u measured 16% faster).
+            let per_sm = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch).div_ceil(sms.max(1));
+            let s_over_u = per_sm((64, 64)) * 200 <= per_sm((32, 64)) * 112;
+            // v (128 x 64, k split over 2-4 blocks per tile, every block keeping at least
+            // F32_SPLIT_MIN_K of k): long k over at most a wave of its tiles, which at least 3/4
+            // fill, no w split, and less work on the busiest SM than s and u. The work of an SM is
+            // its blocks (all resident: 3 per SM for each of the three) times a block's outputs
+            // times its k, over the block's rate: u 1, s 1.12, v 1.2 (64 x 8192 x 8192: v's 256
+            // blocks of 8 x 8 outputs per thread ran 1.2x u's 256 blocks of 8 x 4). Of equal
+            // splits the larger wins. Measured (docs/kernels/gemm.md): 100 x 6000 x 6000 takes 4
+            // parts (376 blocks, 0.83x cuBLAS, where 2 parts put 2 blocks on some SMs and ran
+            // slower than u), 64 x 8192 x 8192 4 (0.88x; 2 parts leave 4 warps per SM, 3 parts
+            // put 2 blocks on some SMs), 128 x 8192 x 8192 2-4 (equal).
+            let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
+            let v_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= v_tiles.saturating_mul(128 * 64 * 3);
+            // Work on the busiest SM, in units of 1/168 of an output-k product at u's rate.
+            let work = |blocks: usize, outputs: u128, k_per_block: usize, weight: u128| {
+                blocks.div_ceil(sms.max(1)) as u128 * outputs * k_per_block as u128 * weight
+            };
+            let v_work = |parts: usize| work(v_tiles.saturating_mul(parts), 8192, plan.k.div_ceil(parts), 140);
+            let (v_splits, v_least) = (2..=4usize)
+                .filter(|&parts| plan.k >= F32_SPLIT_MIN_K.saturating_mul(parts))
+                .map(|parts| (parts, v_work(parts)))
+                .fold((0, u128::MAX), |best, c| if c.1 <= best.1 { c } else { best });
+            let unsplit = |dims: (usize, usize), weight| {
+                let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch);
+                work(blocks, (dims.0 * dims.1) as u128, plan.k, weight)
+            };
+            let v_faster = v_least < unsplit((64, 64), 150) && v_least < unsplit((32, 64), 168);
+            let v_split = tile == Tile::Auto
+                && v_faster
+                && split != SplitK::Off
+                && !w_split
+                && !(aligned && wide)
+                && batch == 1
+                && v_splits >= 2
+                && v_full
+                && v_tiles <= sms;
+            let (size, tile, threads) = match tile {
+                _ if forced_parts.is_some() => ("v", (128, 64), 128),
+                Tile::Auto if w_split || (aligned && wide) => ("w", (128, 256), 256),
+                Tile::Auto if v_split => ("v", (128, 64), 128),
+                Tile::Auto if !aligned && big => ("l", (128, 128), 256),
+                Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
+                Tile::Auto => ("u", (32, 64), 128),
+                Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
+                Tile::Large | Tile::Wide => ("l", (128, 128), 256),
+                Tile::Narrow => ("u", (32, 64), 128),
+                Tile::Small => ("s", (64, 64), 128),
+            };
+            let mut choice = plain(
+                format!("gemm_simt_f32_{size}_{}", plan.ops),
+                Family::Simt,
+                tile,
+                if size == "w" { F32_W_SMEM } else { 0 },
+                threads,
+            );
+            if size == "w" {
+                choice.split_k = Some(if w_split { splits as u32 } else { 1 });
+            } else if size == "v" {
+                choice.split_k = Some(forced_parts.unwrap_or(v_splits as u32));
+            }
+            Ok(choice)
+        }
+        Family::Simt => Ok(plain(
+            format!("gemm_simt_{type_name}_s_{}", plan.ops),
+            Family::Simt,
+            (64, 64),
+            0,
+            256,
+        )),
+    }
+}
+
+/// The element type the TMA moves for a GEMM type (`None` for f64: no wgmma path).
+pub(crate) fn tma_element<T: GemmType>() -> Option<TmaElement> {
+    match T::NAME {
+        "f16" => Some(TmaElement::F16),
+        "bf16" => Some(TmaElement::Bf16),
+        "f32" => Some(TmaElement::F32),
+        _ => None,
+    }
+}
+
+/// X and Y as the TMA sees them for the wgmma kernels, given whether each is k-contiguous.
+pub(crate) fn tma_operands(
+    params: &GemmParams,
+    element: TmaElement,
+    xk: bool,
+    yk: bool,
+    batch: usize,
+) -> [TmaMatrix; 2] {
+    let (m, n, k) = (params.m as u64, params.n as u64, params.k as u64);
+    let op = |address, contiguous_k: bool, rows, ld, stride| TmaMatrix {
+        address,
+        element,
+        inner: if contiguous_k { k } else { rows },
+        outer: if contiguous_k { rows } else { k },
+        ld,
+        batch: batch as u64,
+        stride,
+    };
+    [
+        op(params.x, xk, m, params.ldx as u64, params.sx as u64),
+        op(params.y, yk, n, params.ldy as u64, params.sy as u64),
+    ]
+}
+
+/// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
+/// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
+/// tf32 with both operands m/n-contiguous, after packing Y (batch 1 only).
+fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, batch: usize) -> bool {
+    let Some(element) = tma_element::<T>() else {
+        return false;
+    };
+    if element == TmaElement::F32 && g_math != MathMode::Tf32 {
+        return false;
+    }
+    let max = tma::MAX_EXTENT as i64;
+    if params.k < 1 || params.m > max || params.n > max || params.k > max || batch > MAX_BATCH_PER_LAUNCH {
+        return false;
+    }
+    let xk = plan.ops.ends_with('n');
+    let yk = plan.ops.starts_with('t');
+    let [x, y] = tma_operands(params, element, xk, yk, batch);
+    if element == TmaElement::F32 && !xk && !yk {
+        // tf32 nt: Y is packed into a fresh, tight, 16-byte aligned buffer; X must fit as given.
+        return batch == 1 && x.fits();
+    }
+    x.fits() && y.fits()
+}
+
+pub(crate) fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Choice> {
+    let vec = match (T::NAME, g.math) {
+        ("f32", _) => 4,
+        _ => (16 / size_of::<T>()) as i64,
+    };
+    let ctx = stream.context();
+    choose_kernel(
+        T::NAME,
+        T::TENSOR_CORES,
+        g.math,
+        g.kernel,
+        g.tile,
+        g.split,
+        plan,
+        tc_aligned(params, vec, g.batch),
+        wgmma_fits::<T>(g.math, plan, params, g.batch),
+        ctx.compute_capability(),
+        ctx.limits().multiprocessor_count as usize,
+        g.batch,
+    )
+}

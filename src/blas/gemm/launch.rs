@@ -1,0 +1,272 @@
+//! Queueing a chosen GEMM kernel: batches split over launches, split-k scratch, tf32 packing,
+//! tensor maps for the wgmma kernels.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::dispatch::{tiles2, tma_element, tma_operands, Choice};
+use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
+use super::GemmType;
+use crate::blas::tma::{TensorMap, TmaMatrix};
+use crate::blas::Activation;
+use crate::error::{bail_invalid, Result};
+use crate::launch::LaunchConfig;
+use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice};
+use crate::module::Function;
+use crate::stream::Stream;
+
+/// The second parameter of the f32 `w` kernels (`struct SplitK` in ptx/gemm_simt.cu).
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+struct SplitKParams {
+    ws: u64,
+    counters: u64,
+}
+// SAFETY: repr(C) plain data matching `struct SplitK` (two pointers, no padding); every bit
+// pattern is valid.
+unsafe impl DeviceRepr for SplitKParams {}
+
+pub(crate) fn run_kernel<T: GemmType>(
+    stream: &Arc<Stream>,
+    choice: &Choice,
+    params: GemmParams,
+    batch: usize,
+) -> Result<()> {
+    let f = stream.context().kernel(&choice.name)?;
+    if choice.smem > f.max_dynamic_shared_memory() {
+        f.set_max_dynamic_shared_memory(choice.smem)?;
+    }
+    let (m, n) = (params.m as usize, params.n as usize);
+    let grid_x = tiles2(m, n, choice.tile).saturating_mul(choice.cluster_k as usize);
+    let Ok(grid_x) = u32::try_from(grid_x) else {
+        bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
+    };
+    if grid_x > i32::MAX as u32 {
+        bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
+    }
+    let threads = choice.threads;
+    let sz = size_of::<T>() as u64;
+    let mut done = 0usize;
+    while done < batch {
+        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+        let mut p = params;
+        p.x += done as u64 * params.sx as u64 * sz;
+        p.y += done as u64 * params.sy as u64 * sz;
+        p.d += done as u64 * params.sd as u64 * sz;
+        p.batch = count as i32;
+        // Split k: each block's sums (one tile) in `ws`, and a zeroed arrival counter per tile;
+        // both are freed in stream order after the launch.
+        let splits = choice.split_k.unwrap_or(1);
+        let mut split = SplitKParams::default();
+        let mut scratch = None;
+        if splits > 1 {
+            let (bm, bn) = choice.tile;
+            let tiles = grid_x as usize * count;
+            let Some(len) = (tiles * splits as usize).checked_mul(bm * bn) else {
+                bail_invalid!("gemm: the split-k buffer for {m} x {n} overflows");
+            };
+            // SAFETY: the kernel reads an element of `ws` only after the block that writes it
+            // has written it (the arrival counter orders the two, see ptx/gemm_simt.cu).
+            let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
+            let counters = DeviceBuffer::<u32>::zeroed(stream, tiles)?;
+            split = SplitKParams {
+                ws: ws.device_ptr(),
+                counters: counters.device_ptr(),
+            };
+            scratch = Some((ws, counters));
+        }
+        let mut l = stream.launch_builder(&f);
+        l.arg(&p);
+        if choice.split_k.is_some() {
+            l.arg(&split);
+        }
+        // SAFETY: the kernel takes one GemmParams by value (and the f32 `w` kernels a SplitK
+        // after it); `plan` checked that every element the kernel touches (rows < m, cols < n,
+        // depth < k of each of `count` batch entries, at the leading dimensions and strides
+        // given) lies inside A, B, C and the bias; with splits > 1, `ws` holds splits blocks of
+        // bm * bn floats per tile and `counters` one per tile, as the kernel indexes them; with
+        // cluster_k > 1 grid x is the tile count times the cluster size the kernel is compiled
+        // with (its name's digit), so each cluster covers one tile.
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (grid_x, count as u32, splits),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: choice.smem,
+            })
+        }?;
+        drop(scratch);
+        done += count;
+    }
+    Ok(())
+}
+
+/// Packs an m- or n-contiguous f32 operand k-contiguous (rounded to tf32) into a new buffer on
+/// `stream`: `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`, `ld = k` rounded up
+/// to 4 (16 bytes). Returns the buffer and `ld`.
+fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
+    let ld = (k + 3) / 4 * 4;
+    let len = usize::try_from(count * ld)
+        .map_err(|_| crate::error::invalid(format_args!("gemm: tf32 pack size overflows")))?;
+    // SAFETY: every element the kernel reads from `out` (r < count, p < k) is written by the
+    // pack kernel below before the GEMM that reads it is queued on the same stream; the padding
+    // columns (k <= p < ld) are outside the tensor map and never read.
+    let out = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
+    let f = stream.context().kernel("gemm_wg_pack_tf32")?;
+    let (grid_x, grid_y) = ((count as u64).div_ceil(32), (k as u64).div_ceil(32));
+    if grid_x > i32::MAX as u64 || grid_y > 65535 {
+        bail_invalid!("gemm: tf32 operand of {count} x {k} is too large to pack");
+    }
+    let o = out.device_ptr();
+    let mut l = stream.launch_builder(&f);
+    l.arg(&o).arg(&input).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
+    // SAFETY: gemm_wg_pack_tf32(float* out, const float* in, i64 count, i64 k, i64 ld_in,
+    // i64 ld_out) reads in[p * ld_in + r] for r < count, p < k (inside the operand, which `plan`
+    // checked) and writes out[r * ld + p], inside `out` (count * ld elements).
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (grid_x as u32, grid_y as u32, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    Ok((out, ld))
+}
+
+/// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and
+/// launches `(tx, ty, params)`.
+pub(crate) fn run_wgmma<T: GemmType>(
+    stream: &Arc<Stream>,
+    choice: &Choice,
+    mut params: GemmParams,
+    batch: usize,
+    activation: Activation,
+) -> Result<()> {
+    let Some(element) = tma_element::<T>() else {
+        bail_invalid!("gemm: {} has no wgmma kernel", T::NAME);
+    };
+    let kernel = |name: &str| -> Result<Function> {
+        let f = stream.context().kernel(name)?;
+        if choice.smem > f.max_dynamic_shared_memory() {
+            f.set_max_dynamic_shared_memory(choice.smem)?;
+        }
+        Ok(f)
+    };
+    // With an activation, a D for the TMA runs the twin kernel of that activation's module
+    // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
+    // epilogue.
+    let act_name = activation
+        .op()
+        .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
+    // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
+    // the same stream after it.
+    let mut packed = Vec::new();
+    if choice.pack[0] {
+        let (buf, ld) = pack_tf32(stream, params.x, params.m, params.k, params.ldx)?;
+        (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, 0);
+        packed.push(buf);
+    }
+    if choice.pack[1] {
+        let (buf, ld) = pack_tf32(stream, params.y, params.n, params.k, params.ldy)?;
+        (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+        packed.push(buf);
+    }
+    let xk = choice.name.ends_with('n');
+    let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
+    // tf32 nn: the kernel computes D^T = Y^T X^T (the m-contiguous operand as X, stored
+    // transposed), so X and Y trade places, and with them m and n and the k-contiguity.
+    let (xk, yk) = if choice.swap {
+        std::mem::swap(&mut params.x, &mut params.y);
+        std::mem::swap(&mut params.m, &mut params.n);
+        std::mem::swap(&mut params.ldx, &mut params.ldy);
+        std::mem::swap(&mut params.sx, &mut params.sy);
+        (yk, xk)
+    } else {
+        (xk, yk)
+    };
+    let (bm, bn) = choice.tile;
+    let tiles = tiles2(params.m as usize, params.n as usize, choice.tile);
+    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    // 128 bytes of k per box row, or of m/n for an operand that is not k-contiguous.
+    let bk = (128 / size_of::<T>()) as u32;
+    let sz = size_of::<T>() as u64;
+    let mut done = 0usize;
+    while done < batch {
+        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+        // The kernel numbers its tiles with 32-bit integers.
+        if tiles.saturating_mul(count) > i32::MAX as usize {
+            bail_invalid!(
+                "gemm: {} x {} in {count} batch entries is {} tiles, more than one launch holds",
+                params.m,
+                params.n,
+                tiles.saturating_mul(count)
+            );
+        }
+        let grid_x = tiles.saturating_mul(count).min(sms) as u32;
+        let mut p = params;
+        p.x += done as u64 * params.sx as u64 * sz;
+        p.y += done as u64 * params.sy as u64 * sz;
+        p.d += done as u64 * params.sd as u64 * sz;
+        p.batch = count as i32;
+        let [x, y] = tma_operands(&p, element, xk, yk, count);
+        let tx = if xk {
+            x.encode(bk, bm as u32)?
+        } else {
+            x.encode(bk, bk)?
+        };
+        let ty = if yk {
+            y.encode(bk, bn as u32)?
+        } else {
+            y.encode(bk, bk)?
+        };
+        // D through the TMA (C read through it when beta != 0): D's n
+        // x m (x count) extents at ldd and sd, boxes of 128 bytes x 64 rows; the swapped kernels store
+        // D transposed, so there the rows (the swapped m) are the contiguous side, in boxes of 32 rows
+        // x 32 columns. Not for a batch that writes one D (sd = 0), which the map would address as one
+        // matrix, nor for lines whose length is not a multiple of 16 bytes: on the H100 a box over f16
+        // rows of 7 elements (14 bytes) also wrote each row's 8th element, so the TMA's clipping is
+        // relied on only at 16-byte bounds (rows of 200 and 1000 elements, ending inside a box, kept
+        // their padding in tests/gpu_blas.rs).
+        let (inner, outer, box_outer) = if choice.swap { (p.m, p.n, 32) } else { (p.n, p.m, 64) };
+        let d = TmaMatrix {
+            address: p.d,
+            element,
+            inner: inner as u64,
+            outer: outer as u64,
+            ld: p.ldd as u64,
+            batch: count as u64,
+            stride: p.sd as u64,
+        };
+        let dstore = d.fits() && (count == 1 || p.sd != 0) && (d.inner * sz) % 16 == 0;
+        let td = if dstore {
+            d.encode(bk, box_outer)?
+        } else {
+            TensorMap::unused()
+        };
+        let f = match &act_name {
+            Some(name) if dstore => kernel(name)?,
+            _ => kernel(&choice.name)?,
+        };
+        let dstore = i32::from(dstore);
+        let mut l = stream.launch_builder(&f);
+        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore);
+        // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
+        // GemmParams, i32) by value. The maps of X and Y cover exactly the operands' m x k and
+        // k x n extents (TMA bounds zero-fill the rest of each box); the map of D, when dstore
+        // is 1, covers exactly D's rows < m and cols < n of each of `count` matrices at ldd / sd
+        // (transposed for the swapped kernels; TMA stores are clipped there); with dstore 0 the
+        // kernel never reads td; `plan` checked that every element of D (rows < m, cols < n of
+        // each of `count` matrices at ldd / sd) and of the bias lies inside C and the bias. A swapped (tf32 nn)
+        // kernel writes D[r][c] of the swapped m x n at d[c * ldd + r], which is element (c, r)
+        // of the unswapped D, and reads the bias at r < swapped m = unswapped n: the same ranges.
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (grid_x, 1, 1),
+                block_dim: (choice.threads, 1, 1),
+                shared_mem_bytes: choice.smem,
+            })
+        }?;
+        done += count;
+    }
+    drop(packed);
+    Ok(())
+}

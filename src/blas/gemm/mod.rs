@@ -1,0 +1,20 @@
+//! GEMM: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, plain and strided-batched.
+//!
+//! [`Gemm`] describes one problem ([`builder`](self) checks it against the buffers), dispatch
+//! picks a kernel family, tile and split for it, and launch queues it.
+
+mod builder;
+mod dispatch;
+mod functions;
+mod launch;
+mod options;
+mod params;
+mod types;
+
+pub use builder::Gemm;
+pub use functions::{gemm, gemm_strided_batched, matmul};
+pub use options::{Kernel, SplitK, Tile};
+pub use types::GemmType;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,113 @@
+//! The tuning knobs of a GEMM: kernel family, block tile, split of k.
+
+#[cfg(doc)]
+use super::Gemm;
+#[cfg(doc)]
+use crate::blas::MathMode;
+
+/// Which kernel family a [`Gemm`] runs on.
+///
+/// ```no_run
+/// use cudrv::blas::{Gemm, Kernel, Transpose};
+/// use cudrv::DeviceBuffer;
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let n = 256;
+/// let a = DeviceBuffer::<half::f16>::zeroed(&stream, n * n)?;
+/// let b = DeviceBuffer::<half::f16>::zeroed(&stream, n * n)?;
+/// let mut c = DeviceBuffer::<half::f16>::zeroed(&stream, n * n)?;
+/// // Compare the CUDA-core kernel with the automatic choice on the same inputs.
+/// let g = Gemm::new(Transpose::N, Transpose::N, n, n, n);
+/// g.kernel(Kernel::Simt).run(&a, &b, &mut c)?;
+/// println!("auto runs {}", g.kernel_name(&a, &b, &c)?);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Kernel {
+    /// Chosen by type, math mode, shape, alignment and compute capability.
+    #[default]
+    Auto,
+    /// The general CUDA-core kernel (any shape, leading dimension and alignment).
+    Simt,
+    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies; for f64 on compute
+    /// capability 9.0 and later the sm_90 DMMA kernels (m16n8k4 / m16n8k8); else mma.sync); an error
+    /// when the operands do not meet the alignment rules or the type has no tensor-core path
+    /// (f32 without [`MathMode::Tf32`]).
+    TensorCore,
+    /// The sm_80 mma.sync tensor-core kernels, even on Hopper (for f64: the m8n8k4 DMMA kernel).
+    MmaSync,
+    /// The Hopper kernel: `wgmma` fed by the tensor memory accelerator (f16, bf16, tf32 on compute
+    /// capability 9.0); an error where it does not apply.
+    Wgmma,
+}
+
+/// The block tile of a [`Gemm`] (a tuning knob; [`Tile::Auto`] picks by shape).
+///
+/// ```
+/// use cudrv::blas::{Gemm, Tile, Transpose};
+/// // A benchmark sweeping the tile of a 4096 x 4096 x 4096 f16 GEMM.
+/// let tiles = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
+/// let gemms: Vec<_> = tiles
+///     .iter()
+///     .map(|&t| Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096).tile(t))
+///     .collect();
+/// assert_eq!(gemms.len(), 5);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Tile {
+    /// Chosen from the problem size and the number of multiprocessors.
+    #[default]
+    Auto,
+    /// 64 x 64 (every kernel family; f32 on the CUDA cores: two k-slices of 2 warps, 8 x 8 per
+    /// thread).
+    Small,
+    /// 128 x 128 (wgmma: 2 consumer warpgroups of 64 x 128; mma.sync: 4 warps; sm_90 f64 DMMA:
+    /// 8 warps; f32 CUDA cores: 8 x 8 per thread, or 128 x 256 with 8 x 16 when A and
+    /// B allow 16-byte copies; the f64, f16 and bf16 CUDA-core kernels and the sm_80 f64 DMMA
+    /// kernel have no large tile and use 64 x 64).
+    Large,
+    /// 128 x 256 (wgmma: 2 consumer warpgroups of 64 x 256); elsewhere the same as `Large`,
+    /// except that f32 on the CUDA cores splits k over 2-4 blocks per tile when the 128 x 256
+    /// tiles alone would fill less than 9/10 of the multiprocessors (batch 1).
+    Wide,
+    /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
+    /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
+    /// k-slices of 2 warps, 8 x 4 per thread), or 128 x 64 (4 warps, 8 x 8 per thread) with a
+    /// forced [`SplitK::Parts`]; f64 on the sm_90 DMMA kernels: 128 x 64 with 8 warps;
+    /// elsewhere the same as `Small`.
+    Narrow,
+}
+
+/// How a [`Gemm`] divides its k dimension between thread blocks (a tuning knob; [`SplitK::Auto`]
+/// picks by shape).
+///
+/// A split gives a problem too small to fill the GPU more blocks: the blocks of one output tile
+/// each sum a share of k, and their partial tiles are added in a fixed order, so the result does
+/// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
+/// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
+/// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is
+/// long enough for every block to keep at least 1024 of it) and its 128 x 64 tile (long k over
+/// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) through a scratch
+/// buffer.
+///
+/// ```
+/// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
+/// // 1536^3 in f64: each 64 x 64 output tile summed by 2 blocks, k = 768 each.
+/// let g = Gemm::<f64>::new(Transpose::N, Transpose::N, 1536, 1536, 1536)
+///     .tile(Tile::Small)
+///     .split_k(SplitK::Parts(2));
+/// # let _ = g;
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SplitK {
+    /// Chosen from the problem size and the number of multiprocessors.
+    #[default]
+    Auto,
+    /// Never split k.
+    Off,
+    /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
+    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-4 for f32 on the CUDA cores, on
+    /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); other kernels and tiles
+    /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
+    Parts(u32),
+}

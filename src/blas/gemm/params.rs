@@ -1,0 +1,38 @@
+//! The kernels' parameter block and the launch-shape constants shared by dispatch and launch.
+
+use crate::memory::DeviceRepr;
+
+/// The kernels' parameter block (`struct GemmParams` in ptx/gemm_tc.cu and ptx/gemm_simt.cu).
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+pub(crate) struct GemmParams {
+    pub(crate) x: u64,
+    pub(crate) y: u64,
+    pub(crate) d: u64,
+    pub(crate) bias: u64,
+    pub(crate) m: i64,
+    pub(crate) n: i64,
+    pub(crate) k: i64,
+    pub(crate) ldx: i64,
+    pub(crate) ldy: i64,
+    pub(crate) ldd: i64,
+    pub(crate) sx: i64,
+    pub(crate) sy: i64,
+    pub(crate) sd: i64,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
+    pub(crate) act: i32,
+    pub(crate) batch: i32,
+}
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then two
+// i32s: no padding); every bit pattern is valid.
+unsafe impl DeviceRepr for GemmParams {}
+
+/// Most grid.y a launch uses (the batch index); larger batches take several launches.
+pub(crate) const MAX_BATCH_PER_LAUNCH: usize = 65535;
+/// Tensor-core pipeline depth (the kernels' STAGES).
+pub(crate) const TC_STAGES: u32 = 4;
+/// Dynamic shared memory of the wgmma kernels (every tile): stages, the epilogue's four 8 KiB
+/// TMA staging boxes (which also hold the two 9 KiB chunks of the other epilogues), alignment and
+/// barriers.
+pub(crate) const WG_SMEM: u32 = 4 * (128 + 256) * 128 + 4 * 64 * 128 + 2048;
