@@ -222,6 +222,43 @@ fn strip_checks<T: Element + blas::GemvType>(
 }
 
 /// Runs the BLAS checks; returns them and the kernel names they covered.
+/// The aligned copies of unaligned operands (`gemm_pack_b16/b32/b64`): a forced tensor-core GEMM
+/// on leading dimensions one element longer than the matrices (137 and 49: no multiple of 16
+/// bytes for any type), in the op combinations that copy an m- or n-contiguous operand (NN) and a
+/// k-contiguous one (TT), checked against the CPU and named after the copy kernel.
+fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    use Transpose::{N, T as Tr};
+    let shape = (136, 72, 48);
+    let no_tile = (Tile::Auto, SplitK::Auto);
+    let mut each = |bits: u32, tol: f64, case: &mut dyn FnMut((Transpose, Transpose)) -> Result<f64>| {
+        let mut all = true;
+        for ops in [(N, N), (Tr, Tr)] {
+            let name = format!(
+                "gemm_pack_b{bits}+tensor cores {}{}",
+                letter_of(ops.0),
+                letter_of(ops.1)
+            );
+            let check = Check::new(name, "136x72x48 ld+1 +bias".into(), tol, case(ops));
+            all &= check.passed;
+            out.push(check);
+        }
+        if all {
+            covered.insert(format!("gemm_pack_b{bits}"));
+        }
+    };
+    let tc = Kernel::TensorCore;
+    let act = Activation::None;
+    each(16, 2e-2, &mut |ops| {
+        gemm_case::<half::f16>(stream, rng, ops, shape, 1, MathMode::Exact, tc, no_tile, act)
+    });
+    each(32, 5e-3, &mut |ops| {
+        gemm_case::<f32>(stream, rng, ops, shape, 1, MathMode::Tf32, tc, no_tile, act)
+    });
+    each(64, 1e-12, &mut |ops| {
+        gemm_case::<f64>(stream, rng, ops, shape, 1, MathMode::Exact, tc, no_tile, act)
+    });
+}
+
 pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
     let mut rng = Rng::new(seed ^ 0xB1A5);
     let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
@@ -338,6 +375,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             &mut covered,
             &ACTIVATIONS,
         );
+    }
+    if tc {
+        aligned_copies(s, r, &mut out, &mut covered);
     }
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem

@@ -11,10 +11,13 @@
 //! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_wg_f16` / `gemm_wg_bf16` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync) |
 //! | `f64` | f64 on the DMMA tensor cores (mma.sync m16n8k4 / m16n8k8 on compute capability 9.0 and later, m8n8k4 before), f64 accumulate | `gemm_dmma90` (`gemm_dmma90_*`), `gemm_tc` (`gemm_dmma_*`) |
 //!
-//! Tensor-core kernels need 16-byte aligned A and B and leading dimensions (and batch strides)
-//! that are multiples of 16 bytes (8 elements for f16/bf16, 4 for tf32, 2 for f64); other
-//! operands run on the general CUDA-core kernel (`gemm_simt`, f32/f64 math), which accepts any
-//! shape, leading dimension and alignment. On Hopper (compute capability 9.0) the f16, bf16 and
+//! Tensor-core kernels load 16-byte aligned A and B whose leading dimensions (and batch strides)
+//! are multiples of 16 bytes (8 elements for f16/bf16, 4 for tf32, 2 for f64). An operand that
+//! is not (an odd `m` with a tight `lda`, a view at an odd offset) is copied once into an aligned
+//! buffer from the caching pool (`gemm_pack_b*`) and the tensor-core kernel runs on the copy,
+//! when the problem is large enough for that to pay (about 96^3 of work for f16, bf16 and f64,
+//! 400^3 for tf32); smaller ones run on the general CUDA-core kernel (`gemm_simt`, f32/f64 math),
+//! which accepts any shape, leading dimension and alignment. On Hopper (compute capability 9.0) the f16, bf16 and
 //! tf32 GEMMs run on the sm_90a kernels (warpgroup `wgmma` fed by the tensor memory
 //! accelerator) whenever `k >= 1` and `alpha != 0`. wgmma reads tf32 from shared memory only
 //! k-contiguous, so the tf32 kernels load an m-contiguous operand into registers instead (NN runs

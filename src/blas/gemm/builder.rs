@@ -2,7 +2,7 @@
 //! against the buffers, and the calls that queue it.
 
 use super::dispatch::{choose, Family};
-use super::launch::{run_kernel, run_wgmma};
+use super::launch::{align_operands, run_kernel, run_wgmma};
 use super::params::GemmParams;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
@@ -450,7 +450,8 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// as [`Gemm::run`] (so a call that would be refused is an error here too), without queueing
     /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt` or `gemm_dmma90_f64_s2_tn`. A
     /// split of k over blocks shows as `/splitN` (f32 `w` tiles), a tf32 operand packed first
-    /// as a `gemm_wg_pack_tf32+` prefix. Empty problems (m, n or batch 0), which launch nothing,
+    /// as a `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer
+    /// first (for the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix. Empty problems (m, n or batch 0), which launch nothing,
     /// give `""`. For tests, benches and tuning notes.
     ///
     /// ```no_run
@@ -481,6 +482,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if choice.pack.iter().any(|&p| p) {
             name = format!("gemm_wg_pack_tf32+{name}");
         }
+        if choice.align.iter().any(|&a| a) {
+            name = format!("gemm_pack_b{}+{name}", 8 * std::mem::size_of::<T>());
+        }
         if let Some(parts) = choice.split_k.filter(|&p| p > 1) {
             name = format!("{name}/split{parts}");
         }
@@ -489,7 +493,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
 
     /// The kernels' parameter block for `plan`, from the device addresses of A, B, C and the bias
     /// (0: none).
-    fn params(&self, plan: &Plan, [a, b, c]: [u64; 3], bias: u64) -> GemmParams {
+    pub(super) fn params(&self, plan: &Plan, [a, b, c]: [u64; 3], bias: u64) -> GemmParams {
         let alpha: f64 = self.alpha.into();
         let (x, y) = if plan.swapped { (b, a) } else { (a, b) };
         GemmParams {
@@ -538,9 +542,13 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if let Some((_, _, bias)) = bias {
             use_on(bias, &stream)?;
         }
-        match choice.family {
+        let mut params = params;
+        let aligned = align_operands::<T>(&stream, &plan, &choice, &mut params, self.batch)?;
+        let run = match choice.family {
             Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch, self.activation),
             _ => run_kernel::<T>(&stream, &choice, params, self.batch),
-        }
+        };
+        drop(aligned);
+        run
     }
 }

@@ -27,6 +27,10 @@ pub(crate) struct Choice {
     pub family: Family,
     /// wgmma tf32 only: X / Y are packed k-contiguous first (`gemm_wg_pack_tf32`).
     pub pack: [bool; 2],
+    /// X / Y are copied first into an aligned buffer in their own orientation (`gemm_pack_b*`):
+    /// the tensor-core kernels need 16-byte aligned operands whose leading dimension and batch
+    /// stride are multiples of 16 bytes. Set by [`choose`], never by `choose_kernel`.
+    pub align: [bool; 2],
     /// wgmma tf32 `nn` only: the kernel takes X and Y swapped (m and n too) and stores D
     /// transposed, so that the m-contiguous operand becomes wgmma's register-fed A operand.
     pub swap: bool,
@@ -55,13 +59,57 @@ pub(crate) fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
     m.div_ceil(bm) * n.div_ceil(bn)
 }
 
-/// Whether the tensor-core kernels can load these operands (16-byte cp.async).
-fn tc_aligned(params: &GemmParams, vec: i64, batch: usize) -> bool {
-    params.x % 16 == 0
-        && params.y % 16 == 0
-        && params.ldx % vec == 0
-        && params.ldy % vec == 0
-        && (batch <= 1 || (params.sx % vec == 0 && params.sy % vec == 0))
+/// Whether the tensor-core kernels can load X and Y as they are (16-byte cp.async and TMA):
+/// 16-byte aligned, leading dimension and (batch > 1) batch stride multiples of `vec` elements.
+fn operands_aligned(params: &GemmParams, vec: i64, batch: usize) -> [bool; 2] {
+    let ok =
+        |address: u64, ld: i64, stride: i64| address % 16 == 0 && ld % vec == 0 && (batch <= 1 || stride % vec == 0);
+    [ok(params.x, params.ldx, params.sx), ok(params.y, params.ldy, params.sy)]
+}
+
+/// The storage of X and Y as `(rows, cols)` with `cols` contiguous: X is m x k (k-contiguous or
+/// m-contiguous), Y is n x k.
+pub(crate) fn operand_storage(plan: &Plan, params: &GemmParams) -> [(i64, i64); 2] {
+    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
+    let (m, n, k) = (params.m, params.n, params.k);
+    [if xk { (m, k) } else { (k, m) }, if yk { (n, k) } else { (k, n) }]
+}
+
+/// The parameters after the operands marked in `align` are copied into aligned buffers
+/// (address 0 stands for the buffer: only its alignment matters to dispatch).
+pub(crate) fn aligned_params(plan: &Plan, params: &GemmParams, align: [bool; 2], vec: i64) -> GemmParams {
+    let mut p = *params;
+    let [(xr, xc), (yr, yc)] = operand_storage(plan, params);
+    let round = |c: i64| packed_ld(c, 16 / vec);
+    if align[0] {
+        let ld = round(xc);
+        (p.x, p.ldx, p.sx) = (0, ld, if params.sx == 0 { 0 } else { xr * ld });
+    }
+    if align[1] {
+        let ld = round(yc);
+        (p.y, p.ldy, p.sy) = (0, ld, if params.sy == 0 { 0 } else { yr * ld });
+    }
+    p
+}
+
+/// The leading dimension of an operand's aligned copy whose rows hold `cols` elements of
+/// `size` bytes: a multiple of 16 bytes, and of 128 bytes (a whole cache line, the TMA's box
+/// width) for rows of 1 KiB or more, where the padding costs at most an eighth.
+pub(crate) fn packed_ld(cols: i64, size: i64) -> i64 {
+    let unit = if cols * size >= 1024 { 128 / size } else { 16 / size };
+    (cols.max(1) + unit - 1) / unit * unit
+}
+
+/// The least work (`2 m n k batch` flops) for which the automatic choice copies unaligned
+/// operands to reach the tensor cores rather than run the CUDA-core kernel on them: f16, bf16
+/// and f64 (whose CUDA-core kernels run far below the tensor cores) from about 96^3; tf32, whose
+/// alternative is the fast exact f32 kernel, from about 400^3 (H100, docs/kernels/gemm.md,
+/// "Unaligned operands").
+fn align_min_flop(type_name: &str) -> u128 {
+    match type_name {
+        "f32" => 2 * 400 * 400 * 400,
+        _ => 2 * 96 * 96 * 96,
+    }
 }
 
 /// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
@@ -238,6 +286,7 @@ pub(crate) fn choose_kernel(
         name,
         family,
         pack: [false; 2],
+        align: [false; 2],
         swap: false,
         tile,
         smem,
@@ -277,6 +326,7 @@ pub(crate) fn choose_kernel(
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
                 family,
                 pack,
+                align: [false; 2],
                 swap,
                 tile,
                 smem: WG_SMEM,
@@ -507,18 +557,46 @@ pub(crate) fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmPara
         _ => (16 / size_of::<T>()) as i64,
     };
     let ctx = stream.context();
-    choose_kernel(
-        T::NAME,
-        T::TENSOR_CORES,
-        g.math,
-        g.kernel,
-        g.tile,
-        g.split,
-        plan,
-        tc_aligned(params, vec, g.batch),
-        wgmma_fits::<T>(g.math, plan, params, g.batch),
-        ctx.compute_capability(),
-        ctx.limits().multiprocessor_count as usize,
-        g.batch,
-    )
+    let cc = ctx.compute_capability();
+    let pick = |params: &GemmParams, aligned: bool| {
+        choose_kernel(
+            T::NAME,
+            T::TENSOR_CORES,
+            g.math,
+            g.kernel,
+            g.tile,
+            g.split,
+            plan,
+            aligned,
+            wgmma_fits::<T>(g.math, plan, params, g.batch),
+            cc,
+            ctx.limits().multiprocessor_count as usize,
+            g.batch,
+        )
+    };
+    let ok = operands_aligned(params, vec, g.batch);
+    let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32);
+    let flop = 2 * plan.m as u128 * plan.n as u128 * plan.k as u128 * g.batch as u128;
+    // An unaligned operand is copied into an aligned buffer when a tensor-core kernel is forced,
+    // or automatically when the problem is large enough for the copy to pay (the CUDA-core
+    // kernels run f16 / bf16 / f64 at a fraction of the tensor cores' rate). Not with k = 0 or
+    // alpha = 0 (the operands are not read) or below compute capability 8.0.
+    let copy = tensor_type
+        && cc >= (8, 0)
+        && params.k >= 1
+        && !(ok[0] && ok[1])
+        && match g.kernel {
+            Kernel::Simt => false,
+            Kernel::Auto => flop >= align_min_flop(T::NAME),
+            _ => true,
+        };
+    if !copy {
+        return pick(params, ok[0] && ok[1]);
+    }
+    let align = [!ok[0], !ok[1]];
+    let mut choice = pick(&aligned_params(plan, params, align, vec), true)?;
+    // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
+    // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
+    choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];
+    Ok(choice)
 }

@@ -4,7 +4,8 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::dispatch::{tiles2, tma_element, tma_operands, Choice};
+use super::builder::Plan;
+use super::dispatch::{operand_storage, packed_ld, tiles2, tma_element, tma_operands, Choice};
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
@@ -269,4 +270,122 @@ pub(crate) fn run_wgmma<T: GemmType>(
     }
     drop(packed);
     Ok(())
+}
+
+/// One operand for `gemm_pack_b*` (`struct PackOperand` in ptx/gemm_pack.cu); `rows == 0`
+/// skips it.
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+struct PackOperand {
+    out: u64,
+    input: u64,
+    rows: i64,
+    cols: i64,
+    ld_in: i64,
+    stride_in: i64,
+    ld_out: i64,
+    batch: i64,
+}
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (eight 8-byte fields, no
+// padding); every bit pattern is valid.
+unsafe impl DeviceRepr for PackOperand {}
+
+/// Copies the operands marked in `choice.align` into one aligned buffer (`gemm_pack_b16/32/64`,
+/// ptx/gemm_pack.cu, one launch for both) on `stream` and points `params` at the copies: each
+/// keeps its orientation, its contiguous side padded with zeros to a multiple of 16 bytes, its
+/// batch entries back to back (one matrix when its batch stride is 0). The buffer is returned to
+/// be kept until the GEMM is queued; its free is ordered after it on the same stream.
+pub(crate) fn align_operands<T: GemmType>(
+    stream: &Arc<Stream>,
+    plan: &Plan,
+    choice: &Choice,
+    params: &mut GemmParams,
+    batch: usize,
+) -> Result<Option<DeviceBuffer<T>>> {
+    if !choice.align.iter().any(|&a| a) {
+        return Ok(None);
+    }
+    let sz = size_of::<T>() as i64;
+    let vec = 16 / sz;
+    let storage = operand_storage(plan, params);
+    let overflow = || crate::error::invalid(format_args!("gemm: the aligned copy of an operand overflows"));
+    // Each operand's descriptor with its offset (in elements) into the shared buffer, rounded
+    // up to 512 bytes like the buffer itself: the second copy starting mid-line cost the
+    // wgmma kernel's TMA loads a quarter of their speed (f16 12345 x 321 x 4567 on the H100).
+    let mut ops = [PackOperand::default(); 2];
+    let mut offsets = [0i64; 2];
+    let mut len = 0i64;
+    for (i, &(rows, cols)) in storage.iter().enumerate() {
+        if !choice.align[i] {
+            continue;
+        }
+        let (input, ld_in, stride_in) = if i == 0 {
+            (params.x, params.ldx, params.sx)
+        } else {
+            (params.y, params.ldy, params.sy)
+        };
+        let copies = if stride_in == 0 { 1 } else { batch as i64 };
+        let ld_out = packed_ld(cols, sz);
+        ops[i] = PackOperand {
+            out: 0,
+            input,
+            rows,
+            cols,
+            ld_in,
+            stride_in,
+            ld_out,
+            batch: copies,
+        };
+        offsets[i] = (len + 512 / sz - 1) / (512 / sz) * (512 / sz);
+        len = rows
+            .checked_mul(ld_out)
+            .and_then(|l| l.checked_mul(copies))
+            .and_then(|l| l.checked_add(offsets[i]))
+            .ok_or_else(overflow)?;
+    }
+    let len = usize::try_from(len).map_err(|_| overflow())?;
+    // SAFETY: the pack kernel below writes every element of the buffer (padding included)
+    // before the GEMM that reads it is queued on the same stream.
+    let buf = unsafe { DeviceBuffer::<T>::uninit(stream, len) }?;
+    let base = buf.device_ptr();
+    let mut vectors = 0u64;
+    for i in 0..2 {
+        if choice.align[i] {
+            let op = &mut ops[i];
+            op.out = base + (offsets[i] * sz) as u64;
+            vectors = vectors.max((op.rows * op.ld_out * op.batch / vec) as u64);
+            let new_stride = if op.stride_in == 0 { 0 } else { op.rows * op.ld_out };
+            if i == 0 {
+                (params.x, params.ldx, params.sx) = (op.out, op.ld_out, new_stride);
+            } else {
+                (params.y, params.ldy, params.sy) = (op.out, op.ld_out, new_stride);
+            }
+        }
+    }
+    // grid.y 2 copies both (an unmarked descriptor has rows 0 and is skipped); with only Y,
+    // its descriptor goes first.
+    let (first, second, grid_y) = match choice.align {
+        [true, true] => (ops[0], ops[1], 2),
+        [true, false] => (ops[0], ops[1], 1),
+        _ => (ops[1], ops[0], 1),
+    };
+    let f = stream.context().kernel(&format!("gemm_pack_b{}", sz * 8))?;
+    let sms = stream.context().limits().multiprocessor_count.max(1) as u64;
+    let blocks = vectors.div_ceil(256).clamp(1, sms * 16) as u32;
+    let mut l = stream.launch_builder(&f);
+    l.arg(&first).arg(&second);
+    // SAFETY: gemm_pack_b<bits>(PackOperand x, PackOperand y) with grid.y = 1 reads x only. For
+    // each descriptor it reads in[b * stride_in + r * ld_in + c] for b < batch, r < rows,
+    // c < cols: the operand's elements, inside its buffer as `plan` checked; it writes
+    // batch * rows * ld_out elements from `out`, which lie inside `buf` at the descriptor's
+    // offset (the lengths were summed above), in 16-byte vectors (`buf` is 512-byte aligned,
+    // offsets and ld_out are multiples of 16 bytes).
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (blocks, grid_y, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    Ok(Some(buf))
 }

@@ -30,9 +30,10 @@ pub enum Kernel {
     /// The general CUDA-core kernel (any shape, leading dimension and alignment).
     Simt,
     /// A tensor-core kernel (the sm_90a wgmma kernel where it applies; for f64 on compute
-    /// capability 9.0 and later the sm_90 DMMA kernels (m16n8k4 / m16n8k8); else mma.sync); an error
-    /// when the operands do not meet the alignment rules or the type has no tensor-core path
-    /// (f32 without [`MathMode::Tf32`]).
+    /// capability 9.0 and later the sm_90 DMMA kernels (m16n8k4 / m16n8k8); else mma.sync),
+    /// on aligned copies of operands that do not meet its alignment rules; an error when the
+    /// type has no tensor-core path (f32 without [`MathMode::Tf32`]) or the device is older
+    /// than compute capability 8.0.
     TensorCore,
     /// The sm_80 mma.sync tensor-core kernels, even on Hopper (for f64: the m8n8k4 DMMA kernel).
     MmaSync,

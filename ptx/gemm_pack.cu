@@ -1,0 +1,70 @@
+// cudrv module `gemm_pack`: copies a GEMM operand into an aligned buffer for the tensor-core
+// kernels, which load 16-byte vectors (cp.async, TMA) and so need 16-byte aligned operands with
+// leading dimensions and batch strides that are multiples of 16 bytes. An operand that is not
+// (an odd leading dimension such as a vocabulary of 32001, a view at an odd offset) is copied
+// once, in its own orientation, and the GEMM then runs on the copy.
+//
+//   in   : batch matrices of rows x cols elements, element (b, r, c) at in[b * stride_in +
+//          r * ld_in + c] (rows are the operand's outer dimension, cols its contiguous one)
+//   out  : batch matrices of rows x ld_out, element (b, r, c) at out[(b * rows + r) * ld_out + c];
+//          ld_out is cols rounded up to 16 bytes and the padding (cols <= c < ld_out) is zeroed,
+//          so a kernel reading whole vectors past cols reads zeros
+//
+// Kernels by element size: gemm_pack_b16 (f16, bf16), gemm_pack_b32 (f32), gemm_pack_b64 (f64).
+// One launch copies up to two operands (X and Y of a GEMM): blockIdx.y picks the operand's
+// descriptor, and an operand with rows == 0 is skipped. Each thread writes one 16-byte vector of
+// out (8, 4 or 2 elements) and reads its elements one by one (in has no alignment); consecutive
+// threads cover consecutive vectors of a row, so both sides are coalesced. Launch contract:
+// block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's vectors:
+// batch * rows * (ld_out / elements per vector)); out 16-byte aligned, ld_out a multiple of the
+// elements per vector, out not overlapping in. Indices are 64-bit.
+
+// One operand to copy (`struct PackOperand` in src/blas/gemm/launch.rs).
+struct PackOperand {
+    unsigned long long out, in;
+    long long rows, cols, ld_in, stride_in, ld_out, batch;
+};
+
+template <typename T, int V>
+struct alignas(16) Vec {
+    T v[V];
+};
+
+template <typename T>
+__device__ __forceinline__ void pack_impl(const PackOperand& op) {
+    enum : int { V = 16 / sizeof(T) };
+    const long long per_row = op.ld_out / V;
+    const long long per_matrix = per_row * op.rows;
+    const long long total = per_matrix * op.batch;
+    // The copy never overlaps its source: __restrict__ lets the loads take the read-only path
+    // (ld.global.nc) and run ahead of the previous iteration's store.
+    Vec<T, V>* __restrict__ o = reinterpret_cast<Vec<T, V>*>(op.out);
+    const T* __restrict__ in = reinterpret_cast<const T*>(op.in);
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long b = i / per_matrix;
+        const long long rem = i - b * per_matrix;
+        const long long r = rem / per_row;
+        const long long c0 = (rem - r * per_row) * V;
+        const T* __restrict__ src = in + b * op.stride_in + r * op.ld_in;
+        Vec<T, V> v;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            v.v[j] = (c0 + j < op.cols) ? src[c0 + j] : T(0);
+        }
+        o[i] = v;
+    }
+}
+
+#define GEMM_PACK(NAME, T)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) NAME(PackOperand x, PackOperand y) {     \
+        if (blockIdx.y == 0) {                                                                    \
+            pack_impl<T>(x);                                                                      \
+        } else {                                                                                  \
+            pack_impl<T>(y);                                                                      \
+        }                                                                                         \
+    }
+
+GEMM_PACK(gemm_pack_b16, unsigned short)
+GEMM_PACK(gemm_pack_b32, unsigned)
+GEMM_PACK(gemm_pack_b64, unsigned long long)
