@@ -704,8 +704,10 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
         1 | 2 => (dim(rng, 1, 300), dim(rng, 1, 300), dim(rng, 1, 300)),
         3 => (dim(rng, 64, 1100), dim(rng, 64, 1100), dim(rng, 16, 700)),
         // Decode-like: few rows or few columns, long k.
+        // One case in four has a single row or column (a GEMV, or a decode step's token).
         4 => {
-            let (a, b) = (dim(rng, 1, 64), dim(rng, 256, 3000));
+            let a = if rng.next_u64() % 4 == 0 { 1 } else { dim(rng, 1, 64) };
+            let b = dim(rng, 256, 3000);
             let k = dim(rng, 256, 3000);
             if rng.next_u64() % 2 == 0 {
                 (a, b, k)

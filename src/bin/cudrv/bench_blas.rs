@@ -10,7 +10,8 @@
 //!
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
-//! `--no-skinny`, `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
+//! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
+//! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
 //! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
 //! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
 //! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4`
@@ -24,242 +25,14 @@
 
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudrv::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
 use cudrv::selftest::Rng;
-use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Result, Stream};
+use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Result, Stream};
 use half::{bf16, f16};
 
-/// cuBLAS, loaded at run time for comparison only.
-mod cublas {
-    use std::ffi::c_void;
-
-    use libloading::Library;
-
-    type Handle = *mut c_void;
-    type CreateFn = unsafe extern "C" fn(*mut Handle) -> i32;
-    type DestroyFn = unsafe extern "C" fn(Handle) -> i32;
-    type SetStreamFn = unsafe extern "C" fn(Handle, *mut c_void) -> i32;
-    #[allow(clippy::upper_case_acronyms)]
-    type GemmExFn = unsafe extern "C" fn(
-        Handle,
-        i32,
-        i32,
-        i32,
-        i32,
-        i32,
-        *const c_void,
-        *const c_void,
-        i32,
-        i32,
-        *const c_void,
-        i32,
-        i32,
-        *const c_void,
-        *mut c_void,
-        i32,
-        i32,
-        i32,
-        i32,
-    ) -> i32;
-    type SgemvFn = unsafe extern "C" fn(
-        Handle,
-        i32,
-        i32,
-        i32,
-        *const f32,
-        *const f32,
-        i32,
-        *const f32,
-        i32,
-        *const f32,
-        *mut f32,
-        i32,
-    ) -> i32;
-
-    /// cudaDataType_t values.
-    pub const R_32F: i32 = 0;
-    pub const R_64F: i32 = 1;
-    pub const R_16F: i32 = 2;
-    pub const R_16BF: i32 = 14;
-    /// cublasComputeType_t values.
-    pub const COMPUTE_32F: i32 = 68;
-    pub const COMPUTE_32F_FAST_TF32: i32 = 77;
-    pub const COMPUTE_64F: i32 = 70;
-    const GEMM_DEFAULT: i32 = -1;
-
-    pub struct Cublas {
-        handle: Handle,
-        destroy: DestroyFn,
-        gemm_ex: GemmExFn,
-        sgemv: SgemvFn,
-        pub path: String,
-        _lib: Library,
-    }
-
-    impl Cublas {
-        /// Loads cuBLAS and makes a handle bound to `stream`; `None` (with the reason) when it
-        /// cannot.
-        pub fn load(stream: *mut c_void) -> Result<Cublas, String> {
-            let mut names: Vec<String> = Vec::new();
-            if let Ok(p) = std::env::var("CUDRV_LIBCUBLAS") {
-                names.push(p);
-            }
-            for n in [
-                "libcublas.so.13",
-                "libcublas.so.12",
-                "libcublas.so",
-                "/usr/local/cuda/lib64/libcublas.so",
-            ] {
-                names.push(n.to_string());
-            }
-            let mut why = Vec::new();
-            for name in names {
-                // SAFETY: loading cuBLAS runs its initialisers, which have no preconditions.
-                match unsafe { Library::new(&name) } {
-                    Ok(lib) => return Self::with(lib, name, stream),
-                    Err(e) => why.push(format!("{name}: {e}")),
-                }
-            }
-            Err(why.join("; "))
-        }
-
-        fn with(lib: Library, path: String, stream: *mut c_void) -> Result<Cublas, String> {
-            // SAFETY: the symbols have the C signatures of cublas_api.h (CUDA 12/13) written above.
-            unsafe {
-                let sym = |n: &[u8]| -> Result<*const c_void, String> {
-                    lib.get::<*const c_void>(n)
-                        .map(|s| *s)
-                        .map_err(|e| format!("{path}: {e}"))
-                };
-                let create: CreateFn = std::mem::transmute(sym(b"cublasCreate_v2\0")?);
-                let set_stream: SetStreamFn = std::mem::transmute(sym(b"cublasSetStream_v2\0")?);
-                let destroy: DestroyFn = std::mem::transmute(sym(b"cublasDestroy_v2\0")?);
-                let gemm_ex: GemmExFn = std::mem::transmute(sym(b"cublasGemmEx\0")?);
-                let sgemv: SgemvFn = std::mem::transmute(sym(b"cublasSgemv_v2\0")?);
-                let mut handle: Handle = std::ptr::null_mut();
-                let rc = create(&mut handle);
-                if rc != 0 {
-                    return Err(format!("cublasCreate failed with status {rc}"));
-                }
-                let rc = set_stream(handle, stream);
-                if rc != 0 {
-                    destroy(handle);
-                    return Err(format!("cublasSetStream failed with status {rc}"));
-                }
-                Ok(Cublas {
-                    handle,
-                    destroy,
-                    gemm_ex,
-                    sgemv,
-                    path,
-                    _lib: lib,
-                })
-            }
-        }
-
-        /// Column-major `C = alpha op(A) op(B) + beta C` through cublasGemmEx, tight leading
-        /// dimensions; `ops` = (A transposed, B transposed).
-        ///
-        /// # Safety
-        /// The pointers must be device buffers of at least m*k, k*n and m*n elements of `dtype`;
-        /// `alpha`/`beta` point at host scalars of the compute type's scale type.
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn gemm(
-            &self,
-            (m, n, k): (usize, usize, usize),
-            (ta, tb): (bool, bool),
-            alpha: *const c_void,
-            a: u64,
-            b: u64,
-            beta: *const c_void,
-            c: u64,
-            dtype: i32,
-            compute: i32,
-        ) -> Result<(), String> {
-            let (m, n, k) = (m as i32, n as i32, k as i32);
-            let (lda, ldb) = (if ta { k } else { m }, if tb { n } else { k });
-            // SAFETY: the caller's contract.
-            let rc = unsafe {
-                (self.gemm_ex)(
-                    self.handle,
-                    i32::from(ta),
-                    i32::from(tb),
-                    m,
-                    n,
-                    k,
-                    alpha,
-                    a as *const c_void,
-                    dtype,
-                    lda,
-                    b as *const c_void,
-                    dtype,
-                    ldb,
-                    beta,
-                    c as *mut c_void,
-                    dtype,
-                    m,
-                    compute,
-                    GEMM_DEFAULT,
-                )
-            };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(format!("cublasGemmEx failed with status {rc}"))
-            }
-        }
-
-        /// `y = A x` (trans 0) or `A^T x` (trans 1), f32, column-major A with leading dimension
-        /// `lda`.
-        ///
-        /// # Safety
-        /// Device pointers of (n - 1) * lda + m, and n / m elements as the op needs.
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn sgemv(
-            &self,
-            trans: i32,
-            m: usize,
-            n: usize,
-            a: u64,
-            lda: usize,
-            x: u64,
-            y: u64,
-        ) -> Result<(), String> {
-            let (one, zero) = (1.0f32, 0.0f32);
-            // SAFETY: the caller's contract.
-            let rc = unsafe {
-                (self.sgemv)(
-                    self.handle,
-                    trans,
-                    m as i32,
-                    n as i32,
-                    &one,
-                    a as *const f32,
-                    lda as i32,
-                    x as *const f32,
-                    1,
-                    &zero,
-                    y as *mut f32,
-                    1,
-                )
-            };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(format!("cublasSgemv failed with status {rc}"))
-            }
-        }
-    }
-
-    impl Drop for Cublas {
-        fn drop(&mut self) {
-            // SAFETY: the handle was created by cublasCreate and is destroyed once.
-            unsafe { (self.destroy)(self.handle) };
-        }
-    }
-}
+use crate::cublas;
+use crate::timing::{time, time_pair, Timing};
 
 /// Parses a comma-separated option value, item by item.
 fn list<T>(value: &str, item: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
@@ -268,90 +41,6 @@ fn list<T>(value: &str, item: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
 
 fn err(msg: String) -> cudrv::Error {
     cudrv::Error::InvalidArgument(msg)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Seconds per call: on the device (between two events around a batch) and on the host (the
-/// time the calls of the batch took to return, i.e. to enqueue their work).
-#[derive(Clone, Copy, Debug)]
-struct Timing {
-    device: f64,
-    host: f64,
-}
-
-/// Calls `f` enough times (after two warm-up calls) to choose a batch that takes about 2 ms.
-fn batch_size(stream: &Arc<Stream>, events: &(Event, Event), f: &mut impl FnMut() -> Result<()>) -> Result<usize> {
-    f()?;
-    f()?;
-    let once = time_batch(stream, events, 1, f)?.device.max(1e-7);
-    Ok(((2e-3 / once).ceil() as usize).clamp(1, 200))
-}
-
-/// Seconds per call of one batch of `reps` calls of `f`.
-fn time_batch(
-    stream: &Arc<Stream>,
-    (e0, e1): &(Event, Event),
-    reps: usize,
-    f: &mut impl FnMut() -> Result<()>,
-) -> Result<Timing> {
-    e0.record(stream)?;
-    let t = Instant::now();
-    for _ in 0..reps {
-        f()?;
-    }
-    let host = t.elapsed().as_secs_f64() / reps as f64;
-    e1.record(stream)?;
-    e1.synchronize()?;
-    Ok(Timing {
-        device: e0.elapsed_ms(e1)? as f64 * 1e-3 / reps as f64,
-        host,
-    })
-}
-
-/// The medians of `batches`' device and host times.
-fn medians(batches: Vec<Timing>) -> Timing {
-    Timing {
-        device: median(batches.iter().map(|t| t.device).collect()),
-        host: median(batches.iter().map(|t| t.host).collect()),
-    }
-}
-
-/// Median seconds per call of `f`, over `trials` batches of about 2 ms each.
-fn time(stream: &Arc<Stream>, trials: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
-    let ctx = stream.context();
-    let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
-    let reps = batch_size(stream, &events, &mut f)?;
-    let v = (0..trials)
-        .map(|_| time_batch(stream, &events, reps, &mut f))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(medians(v))
-}
-
-/// Median seconds per call of `ours` and of `theirs`, over `trials` batches each, the two
-/// sides' batches alternating so that both see the same state of the machine (clocks, the host's
-/// load: at small sizes the host's time per call is most of the figure).
-fn time_pair(
-    stream: &Arc<Stream>,
-    trials: usize,
-    mut ours: impl FnMut() -> Result<()>,
-    mut theirs: impl FnMut() -> Result<()>,
-) -> Result<(Timing, Timing)> {
-    let ctx = stream.context();
-    let events = (Event::new(ctx, true)?, Event::new(ctx, true)?);
-    let (reps_ours, reps_theirs) = (
-        batch_size(stream, &events, &mut ours)?,
-        batch_size(stream, &events, &mut theirs)?,
-    );
-    let (mut a, mut b) = (Vec::with_capacity(trials), Vec::with_capacity(trials));
-    for _ in 0..trials {
-        a.push(time_batch(stream, &events, reps_ours, &mut ours)?);
-        b.push(time_batch(stream, &events, reps_theirs, &mut theirs)?);
-    }
-    Ok((medians(a), medians(b)))
 }
 
 struct Opts {
@@ -369,6 +58,8 @@ struct Opts {
     ops: Vec<(Transpose, Transpose)>,
     /// gemm: fused epilogues, one row each.
     epilogues: Vec<Epilogue>,
+    /// gemm: run the shape suite (src/bin/cudrv/bench_suite.rs) instead of sizes and shapes.
+    suite: bool,
 }
 
 /// A fused GEMM epilogue of the bench: the bias (added to each row of the column-major C) and an
@@ -461,6 +152,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         splits: vec![SplitK::Auto],
         ops: vec![(Transpose::N, Transpose::N)],
         epilogues: vec![Epilogue::NONE],
+        suite: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -469,6 +161,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             "--types" => o.types = value()?.split(',').map(String::from).collect(),
             "--sizes" => o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?,
             "--no-skinny" => o.skinny = false,
+            "--suite" => o.suite = true,
             "--shapes" => {
                 o.shapes = list(&value()?, |t| {
                     let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
@@ -555,7 +248,7 @@ pub fn run(what: &str, options: Options) -> Result<bool> {
 }
 
 /// A GEMM element type for the bench: the cuBLAS data type and scalar bytes.
-trait BenchType: GemmType + Copy {
+pub(crate) trait BenchType: GemmType + Copy {
     const CUDA_TYPE: i32;
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
@@ -611,9 +304,34 @@ impl BenchType for bf16 {
     }
 }
 
+/// The largest relative difference from cuBLAS's result a row of type `ty` with depth `k` may
+/// show: the types' rounding, and for exact f32 its growth with sqrt(k) past 1024.
+pub(crate) fn diff_bound(ty: &str, k: usize) -> f64 {
+    match ty {
+        "f32" => 1e-5 * (k as f64 / 1024.0).sqrt().max(1.0),
+        "f64" => 1e-12,
+        "tf32" => 5e-3,
+        _ => 2e-2,
+    }
+}
+
+/// The cuBLAS TFLOP/s, ratio, % of peak (H100 only) and diff cells of a bench row.
+pub(crate) fn ratio_cells(ty: &str, h100: bool, ours: f64, theirs: Option<f64>, diff: Option<f64>) -> [String; 4] {
+    [
+        theirs.map_or("-".into(), |t| format!("{t:.2}")),
+        theirs.map_or("-".into(), |t| format!("{:.3}", ours / t)),
+        if h100 {
+            format!("{:.1}", 100.0 * ours / peak(ty))
+        } else {
+            "-".into()
+        },
+        diff.map_or("-".into(), |d| format!("{d:.1e}")),
+    ]
+}
+
 /// H100 SXM datasheet peaks, TFLOP/s (docs/PERFORMANCE.md, ANCHORS.md).
 /// ‖ours − theirs‖ / ‖theirs‖ (infinite when a result is not finite).
-fn rel_diff<T: BenchType>(ours: &[T], theirs: &[T]) -> f64 {
+pub(crate) fn rel_diff<T: BenchType>(ours: &[T], theirs: &[T]) -> f64 {
     let (mut d, mut r) = (0.0f64, 0.0f64);
     for (&p, &q) in ours.iter().zip(theirs) {
         let (p, q) = (p.to_f64(), q.to_f64());
@@ -627,7 +345,7 @@ fn rel_diff<T: BenchType>(ours: &[T], theirs: &[T]) -> f64 {
     }
 }
 
-fn peak(ty: &str) -> f64 {
+pub(crate) fn peak(ty: &str) -> f64 {
     match ty {
         "f32" => 67.0,
         "tf32" => 494.7,
@@ -643,6 +361,9 @@ fn gemm_bench(
     h100: bool,
     o: &Opts,
 ) -> Result<bool> {
+    if o.suite {
+        return crate::bench_suite::run_gemm(stream, cublas, h100, &o.types, o.trials);
+    }
     let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
     if !o.shapes.is_empty() {
         shapes = o.shapes.clone();
@@ -733,14 +454,10 @@ fn gemm_bench(
                     r.0.host * 1e6,
                     r.1.map_or("-".into(), |t| format!("{:.1}", t.host * 1e6))
                 );
-                let bound = match ty.as_str() {
-                    "f32" => 1e-5,
-                    "f64" => 1e-12,
-                    "tf32" => 5e-3,
-                    _ => 2e-2,
-                };
+                let bound = diff_bound(ty, k);
                 let good = r.2.map_or(true, |d| d < bound);
                 ok &= good;
+                let cells = ratio_cells(ty, h100, ours, theirs, r.2);
                 println!(
                     "{:<5} {:<6} {:<4} {:<6} {:>20} {:>10.2} {:>10} {:>7} {:>7} {:>10} {:>13}{}",
                     ty,
@@ -749,14 +466,10 @@ fn gemm_bench(
                     kname,
                     format!("{m}x{n}x{k}"),
                     ours,
-                    theirs.map_or("-".into(), |t| format!("{t:.2}")),
-                    theirs.map_or("-".into(), |t| format!("{:.3}", ours / t)),
-                    if h100 {
-                        format!("{:.1}", 100.0 * ours / peak(ty))
-                    } else {
-                        "-".into()
-                    },
-                    r.2.map_or("-".into(), |d| format!("{d:.1e}")),
+                    cells[0],
+                    cells[1],
+                    cells[2],
+                    cells[3],
                     host,
                     if good { "" } else { "  MISMATCH" }
                 );

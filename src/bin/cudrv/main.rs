@@ -12,7 +12,10 @@
 
 mod bench;
 mod bench_blas;
+mod bench_suite;
 mod cache;
+mod cublas;
+mod timing;
 
 use std::process::ExitCode;
 
@@ -43,6 +46,9 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --types LIST      gemm: f32, tf32, f16, bf16, f64 (default: all);
                     gemv: f32, f64, f16, bf16 (default: f32)
   --sizes LIST      square sizes (gemm: 256..8192; gemv: 1024..32768)
+  --suite           gemm: the shape suite (74 shapes per type from model layers, attention,
+                    odd sizes, leading dimensions, op pairs, long k), then geomean and worst
+                    ratio per type; exits 1 on a mismatch
   --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)

@@ -4,6 +4,7 @@
 use super::dispatch::{choose, Family};
 use super::launch::{align_operands, run_kernel, run_wgmma};
 use super::params::GemmParams;
+use super::vector;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
@@ -451,7 +452,8 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt` or `gemm_dmma90_f64_s2_tn`. A
     /// split of k over blocks shows as `/splitN` (f32 `w` tiles), a tf32 operand packed first
     /// as a `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer
-    /// first (for the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix. Empty problems (m, n or batch 0), which launch nothing,
+    /// first (for the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix; a GEMM with one row
+    /// or one column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch 0), which launch nothing,
     /// give `""`. For tests, benches and tuning notes.
     ///
     /// ```no_run
@@ -475,6 +477,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let plan = self.plan([a.len(), b.len(), c.len()], None)?;
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(String::new());
+        }
+        if let Some(route) = vector::route::<T, S>(self, self.lds()) {
+            return Ok(route.name(T::NAME));
         }
         let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
         let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
@@ -528,6 +533,11 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let plan = self.plan([a.len(), b.len(), c.len()], bias.map(|b| b.1))?;
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(());
+        }
+        if bias.is_none() {
+            if let Some(route) = vector::route::<T, S>(self, self.lds()) {
+                return vector::run(self, &route, a, b, c);
+            }
         }
         let stream = c.stream().clone();
         let params = self.params(

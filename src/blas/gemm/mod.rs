@@ -10,6 +10,7 @@ mod launch;
 mod options;
 mod params;
 mod types;
+mod vector;
 
 pub use builder::Gemm;
 pub use functions::{gemm, gemm_strided_batched, matmul};

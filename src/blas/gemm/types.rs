@@ -15,7 +15,7 @@ use crate::memory::DeviceRepr;
 /// assert_eq!(one::<half::f16>(), 1.0f32);
 /// assert_eq!(one::<f64>(), 1.0f64);
 /// ```
-pub trait GemmType: DeviceRepr + Send + Sync + crate::blas::sealed::Sealed {
+pub trait GemmType: DeviceRepr + Send + Sync + as_gemv::AsGemv + crate::blas::sealed::Sealed {
     /// The type of `alpha` and `beta`: `f64` for `f64`, `f32` for the others.
     type Scalar: Copy + Debug + PartialEq + Into<f64> + From<u8> + Send + Sync + 'static;
     /// The kernel-name part of the type.
@@ -53,4 +53,65 @@ impl GemmType for half::bf16 {
     type Scalar = f32;
     const NAME: &'static str = "bf16";
     const TENSOR_CORES: bool = true;
+}
+
+/// What a GEMM with one row or column needs to run as a GEMV (src/blas/gemm/vector.rs): sealed,
+/// implemented for the four GEMM types, each of which is also a GEMV type.
+pub(crate) mod as_gemv {
+    use crate::blas::{gemv, Transpose};
+    use crate::error::Result;
+    use crate::memory::{DeviceSlice, DeviceSliceMut};
+
+    pub trait AsGemv: Sized {
+        /// `x` as a GEMV scalar of this type, if it is exactly representable (the 16-bit GEMVs
+        /// take alpha and beta in the element type).
+        fn gemv_scalar(x: f64) -> Option<Self>;
+
+        /// [`gemv`] on this type.
+        #[allow(clippy::too_many_arguments)]
+        fn run_gemv(
+            trans: Transpose,
+            rows: usize,
+            cols: usize,
+            alpha: Self,
+            m: &impl DeviceSlice<Self>,
+            ld: usize,
+            x: &impl DeviceSlice<Self>,
+            incx: isize,
+            beta: Self,
+            y: &mut impl DeviceSliceMut<Self>,
+            incy: isize,
+        ) -> Result<()>;
+    }
+
+    macro_rules! as_gemv {
+        ($t:ty, $from:expr) => {
+            impl AsGemv for $t {
+                fn gemv_scalar(x: f64) -> Option<Self> {
+                    let v: $t = $from(x);
+                    (f64::from(v) == x).then_some(v)
+                }
+
+                fn run_gemv(
+                    trans: Transpose,
+                    rows: usize,
+                    cols: usize,
+                    alpha: Self,
+                    m: &impl DeviceSlice<Self>,
+                    ld: usize,
+                    x: &impl DeviceSlice<Self>,
+                    incx: isize,
+                    beta: Self,
+                    y: &mut impl DeviceSliceMut<Self>,
+                    incy: isize,
+                ) -> Result<()> {
+                    gemv(trans, rows, cols, alpha, m, ld, x, incx, beta, y, incy)
+                }
+            }
+        };
+    }
+    as_gemv!(f32, |x: f64| x as f32);
+    as_gemv!(f64, |x: f64| x);
+    as_gemv!(half::f16, half::f16::from_f64);
+    as_gemv!(half::bf16, half::bf16::from_f64);
 }
