@@ -129,7 +129,10 @@ pub fn options(what: &str, args: &[String]) -> Result<Options> {
     } else {
         "f32".to_string()
     };
-    let o = parse(args, &default_types, sizes)?;
+    let mut o = parse(args, &default_types, sizes)?;
+    if what == "gemv" && o.suite && !args.iter().any(|a| a == "--types") {
+        o.types = types.iter().map(|t| t.to_string()).collect();
+    }
     if let Some(bad) = o.types.iter().find(|t| !types.contains(&t.as_str())) {
         return Err(err(format!(
             "unknown type {bad:?} for bench {what}; choose from {}",
@@ -565,6 +568,34 @@ fn one_gemm<T: BenchType>(
 /// One GEMV row of the bench: op, m, n, lda.
 type GemvShape = (Transpose, usize, usize, usize);
 
+/// The GEMV suite (`bench gemv --suite`): square sizes from 1024 to 32768 in N and T, odd sizes,
+/// tall and wide matrices of the decode shapes of the GEMM suite (hidden x MLP x vocabulary of
+/// Llama-2-7B and GPT-2), and (f32) leading dimensions one element longer than the rows.
+fn gemv_suite() -> Vec<GemvShape> {
+    let mut v = Vec::new();
+    for s in [1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768] {
+        v.push((Transpose::N, s, s, s));
+        v.push((Transpose::T, s, s, s));
+    }
+    for (m, n) in [
+        (4095, 4097),
+        (1023, 1025),
+        (12289, 4099),
+        (11008, 4096),
+        (4096, 11008),
+        (32000, 4096),
+        (50257, 768),
+    ] {
+        v.push((Transpose::N, m, n, m));
+        v.push((Transpose::T, m, n, m));
+    }
+    for s in [4096, 8192] {
+        v.push((Transpose::N, s, s, s + 1));
+        v.push((Transpose::T, s, s, s + 1));
+    }
+    v
+}
+
 fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool, o: &Opts) -> Result<bool> {
     let mut shapes: Vec<GemvShape> = Vec::new();
     for &s in &o.sizes {
@@ -573,7 +604,9 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
             shapes.push((Transpose::T, s, s, s));
         }
     }
-    if o.skinny {
+    if o.suite {
+        shapes = gemv_suite();
+    } else if o.skinny {
         shapes.extend([
             (Transpose::T, 32768, 8192, 32768),
             (Transpose::T, 8192, 32768, 8192),
@@ -603,6 +636,7 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
         "type", "op", "m x n", "lda", "cudrv", "cuBLAS", "us", "ratio", "%copy", "diff"
     );
     let mut ok = true;
+    let mut ratios: Vec<(String, f64, String)> = Vec::new();
     for ty in &o.types {
         for &shape in &shapes {
             if ty != "f32" && shape.3 != shape.1 {
@@ -642,6 +676,30 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
                 100.0 * ours_bw / copy_bw,
                 r.diff.map_or("-".into(), |d| format!("{d:.1e}")),
                 if good { "" } else { "  MISMATCH" }
+            );
+            if let Some(t) = r.theirs {
+                let op = if trans == Transpose::N { "N" } else { "T" };
+                ratios.push((ty.clone(), t / r.ours, format!("{op} {m}x{n} lda {lda}")));
+            }
+        }
+    }
+    if o.suite {
+        println!(
+            "\n{:<5} {:>5} {:>8} {:>7} {:>7}  worst case",
+            "type", "cases", "geomean", "worst", "<0.95x"
+        );
+        for ty in &o.types {
+            let mine: Vec<&(String, f64, String)> = ratios.iter().filter(|r| &r.0 == ty).collect();
+            let Some(worst) = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+                continue;
+            };
+            let geomean = (mine.iter().map(|r| r.1.ln()).sum::<f64>() / mine.len() as f64).exp();
+            let below = mine.iter().filter(|r| r.1 < 0.95).count();
+            println!(
+                "{ty:<5} {:>5} {geomean:>8.3} {:>7.3} {below:>7}  {}",
+                mine.len(),
+                worst.1,
+                worst.2
             );
         }
     }

@@ -48,7 +48,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --sizes LIST      square sizes (gemm: 256..8192; gemv: 1024..32768)
   --suite           gemm: the shape suite (74 shapes per type from model layers, attention,
                     odd sizes, leading dimensions, op pairs, long k), then geomean and worst
-                    ratio per type; exits 1 on a mismatch
+                    ratio per type; exits 1 on a mismatch. gemv: sizes 1024..32768 in N
+                    and T, odd and decode shapes, every type unless --types
   --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)
