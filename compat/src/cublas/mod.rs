@@ -44,6 +44,12 @@ pub use shared::{gemm_on, gemv_on, Element, Operand};
 #[allow(non_camel_case_types)]
 pub mod sys {
     /// Whether an operand is used as stored (`N`) or transposed (`T`, `C` for real types).
+    ///
+    /// ```
+    /// use cudrv_compat::imp::cublas::sys::cublasOperation_t;
+    /// let op = cublasOperation_t::CUBLAS_OP_T;
+    /// assert_ne!(op, cublasOperation_t::CUBLAS_OP_N);
+    /// ```
     #[repr(u32)]
     #[derive(Debug, Copy, Clone, Hash, PartialOrd, Ord, PartialEq, Eq)]
     pub enum cublasOperation_t {
@@ -59,10 +65,21 @@ pub mod sys {
 
     impl cublasOperation_t {
         /// cuBLAS's alias of `CUBLAS_OP_C`.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::cublas::sys::cublasOperation_t;
+        /// assert_eq!(cublasOperation_t::CUBLAS_OP_HERMITAN, cublasOperation_t::CUBLAS_OP_C);
+        /// ```
         pub const CUBLAS_OP_HERMITAN: cublasOperation_t = cublasOperation_t::CUBLAS_OP_C;
     }
 
     /// cuBLAS status codes.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::cublas::{sys::cublasStatus_t, CublasError};
+    /// let e = CublasError(cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE);
+    /// println!("{e:?}");
+    /// ```
     #[repr(u32)]
     #[derive(Debug, Copy, Clone, Hash, PartialOrd, Ord, PartialEq, Eq)]
     #[allow(missing_docs)]
@@ -86,12 +103,42 @@ pub mod result {
     use std::fmt;
 
     /// A failed BLAS call: a cuBLAS status, as in cudarc.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// use cudrv_compat::imp::cublas::{CudaBlas, Gemm};
+    /// # use cudrv_compat::imp::cublas::{sys::cublasOperation_t, GemmConfig};
+    /// let blas = CudaBlas::new(stream.clone())?;
+    /// let cfg = GemmConfig {
+    ///     transa: cublasOperation_t::CUBLAS_OP_N,
+    ///     transb: cublasOperation_t::CUBLAS_OP_N,
+    ///     m: 2, n: 2, k: 2,
+    ///     alpha: 1.0f32, lda: 2, ldb: 2,
+    ///     beta: 0.0, ldc: 2,
+    /// };
+    /// let (a, b) = (stream.alloc_zeros::<f32>(4)?, stream.alloc_zeros::<f32>(3)?); // b too short
+    /// let mut c = stream.alloc_zeros::<f32>(4)?;
+    /// // SAFETY: the lengths are checked; a short buffer is an error, not a wild read.
+    /// if let Err(e) = unsafe { blas.gemm(cfg, &a, &b, &mut c) } {
+    ///     eprintln!("{e:?}: {:?}", e.detail());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub struct CublasError(pub sys::cublasStatus_t);
 
     impl CublasError {
         /// compat's full message for the most recent error of this status on this thread
         /// (the numbers of a rejected shape, or the driver error underneath).
+        ///
+        /// ```
+        /// use cudrv_compat::imp::cublas::{sys::cublasStatus_t, CublasError};
+        /// let e = CublasError(cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE);
+        /// println!("{:?}", e.detail()); // the message of this thread's last such error, if any
+        /// ```
         pub fn detail(&self) -> Option<String> {
             super::DETAIL.with(|d| match &*d.borrow() {
                 Some((status, msg)) if *status == self.0 => Some(msg.clone()),
@@ -122,6 +169,29 @@ pub mod result {
 pub use result::CublasError;
 
 /// A BLAS handle bound to a stream (cudarc's `CudaBlas`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+/// let blas = CudaBlas::new(stream.clone())?;
+/// let a = stream.memcpy_stod(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let b = stream.memcpy_stod(&[1.0f32, 0.0, 0.0, 1.0])?;
+/// let mut c = stream.alloc_zeros::<f32>(4)?;
+/// let cfg = GemmConfig {
+///     transa: cublasOperation_t::CUBLAS_OP_N,
+///     transb: cublasOperation_t::CUBLAS_OP_N,
+///     m: 2, n: 2, k: 2,
+///     alpha: 1.0f32, lda: 2, ldb: 2,
+///     beta: 0.0, ldc: 2,
+/// };
+/// // SAFETY: a, b, c hold 2 x 2 matrices.
+/// unsafe { blas.gemm(cfg, &a, &b, &mut c) }?;
+/// assert_eq!(stream.memcpy_dtov(&c)?, vec![1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct CudaBlas {
     stream: Arc<CudaStream>,
@@ -129,11 +199,31 @@ pub struct CudaBlas {
 
 impl CudaBlas {
     /// A handle whose work is queued on `stream`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let blas = cudrv_compat::imp::cublas::CudaBlas::new(stream.clone())?; // no libcublas is loaded
+    /// # drop(blas);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(stream: Arc<CudaStream>) -> Result<Self, CublasError> {
         Ok(CudaBlas { stream })
     }
 
     /// The stream the work goes to.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let blas = cudrv_compat::imp::cublas::CudaBlas::new(stream.clone())?;
+    /// assert_eq!(blas.stream().cu_stream(), stream.cu_stream());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
@@ -142,18 +232,54 @@ impl CudaBlas {
     ///
     /// # Safety
     /// Buffers used with the handle must be valid on the new stream (as in cudarc).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let mut blas = cudrv_compat::imp::cublas::CudaBlas::new(stream.clone())?;
+    /// let other = ctx.new_stream()?;
+    /// other.join(&stream)?;
+    /// // SAFETY: the buffers used next are ordered on `other` (it waited for `stream`).
+    /// unsafe { blas.set_stream(other) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn set_stream(&mut self, stream: Arc<CudaStream>) -> Result<(), CublasError> {
         self.stream = stream;
         Ok(())
     }
 
     /// `"cudrv::blas"`: the implementation that serves every handle.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let blas = cudrv_compat::imp::cublas::CudaBlas::new(stream.clone())?;
+    /// assert_eq!(blas.backend(), "cudrv::blas");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn backend(&self) -> &'static str {
         "cudrv::blas"
     }
 }
 
 /// Configuration of one GEMM, cuBLAS style (cudarc's `GemmConfig`).
+///
+/// ```
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, GemmConfig};
+/// // C (64 x 32) = A^T (64 x 128) B (128 x 32), column-major.
+/// let cfg = GemmConfig {
+///     transa: cublasOperation_t::CUBLAS_OP_T,
+///     transb: cublasOperation_t::CUBLAS_OP_N,
+///     m: 64, n: 32, k: 128,
+///     alpha: 1.0f32, lda: 128, ldb: 128,
+///     beta: 0.0, ldc: 64,
+/// };
+/// # let _ = cfg;
+/// ```
 #[derive(Debug, Copy, Clone)]
 pub struct GemmConfig<T> {
     /// op(A).
@@ -179,6 +305,20 @@ pub struct GemmConfig<T> {
 }
 
 /// A batch of GEMMs with equal shapes at fixed strides (cudarc's `StridedBatchedConfig`).
+///
+/// ```
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, GemmConfig, StridedBatchedConfig};
+/// let gemm = GemmConfig {
+///     transa: cublasOperation_t::CUBLAS_OP_N,
+///     transb: cublasOperation_t::CUBLAS_OP_N,
+///     m: 64, n: 64, k: 64,
+///     alpha: 1.0f64, lda: 64, ldb: 64,
+///     beta: 0.0, ldc: 64,
+/// };
+/// // 512 products, B shared (stride 0).
+/// let cfg = StridedBatchedConfig { gemm, batch_size: 512, stride_a: 64 * 64, stride_b: 0, stride_c: 64 * 64 };
+/// # let _ = cfg;
+/// ```
 #[derive(Debug, Copy, Clone)]
 pub struct StridedBatchedConfig<T> {
     /// The shape of each GEMM.
@@ -194,6 +334,17 @@ pub struct StridedBatchedConfig<T> {
 }
 
 /// Configuration of one GEMV, cuBLAS style (cudarc's `GemvConfig`).
+///
+/// ```
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, GemvConfig};
+/// let cfg = GemvConfig {
+///     trans: cublasOperation_t::CUBLAS_OP_N,
+///     m: 4096, n: 4096,
+///     alpha: 1.0f32, lda: 4096, incx: 1,
+///     beta: 0.0, incy: 1,
+/// };
+/// # let _ = cfg;
+/// ```
 #[derive(Debug, Copy, Clone)]
 pub struct GemvConfig<T> {
     /// op(A).
@@ -215,12 +366,62 @@ pub struct GemvConfig<T> {
 }
 
 /// Matrix-matrix multiplication (cudarc's `Gemm`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+/// /// Works for every element type the handle serves.
+/// unsafe fn square<T>(blas: &CudaBlas, a: &CudaSlice<T>, c: &mut CudaSlice<T>, cfg: GemmConfig<T>) -> Result<(), cudrv_compat::imp::cublas::CublasError>
+/// where
+///     CudaBlas: Gemm<T>,
+/// {
+///     // SAFETY: forwarded.
+///     unsafe { blas.gemm(cfg, a, a, c) }
+/// }
+/// let blas = CudaBlas::new(stream.clone())?;
+/// let a = stream.memcpy_stod(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let mut c = stream.alloc_zeros::<f32>(4)?;
+/// let cfg = GemmConfig {
+///     transa: cublasOperation_t::CUBLAS_OP_N,
+///     transb: cublasOperation_t::CUBLAS_OP_N,
+///     m: 2, n: 2, k: 2,
+///     alpha: 1.0f32, lda: 2, ldb: 2,
+///     beta: 0.0, ldc: 2,
+/// };
+/// // SAFETY: 2 x 2 matrices.
+/// unsafe { square(&blas, &a, &mut c, cfg) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Gemm<T> {
     /// `C = alpha * op(A) * op(B) + beta * C`.
     ///
     /// # Safety
     /// The buffers must hold the matrices the configuration describes, and `c` must not
     /// overlap `a` or `b`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+    /// let blas = CudaBlas::new(stream.clone())?;
+    /// let a = stream.memcpy_stod(&[1.0f32, 2.0, 3.0, 4.0])?;
+    /// let mut c = stream.alloc_zeros::<f32>(4)?;
+    /// let cfg = GemmConfig {
+    ///     transa: cublasOperation_t::CUBLAS_OP_N,
+    ///     transb: cublasOperation_t::CUBLAS_OP_N,
+    ///     m: 2, n: 2, k: 2,
+    ///     alpha: 1.0f32, lda: 2, ldb: 2,
+    ///     beta: 0.0, ldc: 2,
+    /// };
+    /// // SAFETY: a and c hold 2 x 2 matrices.
+    /// unsafe { blas.gemm(cfg, &a, &a, &mut c) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemm<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
         &self,
         cfg: GemmConfig<T>,
@@ -233,6 +434,28 @@ pub trait Gemm<T> {
     ///
     /// # Safety
     /// As for [`gemm`](Self::gemm), for every matrix of the batch.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+    /// let blas = CudaBlas::new(stream.clone())?;
+    /// let a = stream.alloc_zeros::<f32>(8 * 16)?;
+    /// let mut c = stream.alloc_zeros::<f32>(8 * 16)?;
+    /// let gemm = GemmConfig {
+    ///     transa: cublasOperation_t::CUBLAS_OP_N,
+    ///     transb: cublasOperation_t::CUBLAS_OP_N,
+    ///     m: 4, n: 4, k: 4,
+    ///     alpha: 1.0f32, lda: 4, ldb: 4,
+    ///     beta: 0.0, ldc: 4,
+    /// };
+    /// let cfg = StridedBatchedConfig { gemm, batch_size: 8, stride_a: 16, stride_b: 16, stride_c: 16 };
+    /// // SAFETY: a and c hold 8 matrices of 4 x 4 at stride 16.
+    /// unsafe { blas.gemm_strided_batched(cfg, &a, &a, &mut c) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemm_strided_batched<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
         &self,
         cfg: StridedBatchedConfig<T>,
@@ -243,11 +466,44 @@ pub trait Gemm<T> {
 }
 
 /// Matrix-vector multiplication (cudarc's `Gemv`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemv, GemvConfig};
+/// let blas = CudaBlas::new(stream.clone())?;
+/// let a = stream.memcpy_stod(&[1.0f32, 2.0, 3.0, 4.0])?; // [[1, 3], [2, 4]]
+/// let x = stream.memcpy_stod(&[1.0f32, 1.0])?;
+/// let mut y = stream.alloc_zeros::<f32>(2)?;
+/// let cfg = GemvConfig { trans: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, alpha: 1.0f32, lda: 2, incx: 1, beta: 0.0, incy: 1 };
+/// // SAFETY: a is 2 x 2, x and y hold 2.
+/// unsafe { blas.gemv(cfg, &a, &x, &mut y) }?;
+/// assert_eq!(stream.memcpy_dtov(&y)?, vec![4.0, 6.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Gemv<T> {
     /// `y = alpha * op(A) * x + beta * y`.
     ///
     /// # Safety
     /// The buffers must hold the matrix and vectors the configuration describes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// use cudrv_compat::imp::cublas::{sys::cublasOperation_t, CudaBlas, Gemv, GemvConfig};
+    /// let blas = CudaBlas::new(stream.clone())?;
+    /// let a = stream.alloc_zeros::<f64>(4096 * 4096)?;
+    /// let x = stream.alloc_zeros::<f64>(4096)?;
+    /// let mut y = stream.alloc_zeros::<f64>(4096)?;
+    /// let cfg = GemvConfig { trans: cublasOperation_t::CUBLAS_OP_T, m: 4096, n: 4096, alpha: 1.0, lda: 4096, incx: 1, beta: 0.0, incy: 1 };
+    /// // SAFETY: the sizes match the configuration.
+    /// unsafe { blas.gemv(cfg, &a, &x, &mut y) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemv<A: DevicePtr<T>, X: DevicePtr<T>, Y: DevicePtrMut<T>>(
         &self,
         cfg: GemvConfig<T>,

@@ -37,12 +37,26 @@ pub struct DriverError(pub CUresult);
 
 impl DriverError {
     /// The driver's name for the code (`CUDA_ERROR_...`).
+    ///
+    /// ```
+    /// use cudrv_compat::imp::driver::{sys, DriverError};
+    /// let e = DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+    /// println!("{:?}", e.error_name());
+    /// ```
     pub fn error_name(&self) -> Result<&CStr, DriverError> {
         let f = cudrv::sys::resolve::cuGetErrorName().map_err(|_| DriverError(CUresult::CUDA_ERROR_NOT_FOUND))?;
         describe(self.0.into(), f)
     }
 
     /// The driver's description of the code.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::driver::{sys, DriverError};
+    /// let e = DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE);
+    /// if let Ok(text) = e.error_string() {
+    ///     println!("{}", text.to_string_lossy());
+    /// }
+    /// ```
     pub fn error_string(&self) -> Result<&CStr, DriverError> {
         let f = cudrv::sys::resolve::cuGetErrorString().map_err(|_| DriverError(CUresult::CUDA_ERROR_NOT_FOUND))?;
         describe(self.0.into(), f)
@@ -50,6 +64,12 @@ impl DriverError {
 
     /// cudrv's full message for this error, when the most recent error converted from cudrv on
     /// this thread had this code (for example the name of a missing driver entry point).
+    ///
+    /// ```
+    /// use cudrv_compat::imp::driver::{sys, DriverError};
+    /// let e = DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE);
+    /// println!("{e}: {:?}", e.detail());
+    /// ```
     pub fn detail(&self) -> Option<String> {
         DETAIL.with(|d| match &*d.borrow() {
             Some((code, msg)) if *code == self.0 as u32 => Some(msg.clone()),
@@ -94,6 +114,12 @@ impl<T> IntoDriver<T> for Result<T, cudrv::Error> {
 }
 
 /// Maps a `CUresult` to `Ok(())` or a [`DriverError`].
+///
+/// ```
+/// use cudrv_compat::imp::driver::{check, sys};
+/// assert!(check(sys::CUresult::CUDA_SUCCESS).is_ok());
+/// assert!(check(sys::CUresult::CUDA_ERROR_NOT_READY).is_err());
+/// ```
 #[inline]
 pub fn check(code: CUresult) -> Result<(), DriverError> {
     if code == CUresult::CUDA_SUCCESS {
@@ -109,6 +135,12 @@ impl DriverError {
     ///
     /// A method rather than a `From` impl: a second `From<_> for DriverError` would make `?`
     /// ambiguous in closures whose error type is inferred, which compile with cudarc.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::driver::DriverError;
+    /// let e = DriverError::from_cudrv(cudrv::Error::InvalidArgument("bad length".into()));
+    /// println!("{e}");
+    /// ```
     #[cold]
     pub fn from_cudrv(e: cudrv::Error) -> Self {
         use cudrv::Error as E;

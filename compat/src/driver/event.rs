@@ -12,6 +12,20 @@ use super::{cu, sys};
 // ---------------------------------------------------------------------------------------------
 
 /// A CUDA event (cudarc's `CudaEvent`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let (start, end) = (ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?, ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?);
+/// start.record(&stream)?;
+/// let x = stream.alloc_zeros::<f32>(1 << 24)?;
+/// end.record(&stream)?;
+/// println!("{:.3} ms", start.elapsed_ms(&end)?);
+/// # drop(x);
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 pub struct CudaEvent {
     pub(super) cu_event: sys::CUevent,
@@ -33,16 +47,47 @@ impl Drop for CudaEvent {
 
 impl CudaEvent {
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = stream.record_event(None)?;
+    /// assert!(!e.cu_event().is_null());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cu_event(&self) -> sys::CUevent {
         self.cu_event
     }
 
     /// The context the event belongs to.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = ctx.new_event(None)?;
+    /// assert!(Arc::ptr_eq(e.context(), &ctx));
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
     /// Records the work queued so far on `stream`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = ctx.new_event(None)?;
+    /// e.record(&stream)?;
+    /// e.synchronize()?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn record(&self, stream: &CudaStream) -> Result<(), DriverError> {
         if self.ctx != stream.ctx {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
@@ -53,6 +98,17 @@ impl CudaEvent {
     }
 
     /// Waits for the recorded work.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = stream.record_event(None)?;
+    /// e.synchronize()?;
+    /// assert!(e.is_complete());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn synchronize(&self) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
         // SAFETY: a live event.
@@ -60,6 +116,17 @@ impl CudaEvent {
     }
 
     /// Milliseconds from `self` to `end` (both need timing, i.e. not `CU_EVENT_DISABLE_TIMING`).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    /// let (a, b) = (stream.record_event(timed)?, stream.record_event(timed)?);
+    /// assert!(a.elapsed_ms(&b)? >= 0.0);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn elapsed_ms(&self, end: &Self) -> Result<f32, DriverError> {
         if self.ctx != end.ctx {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
@@ -73,11 +140,33 @@ impl CudaEvent {
     }
 
     /// Whether the recorded work has completed (`false` on errors too).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = stream.record_event(None)?;
+    /// while !e.is_complete() {
+    ///     std::thread::yield_now();
+    /// }
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn is_complete(&self) -> bool {
         self.try_is_complete().unwrap_or(false)
     }
 
     /// Whether the recorded work has completed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let e = stream.record_event(None)?;
+    /// let _done: bool = e.try_is_complete()?; // an error instead of `false` on a fault
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn try_is_complete(&self) -> Result<bool, DriverError> {
         self.ctx.bind_to_thread()?;
         // SAFETY: a live event.

@@ -8,6 +8,20 @@ use super::stream::CudaStream;
 use super::{cu, sys};
 
 /// An instantiated graph captured from a stream (cudarc's `CudaGraph`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let s = ctx.new_stream()?;
+/// let mut x = s.alloc_zeros::<f32>(1024)?;
+/// s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+/// s.memset_zeros(&mut x)?; // recorded, not run
+/// let graph = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?.unwrap();
+/// graph.launch()?;
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 pub struct CudaGraph {
     cu_graph: sys::CUgraph,
@@ -33,6 +47,18 @@ impl Drop for CudaGraph {
 
 impl CudaStream {
     /// Starts capturing the work queued on this stream into a graph.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let s = ctx.new_stream()?;
+    /// s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+    /// let g = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+    /// assert!(g.is_none()); // nothing was captured
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn begin_capture(&self, mode: sys::CUstreamCaptureMode) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
         // SAFETY: a live stream and a capture mode.
@@ -40,6 +66,21 @@ impl CudaStream {
     }
 
     /// Ends the capture and instantiates the graph (`None` if nothing was captured).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let s = ctx.new_stream()?;
+    /// let mut x = s.alloc_zeros::<u8>(64)?;
+    /// s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// s.memset_zeros(&mut x)?;
+    /// if let Some(g) = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)? {
+    ///     g.launch()?;
+    /// }
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn end_capture(
         self: &Arc<Self>,
         flags: sys::CUgraphInstantiate_flags,
@@ -66,6 +107,16 @@ impl CudaStream {
     }
 
     /// Whether the stream is capturing.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let s = ctx.new_stream()?;
+    /// assert_eq!(s.capture_status()?, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn capture_status(&self) -> Result<sys::CUstreamCaptureStatus, DriverError> {
         self.ctx.bind_to_thread()?;
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
@@ -77,6 +128,23 @@ impl CudaStream {
 
 impl CudaGraph {
     /// Launches the graph on the stream it was captured from.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let s = ctx.new_stream()?;
+    /// # let mut x = s.alloc_zeros::<u8>(64)?;
+    /// # s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// # s.memset_zeros(&mut x)?;
+    /// let g = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?.unwrap();
+    /// for _ in 0..10 {
+    ///     g.launch()?;
+    /// }
+    /// s.synchronize()?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn launch(&self) -> Result<(), DriverError> {
         self.stream.ctx.bind_to_thread()?;
         // SAFETY: a live exec graph and stream.
@@ -84,6 +152,20 @@ impl CudaGraph {
     }
 
     /// Uploads the graph to the device ahead of its first launch.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let s = ctx.new_stream()?;
+    /// # let mut x = s.alloc_zeros::<u8>(64)?;
+    /// # s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// # s.memset_zeros(&mut x)?;
+    /// let g = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?.unwrap();
+    /// g.upload()?; // the first launch then starts sooner
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn upload(&self) -> Result<(), DriverError> {
         self.stream.ctx.bind_to_thread()?;
         // SAFETY: a live exec graph and stream.
@@ -91,11 +173,39 @@ impl CudaGraph {
     }
 
     /// The driver's graph handle.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let s = ctx.new_stream()?;
+    /// # let mut x = s.alloc_zeros::<u8>(64)?;
+    /// # s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// # s.memset_zeros(&mut x)?;
+    /// let g = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?.unwrap();
+    /// assert!(!g.cu_graph().is_null());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cu_graph(&self) -> sys::CUgraph {
         self.cu_graph
     }
 
     /// The driver's executable graph handle.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let s = ctx.new_stream()?;
+    /// # let mut x = s.alloc_zeros::<u8>(64)?;
+    /// # s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// # s.memset_zeros(&mut x)?;
+    /// let g = s.end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?.unwrap();
+    /// assert!(!g.cu_graph_exec().is_null());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cu_graph_exec(&self) -> sys::CUgraphExec {
         self.cu_graph_exec
     }

@@ -13,6 +13,18 @@ use super::stream::CudaStream;
 
 /// Host memory a copy can read or write: `[T]`, `[T; N]`, `Vec<T>`, [`PinnedHostSlice<T>`]
 /// (cudarc's `HostSlice`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// // Vecs, arrays, slices and pinned buffers all go to the device the same way.
+/// let from_vec = stream.memcpy_stod(&vec![1.0f32; 4])?;
+/// let from_array = stream.memcpy_stod(&[1.0f32; 4])?;
+/// # drop((from_vec, from_array));
+/// # Ok::<(), DriverError>(())
+/// ```
 pub trait HostSlice<T> {
     /// The number of elements.
     fn len(&self) -> usize;
@@ -56,6 +68,19 @@ pageable_host!(impl[T] [T], impl[T, const N: usize] [T; N], impl[T] Vec<T>);
 
 /// Page-locked host memory (cudarc's `PinnedHostSlice`); host access waits for the copies
 /// queued with it.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// // SAFETY: written before it is read.
+/// let mut host = unsafe { ctx.alloc_pinned::<f32>(256) }?;
+/// host.as_mut_slice()?.fill(2.0);
+/// let dev = stream.memcpy_stod(&host)?; // an asynchronous copy from pinned memory
+/// # drop(dev);
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 pub struct PinnedHostSlice<T> {
     pub(super) ptr: *mut T,
@@ -80,21 +105,62 @@ impl<T> Drop for PinnedHostSlice<T> {
 
 impl<T> PinnedHostSlice<T> {
     /// The context the memory is registered with.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: never read.
+    /// let host = unsafe { ctx.alloc_pinned::<u8>(8) }?;
+    /// assert!(Arc::ptr_eq(host.context(), &ctx));
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.event.ctx
     }
 
     /// The number of elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: never read.
+    /// assert_eq!(unsafe { ctx.alloc_pinned::<u8>(8) }?.len(), 8);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// The size in bytes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: never read.
+    /// assert_eq!(unsafe { ctx.alloc_pinned::<f64>(8) }?.num_bytes(), 64);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn num_bytes(&self) -> usize {
         self.len * size_of::<T>()
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: never read.
+    /// assert!(unsafe { ctx.alloc_pinned::<u8>(0) }?.is_empty());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -102,18 +168,54 @@ impl<T> PinnedHostSlice<T> {
 
 impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
     /// A pointer to the data, after the copies queued with it have completed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: never read.
+    /// let host = unsafe { ctx.alloc_pinned::<u8>(8) }?;
+    /// assert!(!host.as_ptr()?.is_null()); // waits for copies queued against it first
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn as_ptr(&self) -> Result<*const T, DriverError> {
         self.event.synchronize()?;
         Ok(self.ptr)
     }
 
     /// A mutable pointer to the data, after the copies queued with it have completed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: written through the pointer before it is read.
+    /// let mut host = unsafe { ctx.alloc_pinned::<u8>(8) }?;
+    /// let p = host.as_mut_ptr()?;
+    /// // SAFETY: 8 bytes of pinned memory.
+    /// unsafe { p.write_bytes(0, 8) };
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn as_mut_ptr(&mut self) -> Result<*mut T, DriverError> {
         self.event.synchronize()?;
         Ok(self.ptr)
     }
 
     /// The data, after the copies queued with it have completed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: written (the copy below) before it is read.
+    /// let mut host = unsafe { ctx.alloc_pinned::<u32>(2) }?;
+    /// stream.memcpy_dtoh(&stream.memcpy_stod(&[1u32, 2])?, &mut host)?;
+    /// assert_eq!(host.as_slice()?, &[1, 2]); // waits for the copy
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn as_slice(&self) -> Result<&[T], DriverError> {
         self.event.synchronize()?;
         // SAFETY: the allocation holds len elements and no queued copy touches it any more.
@@ -121,6 +223,17 @@ impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
     }
 
     /// The data, writable, after the copies queued with it have completed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// // SAFETY: written before it is read.
+    /// let mut host = unsafe { ctx.alloc_pinned::<i32>(4) }?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], DriverError> {
         self.event.synchronize()?;
         // SAFETY: as above, and &mut self is exclusive.

@@ -18,7 +18,7 @@ use super::{
 /// Grid and block shape and dynamic shared memory of a launch (cudarc's `LaunchConfig`).
 ///
 /// ```
-/// use cudrv_compat::driver::LaunchConfig;
+/// use cudrv_compat::imp::driver::LaunchConfig;
 /// let cfg = LaunchConfig::for_num_elems(1025);
 /// assert_eq!((cfg.grid_dim, cfg.block_dim), ((2, 1, 1), (1024, 1, 1)));
 /// ```
@@ -35,6 +35,11 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// One thread per element in blocks of 1024, as in cudarc (`n == 0` gives an empty grid,
     /// which the launch rejects).
+    ///
+    /// ```
+    /// let cfg = cudrv_compat::imp::driver::LaunchConfig::for_num_elems(3000);
+    /// assert_eq!((cfg.grid_dim.0, cfg.block_dim.0), (3, 1024));
+    /// ```
     pub fn for_num_elems(n: u32) -> Self {
         LaunchConfig {
             grid_dim: (n.div_ceil(1024), 1, 1),
@@ -52,6 +57,22 @@ const INLINE_ARGS: usize = 16;
 ///
 /// Up to 16 arguments live inline (no allocation per launch). A slice or view that belongs to a
 /// stream other than the launch's is ordered with a stream join before and after the kernel.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?;
+/// let f = module.load_function("scale")?;
+/// let mut x = stream.alloc_zeros::<f32>(1000)?;
+/// let (n, a) = (1000usize, 2.0f32);
+/// let mut b = stream.launch_builder(&f);
+/// b.arg(&mut x).arg(&a).arg(&n);
+/// // SAFETY: scale(float* x, float a, size_t n) matches the arguments.
+/// unsafe { b.launch(LaunchConfig::for_num_elems(1000)) }?;
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 pub struct LaunchArgs<'a> {
     stream: &'a CudaStream,
@@ -65,6 +86,17 @@ pub struct LaunchArgs<'a> {
 
 impl CudaStream {
     /// Starts a launch of `func` on this stream.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("k")?;
+    /// let b = stream.launch_builder(&f);
+    /// # drop(b);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     #[inline]
     pub fn launch_builder<'a>(&'a self, func: &'a CudaFunction) -> LaunchArgs<'a> {
         LaunchArgs {
@@ -101,6 +133,21 @@ impl<'a> LaunchArgs<'a> {
     }
 
     /// Records timing events around the kernel; [`launch`](Self::launch) returns them.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("k")?;
+    /// let mut b = stream.launch_builder(&f);
+    /// b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    /// // SAFETY: k() takes no arguments.
+    /// if let Some((start, end)) = unsafe { b.launch(LaunchConfig::for_num_elems(1)) }? {
+    ///     println!("{:.3} ms", start.elapsed_ms(&end)?);
+    /// }
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn record_kernel_launch(&mut self, flags: sys::CUevent_flags) -> &mut Self {
         self.flags = Some(flags);
         self
@@ -122,6 +169,17 @@ impl<'a> LaunchArgs<'a> {
     /// # Safety
     /// The arguments must match the kernel's parameters in number, order and type, and the
     /// kernel must stay within the memory passed to it.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("k")?;
+    /// // SAFETY: k() takes no arguments.
+    /// unsafe { stream.launch_builder(&f).launch(LaunchConfig::for_num_elems(1)) }?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     #[inline]
     pub unsafe fn launch(&mut self, cfg: LaunchConfig) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
         // SAFETY: forwarded; the caller upholds the contract.
@@ -132,6 +190,18 @@ impl<'a> LaunchArgs<'a> {
     ///
     /// # Safety
     /// As for [`launch`](Self::launch); the grid must fit on the device at once.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("grid_sync")?;
+    /// let cfg = LaunchConfig { grid_dim: (132, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    /// // SAFETY: grid_sync() takes no arguments; every block is resident (one per SM).
+    /// unsafe { stream.launch_builder(&f).launch_cooperative(cfg) }?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub unsafe fn launch_cooperative(
         &mut self,
         cfg: LaunchConfig,
@@ -180,6 +250,17 @@ impl CudaFunction {
     /// # Safety
     /// Each pointer of `params` must point to a value of the type of the kernel's parameter at
     /// that position, valid until the call returns; the kernel must be safe to run with them.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("k")?;
+    /// // SAFETY: k() takes no arguments.
+    /// unsafe { f.launch_raw(&stream, LaunchConfig::for_num_elems(1), &mut [], false) }?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     #[doc(hidden)]
     pub unsafe fn launch_raw(
         &self,
@@ -244,6 +325,22 @@ impl CudaFunction {
 /// # Safety
 /// Implementations must push a pointer to the parameter's bytes that stays valid for the
 /// launch's lifetime.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("fill")?;
+/// let mut x = stream.alloc_zeros::<f32>(16)?;
+/// let (v, n) = (1.0f32, 16u32);
+/// let mut b = stream.launch_builder(&f);
+/// // Slices, views and plain values all push as kernel arguments.
+/// b.arg(&mut x).arg(&v).arg(&n);
+/// // SAFETY: fill(float* x, float v, unsigned n) matches.
+/// unsafe { b.launch(LaunchConfig::for_num_elems(16)) }?;
+/// # Ok::<(), DriverError>(())
+/// ```
 pub unsafe trait PushKernelArg<T> {
     /// Appends an argument.
     fn arg(&mut self, arg: T) -> &mut Self;

@@ -15,6 +15,18 @@ use super::{cu, sys};
 // ---------------------------------------------------------------------------------------------
 
 /// A loaded module (cudarc's `CudaModule`), backed by [`cudrv::Module`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let ptx = cudrv_compat::imp::nvrtc::compile_ptx("extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }").unwrap();
+/// let module = ctx.load_module(ptx)?;
+/// let k = module.load_function("k")?;
+/// # let _ = k;
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 pub struct CudaModule {
     pub(crate) inner: Arc<cudrv::Module>,
@@ -23,6 +35,16 @@ pub struct CudaModule {
 
 impl CudaModule {
     /// Looks up a kernel by name.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?;
+    /// assert!(module.load_function("no_such_kernel").is_err());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn load_function(self: &Arc<Self>, fn_name: &str) -> Result<CudaFunction, DriverError> {
         let inner = self.inner.function(fn_name).drv()?;
         Ok(CudaFunction {
@@ -32,6 +54,17 @@ impl CudaModule {
     }
 
     /// A module-scope `__device__` or `__constant__` variable, as a writable byte view.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?;
+    /// let counter = module.get_global("counter", &stream)?; // a __device__ variable's bytes
+    /// println!("{} bytes", counter.len());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn get_global<'a>(
         self: &'a Arc<Self>,
         name: &str,
@@ -52,12 +85,33 @@ impl CudaModule {
     }
 
     /// The cudrv module underneath.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?;
+    /// println!("{}", module.cudrv().name());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cudrv(&self) -> &Arc<cudrv::Module> {
         &self.inner
     }
 }
 
 /// A kernel (cudarc's `CudaFunction`), backed by [`cudrv::Function`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?;
+/// let f: CudaFunction = module.load_function("my_kernel")?;
+/// println!("{} registers", f.num_regs()?);
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct CudaFunction {
     pub(crate) inner: cudrv::Function,
@@ -66,17 +120,48 @@ pub struct CudaFunction {
 
 impl CudaFunction {
     /// The driver's handle.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// assert!(!f.cu_function().is_null());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cu_function(&self) -> sys::CUfunction {
         self.inner.raw()
     }
 
     /// The cudrv function underneath.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// println!("{:?}", f.cudrv().attributes());
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn cudrv(&self) -> &cudrv::Function {
         &self.inner
     }
 
     /// Dynamic shared memory available per block when `num_blocks` blocks of `block_size`
     /// threads share a multiprocessor.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// let smem = f.occupancy_available_dynamic_smem_per_block(2, 256)?;
+    /// println!("{smem} B of dynamic shared memory for 2 blocks of 256 per SM");
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn occupancy_available_dynamic_smem_per_block(
         &self,
         num_blocks: u32,
@@ -97,6 +182,17 @@ impl CudaFunction {
     }
 
     /// Blocks of `block_size` threads that fit on one multiprocessor at once.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// let blocks = f.occupancy_max_active_blocks_per_multiprocessor(256, 0, None)?;
+    /// println!("{blocks} blocks of 256 per SM");
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn occupancy_max_active_blocks_per_multiprocessor(
         &self,
         block_size: u32,
@@ -120,6 +216,20 @@ impl CudaFunction {
     }
 
     /// (min grid size, block size) that maximise occupancy.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// extern "C" fn no_smem(_block: std::ffi::c_int) -> usize {
+    ///     0
+    /// }
+    /// let (min_grid, block) = f.occupancy_max_potential_block_size(no_smem, 0, 0, None)?;
+    /// println!("{block} threads, at least {min_grid} blocks");
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn occupancy_max_potential_block_size(
         &self,
         block_size_to_dynamic_smem_size: extern "C" fn(block_size: std::ffi::c_int) -> usize,
@@ -152,6 +262,17 @@ impl CudaFunction {
     }
 
     /// A function attribute.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// let regs = f.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?;
+    /// assert_eq!(regs, f.num_regs()?);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn get_attribute(&self, attribute: sys::CUfunction_attribute) -> Result<i32, DriverError> {
         self.module.ctx.bind_to_thread()?;
         let mut value = 0;
@@ -161,42 +282,122 @@ impl CudaFunction {
     }
 
     /// Registers per thread.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// assert!(f.num_regs()? > 0);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn num_regs(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
     }
 
     /// Static shared memory per block, bytes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// println!("{} B static shared memory", f.shared_size_bytes()?);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn shared_size_bytes(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
     }
 
     /// Constant memory, bytes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// println!("{} B constant memory", f.const_size_bytes()?);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn const_size_bytes(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)
     }
 
     /// Local memory per thread, bytes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// assert_eq!(f.local_size_bytes()?, 0, "the kernel spills");
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn local_size_bytes(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
     }
 
     /// Most threads per block this kernel can launch with.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// assert!(f.max_threads_per_block()? >= 32);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn max_threads_per_block(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
     }
 
     /// PTX version the kernel was compiled from.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// println!("PTX ISA {}", f.ptx_version()?);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn ptx_version(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PTX_VERSION)
     }
 
     /// Binary architecture version.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// println!("sm_{}", f.binary_version()?);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn binary_version(&self) -> Result<i32, DriverError> {
         self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_BINARY_VERSION)
     }
 
     /// Sets a function attribute. Raising `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` goes
     /// through cudrv, so its launch checks know the new limit.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 96 * 1024)?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn set_attribute(&self, attribute: sys::CUfunction_attribute, value: i32) -> Result<(), DriverError> {
         self.module.ctx.bind_to_thread()?;
         if attribute == sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
@@ -208,6 +409,16 @@ impl CudaFunction {
     }
 
     /// Sets the function's cache preference.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// # let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("my_kernel")?;
+    /// f.set_function_cache_config(sys::CUfunc_cache::CU_FUNC_CACHE_PREFER_L1)?;
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn set_function_cache_config(&self, attribute: sys::CUfunc_cache) -> Result<(), DriverError> {
         self.module.ctx.bind_to_thread()?;
         // SAFETY: a plain value for a live function.

@@ -17,6 +17,18 @@ use super::view::{CudaView, CudaViewMut};
 // ---------------------------------------------------------------------------------------------
 
 /// Length and stream of a device slice or view (cudarc's `DeviceSlice`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// fn bytes<T>(x: &impl DeviceSlice<T>) -> usize {
+///     x.num_bytes()
+/// }
+/// assert_eq!(bytes(&stream.alloc_zeros::<f32>(4)?), 16);
+/// # Ok::<(), DriverError>(())
+/// ```
 pub trait DeviceSlice<T> {
     /// The number of elements.
     fn len(&self) -> usize;
@@ -48,6 +60,19 @@ device_slice!(CudaSlice<T>, CudaView<'_, T>, CudaViewMut<'_, T>);
 
 /// What to do once the device pointer or host slice handed out has been used (cudarc's
 /// `SyncOnDrop`). Keep it alive until the work that uses the pointer has been queued.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let x = stream.alloc_zeros::<f32>(4)?;
+/// let (ptr, guard): (sys::CUdeviceptr, SyncOnDrop) = x.device_ptr(&stream);
+/// // ... raw driver calls on `ptr` queued on `stream` ...
+/// drop(guard); // the slice now knows of that use
+/// # let _ = ptr;
+/// # Ok::<(), DriverError>(())
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub enum SyncOnDrop<'a> {
@@ -63,11 +88,32 @@ pub enum SyncOnDrop<'a> {
 
 impl<'a> SyncOnDrop<'a> {
     /// A guard that records `event` (if any) on `stream`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let event = Some(ctx.new_event(None)?);
+    /// let guard = SyncOnDrop::record_event(&event, &stream); // records on drop
+    /// drop(guard);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn record_event(event: &'a Option<CudaEvent>, stream: &'a CudaStream) -> Self {
         SyncOnDrop::Record(event.as_ref().map(|e| (e, stream)))
     }
 
     /// A guard that synchronizes `stream`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let guard = SyncOnDrop::sync_stream(&stream); // synchronizes on drop
+    /// drop(guard);
+    /// # Ok::<(), DriverError>(())
+    /// ```
     pub fn sync_stream(stream: &'a CudaStream) -> Self {
         SyncOnDrop::Sync(Some(stream))
     }
@@ -120,12 +166,34 @@ pub(crate) fn order_before(owner: &CudaStream, buf: Option<&cudrv::DeviceBuffer<
 }
 
 /// Read access to a device slice's pointer on a stream (cudarc's `DevicePtr`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let x = stream.memcpy_stod(&[1.0f32; 4])?;
+/// let (ptr, _guard) = x.device_ptr(&stream);
+/// assert_ne!(ptr, 0);
+/// # Ok::<(), DriverError>(())
+/// ```
 pub trait DevicePtr<T>: DeviceSlice<T> {
     /// The device pointer for reading on `stream`; keep the guard until the read is queued.
     fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);
 }
 
 /// Write access to a device slice's pointer on a stream (cudarc's `DevicePtrMut`).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let mut x = stream.alloc_zeros::<f32>(4)?;
+/// let (ptr, _guard) = x.device_ptr_mut(&stream);
+/// assert_ne!(ptr, 0);
+/// # Ok::<(), DriverError>(())
+/// ```
 pub trait DevicePtrMut<T>: DeviceSlice<T> {
     /// The device pointer for writing on `stream`; keep the guard until the write is queued.
     fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);

@@ -20,7 +20,7 @@
 /// #[repr(C)]
 /// struct Params { n: u32, scale: f32 }
 /// // SAFETY: repr(C) plain data; every bit pattern is a valid Params.
-/// unsafe impl cudrv_compat::driver::DeviceRepr for Params {}
+/// unsafe impl cudrv_compat::imp::driver::DeviceRepr for Params {}
 /// ```
 pub unsafe trait DeviceRepr {}
 
@@ -28,6 +28,23 @@ pub unsafe trait DeviceRepr {}
 ///
 /// # Safety
 /// All-zero bytes must be a valid value of the type.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// #[derive(Clone, Copy)]
+/// #[repr(C)]
+/// struct Pair { a: f32, b: u32 }
+/// // SAFETY: plain data, no padding.
+/// unsafe impl DeviceRepr for Pair {}
+/// // SAFETY: zero bytes are (0.0, 0).
+/// unsafe impl ValidAsZeroBits for Pair {}
+/// let pairs = stream.alloc_zeros::<Pair>(100)?;
+/// # drop(pairs);
+/// # Ok::<(), DriverError>(())
+/// ```
 pub unsafe trait ValidAsZeroBits {}
 
 macro_rules! plain {

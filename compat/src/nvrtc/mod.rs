@@ -54,6 +54,11 @@ pub mod sys {
     }
 
     /// An opaque NVRTC program handle.
+    ///
+    /// ```
+    /// let none: cudrv_compat::imp::nvrtc::sys::nvrtcProgram = std::ptr::null_mut();
+    /// assert!(none.is_null());
+    /// ```
     pub type nvrtcProgram = *mut std::ffi::c_void;
 }
 
@@ -63,6 +68,12 @@ pub mod result {
     use std::fmt;
 
     /// A failed NVRTC call.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::nvrtc::{result::NvrtcError, sys::nvrtcResult};
+    /// let e = NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION);
+    /// println!("{e:?}");
+    /// ```
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub struct NvrtcError(pub sys::nvrtcResult);
 
@@ -100,16 +111,43 @@ pub(crate) enum PtxKind {
 
 impl Ptx {
     /// PTX to be read from `path` when the module is loaded.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("target/kernels.ptx"))?; // read at load
+    /// # drop(module);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_file<P: Into<PathBuf>>(path: P) -> Self {
         Ptx(PtxKind::File(path.into()))
     }
 
     /// PTX text.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::nvrtc::Ptx;
+    /// let ptx = Ptx::from_src(".version 8.0\n.target sm_80\n.address_size 64\n");
+    /// assert!(ptx.to_src().starts_with(".version"));
+    /// ```
     pub fn from_src<S: Into<String>>(src: S) -> Self {
         Ptx(PtxKind::Src(src.into()))
     }
 
     /// A cubin image.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # use std::sync::Arc;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let cubin = std::fs::read("kernels.sm_90.cubin")?;
+    /// let module = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_binary(cubin))?;
+    /// # drop(module);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_binary(data: Vec<u8>) -> Self {
         Ptx(PtxKind::Binary(data))
     }
@@ -118,6 +156,11 @@ impl Ptx {
     ///
     /// # Panics
     /// For a cubin, or a file that cannot be read (as in cudarc).
+    ///
+    /// ```
+    /// let ptx = cudrv_compat::imp::nvrtc::Ptx::from_src("// ptx");
+    /// assert_eq!(ptx.to_src(), "// ptx");
+    /// ```
     pub fn to_src(&self) -> String {
         match &self.0 {
             PtxKind::Image(bytes) => {
@@ -133,6 +176,11 @@ impl Ptx {
     }
 
     /// The compiled image's bytes (with its NUL), for PTX from NVRTC.
+    ///
+    /// ```
+    /// let ptx = cudrv_compat::imp::nvrtc::Ptx::from_src("// ptx");
+    /// assert!(ptx.as_bytes().is_none()); // only NVRTC's output carries bytes
+    /// ```
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match &self.0 {
             PtxKind::Image(bytes) => Some(bytes),
@@ -148,6 +196,15 @@ impl<S: Into<String>> From<S> for Ptx {
 }
 
 /// Why a compilation failed (cudarc's `CompileError`, plus [`LibraryNotFound`](Self::LibraryNotFound)).
+///
+/// ```
+/// use cudrv_compat::imp::nvrtc::{compile_ptx, CompileError};
+/// match compile_ptx("__global__ void k() { this is not C++ }") {
+///     Err(CompileError::CompileError { log, .. }) => eprintln!("{}", log.to_string_lossy()),
+///     Err(CompileError::LibraryNotFound { .. }) => eprintln!("no libnvrtc on this machine"),
+///     other => println!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompileError {
     /// Creating the program failed (also: source or name containing a NUL byte).
@@ -201,6 +258,14 @@ impl fmt::Display for CompileError {
 impl std::error::Error for CompileError {}
 
 /// Options for [`compile_ptx_with_opts`] (the same public fields as cudarc's).
+///
+/// ```no_run
+/// use cudrv_compat::imp::nvrtc::{compile_ptx_with_opts, CompileOptions};
+/// let opts = CompileOptions { arch: Some("compute_90"), use_fast_math: Some(true), ..Default::default() };
+/// let ptx = compile_ptx_with_opts("extern \"C\" __global__ void k(float* x) { x[0] = __expf(x[0]); }", opts)?;
+/// # let _ = ptx;
+/// # Ok::<(), cudrv_compat::imp::nvrtc::CompileError>(())
+/// ```
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct CompileOptions {
     /// `--ftz`: flush denormals to zero.
@@ -261,11 +326,31 @@ impl CompileOptions {
 }
 
 /// Compiles CUDA C++ source to PTX with default options.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # use std::sync::Arc;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// let ptx = cudrv_compat::imp::nvrtc::compile_ptx("extern \"C\" __global__ void one(float* x) { x[threadIdx.x] = 1.0f; }")?;
+/// let f = ctx.load_module(ptx)?.load_function("one")?;
+/// # let _ = f;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn compile_ptx<S: AsRef<str>>(src: S) -> Result<Ptx, CompileError> {
     compile_ptx_with_opts(src, Default::default())
 }
 
 /// Compiles CUDA C++ source to PTX.
+///
+/// ```no_run
+/// use cudrv_compat::imp::nvrtc::{compile_ptx_with_opts, CompileOptions};
+/// let include_paths = cudrv_compat::imp::nvrtc::cuda_include_dirs().iter().map(|p| p.display().to_string()).collect();
+/// let opts = CompileOptions { include_paths, ..Default::default() };
+/// let ptx = compile_ptx_with_opts("#include <cuda_fp16.h>\nextern \"C\" __global__ void k(__half* x) { x[0] = __float2half(1.0f); }", opts)?;
+/// # let _ = ptx;
+/// # Ok::<(), cudrv_compat::imp::nvrtc::CompileError>(())
+/// ```
 pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Result<Ptx, CompileError> {
     let lib = library()?;
     let invalid = CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_INPUT));
@@ -363,6 +448,12 @@ fn check(rc: nvrtcResult) -> Result<(), NvrtcError> {
 }
 
 /// The NVRTC version of the loaded library, (major, minor).
+///
+/// ```no_run
+/// let (major, minor) = cudrv_compat::imp::nvrtc::version()?;
+/// println!("NVRTC {major}.{minor}");
+/// # Ok::<(), cudrv_compat::imp::nvrtc::CompileError>(())
+/// ```
 pub fn version() -> Result<(i32, i32), CompileError> {
     let lib = library()?;
     let (mut major, mut minor) = (0, 0);
