@@ -62,4 +62,12 @@ pub use cudarc::cupti;
 pub use imp::cupti;
 
 /// Whether this build serves the modules with cudarc itself (`legacy`) rather than cudrv.
+///
+/// ```
+/// if cudrv_compat::LEGACY {
+///     println!("served by cudarc 0.19");
+/// } else {
+///     println!("served by cudrv");
+/// }
+/// ```
 pub const LEGACY: bool = cfg!(feature = "legacy");

@@ -33,6 +33,12 @@ fn from_cudrv(e: cudrv::Error) -> CublasError {
 
 /// One operand of a BLAS call: a device pointer already ordered on the call's stream, and the
 /// number of elements its buffer holds from there.
+///
+/// ```
+/// use cudrv_compat::imp::cublas::Operand;
+/// let a = Operand { ptr: 0x7f00_0000_0000, len: 4096 };
+/// assert_eq!(a.len, 4096);
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Operand {
     /// The device address of the first element.
@@ -43,8 +49,20 @@ pub struct Operand {
 
 /// The element types the BLAS modules serve (f32, f64, f16, bf16), and how a cuBLAS scalar of
 /// the type becomes cudrv's (f16 and bf16 scale in f32, as cudarc asks cuBLAS to).
+///
+/// ```
+/// use cudrv_compat::imp::cublas::Element;
+/// fn served<T: Element>() {}
+/// served::<f32>();
+/// served::<half::bf16>();
+/// ```
 pub trait Element: cudrv::blas::GemmType + cudrv::blas::GemvType + Copy {
     /// `alpha` or `beta` as cudrv's GEMM takes it.
+    ///
+    /// ```
+    /// use cudrv_compat::imp::cublas::Element;
+    /// assert_eq!(half::f16::from_f32(0.5).gemm_scalar(), 0.5f32); // 16-bit types scale in f32
+    /// ```
     fn gemm_scalar(self) -> <Self as cudrv::blas::GemmType>::Scalar;
 }
 
@@ -170,6 +188,19 @@ pub(super) fn check_gemm<T>(
 /// # Safety
 /// The operands must be ordered on `stream` and valid for the whole call; `[a, b, c]` must hold
 /// the matrices `cfg` describes (their lengths are checked), and C must not overlap A or B.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::cublas::{gemm_on, sys::cublasOperation_t, GemmConfig, Operand};
+/// let (a, b, c) = (stream.alloc_zeros::<f32>(4)?, stream.alloc_zeros::<f32>(4)?, stream.alloc_zeros::<f32>(4)?);
+/// let op = |s: &CudaSlice<f32>| Operand { ptr: *s.device_ptr_ref(), len: s.len() };
+/// let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, k: 2, alpha: 1.0f32, lda: 2, ldb: 2, beta: 0.0, ldc: 2 };
+/// // SAFETY: the three buffers live on `stream` for the call and hold 2 x 2 matrices.
+/// unsafe { gemm_on(stream.cudrv(), &cfg, 1, [0, 0, 0], [op(&a), op(&b), op(&c)]) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn gemm_on<T: Element>(
     stream: &Arc<cudrv::Stream>,
     cfg: &GemmConfig<T>,
@@ -202,6 +233,19 @@ pub unsafe fn gemm_on<T: Element>(
 ///
 /// # Safety
 /// As for [`gemm_on`]: `[a, x, y]` ordered on `stream`, holding what `cfg` describes.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::cublas::{gemv_on, sys::cublasOperation_t, GemvConfig, Operand};
+/// let (a, x, y) = (stream.alloc_zeros::<f64>(4)?, stream.alloc_zeros::<f64>(2)?, stream.alloc_zeros::<f64>(2)?);
+/// let op = |s: &CudaSlice<f64>| Operand { ptr: *s.device_ptr_ref(), len: s.len() };
+/// let cfg = GemvConfig { trans: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, alpha: 1.0, lda: 2, incx: 1, beta: 0.0, incy: 1 };
+/// // SAFETY: the buffers live on `stream` for the call and hold what `cfg` describes.
+/// unsafe { gemv_on(stream.cudrv(), &cfg, [op(&a), op(&x), op(&y)]) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn gemv_on<T: Element>(
     stream: &Arc<cudrv::Stream>,
     cfg: &GemvConfig<T>,

@@ -27,8 +27,27 @@ use super::stream::CudaStream;
 /// ```
 pub trait HostSlice<T> {
     /// The number of elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// fn count<T>(h: &impl HostSlice<T>) -> usize {
+    ///     h.len()
+    /// }
+    /// assert_eq!(count(&vec![1u8; 3]), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn len(&self) -> usize;
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// assert!(HostSlice::<u8>::is_empty(&Vec::<u8>::new()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -37,12 +56,34 @@ pub trait HostSlice<T> {
     ///
     /// # Safety
     /// Use the slice with `stream` only.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let host = vec![1.0f32; 4];
+    /// // SAFETY: the slice is read by work queued on `stream` while the guard lives.
+    /// let (slice, _guard) = unsafe { host.stream_synced_slice(&stream) };
+    /// assert_eq!(slice.len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn stream_synced_slice<'a>(&'a self, stream: &'a CudaStream) -> (&'a [T], SyncOnDrop<'a>);
 
     /// The slice to write, and a guard to keep until the write is queued on `stream`.
     ///
     /// # Safety
     /// Use the slice with `stream` only.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let mut host = vec![0.0f32; 4];
+    /// // SAFETY: the slice is written by work queued on `stream` while the guard lives.
+    /// let (slice, _guard) = unsafe { host.stream_synced_mut_slice(&stream) };
+    /// assert_eq!(slice.len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn stream_synced_mut_slice<'a>(&'a mut self, stream: &'a CudaStream) -> (&'a mut [T], SyncOnDrop<'a>);
 }
 

@@ -343,6 +343,20 @@ impl CudaFunction {
 /// ```
 pub unsafe trait PushKernelArg<T> {
     /// Appends an argument.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let f = ctx.load_module(cudrv_compat::imp::nvrtc::Ptx::from_file("kernels.ptx"))?.load_function("scale")?;
+    /// let mut x = stream.alloc_zeros::<f32>(8)?;
+    /// let (a, n) = (2.0f32, 8usize);
+    /// let mut b = stream.launch_builder(&f);
+    /// b.arg(&mut x).arg(&a).arg(&n);
+    /// // SAFETY: scale(float* x, float a, size_t n).
+    /// unsafe { b.launch(LaunchConfig::for_num_elems(8)) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn arg(&mut self, arg: T) -> &mut Self;
 }
 

@@ -31,16 +31,49 @@ use super::view::{CudaView, CudaViewMut};
 /// ```
 pub trait DeviceSlice<T> {
     /// The number of elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// assert_eq!(DeviceSlice::len(&stream.alloc_zeros::<u8>(5)?), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn len(&self) -> usize;
     /// The size in bytes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// assert_eq!(DeviceSlice::num_bytes(&stream.alloc_zeros::<u32>(5)?), 20);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn num_bytes(&self) -> usize {
         self.len() * size_of::<T>()
     }
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// assert!(DeviceSlice::is_empty(&stream.alloc_zeros::<u32>(0)?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// The stream the memory belongs to.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let x = stream.alloc_zeros::<u8>(1)?;
+    /// assert_eq!(DeviceSlice::stream(&x).cu_stream(), stream.cu_stream());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn stream(&self) -> &Arc<CudaStream>;
 }
 
@@ -179,6 +212,18 @@ pub(crate) fn order_before(owner: &CudaStream, buf: Option<&cudrv::DeviceBuffer<
 /// ```
 pub trait DevicePtr<T>: DeviceSlice<T> {
     /// The device pointer for reading on `stream`; keep the guard until the read is queued.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let x = stream.alloc_zeros::<u8>(16)?;
+    /// let (ptr, guard) = x.device_ptr(&stream); // ordered for reading on `stream`
+    /// // ... raw reads through `ptr` on `stream` ...
+    /// drop(guard);
+    /// # let _ = ptr;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);
 }
 
@@ -196,6 +241,18 @@ pub trait DevicePtr<T>: DeviceSlice<T> {
 /// ```
 pub trait DevicePtrMut<T>: DeviceSlice<T> {
     /// The device pointer for writing on `stream`; keep the guard until the write is queued.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let mut x = stream.alloc_zeros::<u8>(16)?;
+    /// let (ptr, guard) = x.device_ptr_mut(&stream);
+    /// // SAFETY: 16 bytes at `ptr`, ordered on `stream`.
+    /// unsafe { result::memset_d8_async(ptr, 1, 16, stream.cu_stream()) }?;
+    /// drop(guard);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>);
 }
 
@@ -232,6 +289,16 @@ impl<T> DevicePtrMut<T> for CudaViewMut<'_, T> {
 
 impl<'a, T> CudaView<'a, T> {
     /// The device pointer for reading on `stream`, consuming the view.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let x = stream.alloc_zeros::<f32>(8)?;
+    /// let (ptr, _guard) = x.slice(4..).view_ptr(&stream);
+    /// assert_eq!(ptr, *x.device_ptr_ref() + 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn view_ptr(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
         (self.ptr, cross_stream(self.stream, self.buf, stream))
     }
@@ -239,11 +306,33 @@ impl<'a, T> CudaView<'a, T> {
 
 impl<'a, T> CudaViewMut<'a, T> {
     /// The device pointer for reading on `stream`, consuming the view.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let mut x = stream.alloc_zeros::<f32>(8)?;
+    /// let (ptr, _guard) = x.slice_mut(4..).view_ptr(&stream);
+    /// assert_ne!(ptr, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn view_ptr(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
         (self.ptr, cross_stream(self.stream, self.buf, stream))
     }
 
     /// The device pointer for writing on `stream`, consuming the view.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::*;
+    /// # let ctx = CudaContext::new(0)?;
+    /// # let stream = ctx.default_stream();
+    /// let mut x = stream.alloc_zeros::<f32>(8)?;
+    /// let (ptr, guard) = x.slice_mut(..4).view_ptr_mut(&stream);
+    /// // ... a raw kernel launch writing through `ptr` on `stream` ...
+    /// drop(guard);
+    /// # let _ = ptr;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn view_ptr_mut(self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
         (self.ptr, cross_stream(self.stream, self.buf, stream))
     }

@@ -33,23 +33,100 @@ use std::sync::OnceLock;
 #[allow(non_camel_case_types)]
 pub mod sys {
     /// NVRTC's status code (a newtype with the C enumerators as constants).
+    ///
+    /// ```
+    /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+    /// assert_eq!(nvrtcResult::NVRTC_ERROR_COMPILATION, nvrtcResult(6));
+    /// ```
     #[repr(transparent)]
     #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
     pub struct nvrtcResult(pub u32);
 
     #[allow(missing_docs)]
     impl nvrtcResult {
+        /// NVRTC status 0.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_SUCCESS.0, 0);
+        /// ```
         pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0);
+        /// NVRTC status 1.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY.0, 1);
+        /// ```
         pub const NVRTC_ERROR_OUT_OF_MEMORY: nvrtcResult = nvrtcResult(1);
+        /// NVRTC status 2.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE.0, 2);
+        /// ```
         pub const NVRTC_ERROR_PROGRAM_CREATION_FAILURE: nvrtcResult = nvrtcResult(2);
+        /// NVRTC status 3.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_INVALID_INPUT.0, 3);
+        /// ```
         pub const NVRTC_ERROR_INVALID_INPUT: nvrtcResult = nvrtcResult(3);
+        /// NVRTC status 4.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM.0, 4);
+        /// ```
         pub const NVRTC_ERROR_INVALID_PROGRAM: nvrtcResult = nvrtcResult(4);
+        /// NVRTC status 5.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_INVALID_OPTION.0, 5);
+        /// ```
         pub const NVRTC_ERROR_INVALID_OPTION: nvrtcResult = nvrtcResult(5);
+        /// NVRTC status 6.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_COMPILATION.0, 6);
+        /// ```
         pub const NVRTC_ERROR_COMPILATION: nvrtcResult = nvrtcResult(6);
+        /// NVRTC status 7.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE.0, 7);
+        /// ```
         pub const NVRTC_ERROR_BUILTIN_OPERATION_FAILURE: nvrtcResult = nvrtcResult(7);
+        /// NVRTC status 8.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION.0, 8);
+        /// ```
         pub const NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION: nvrtcResult = nvrtcResult(8);
+        /// NVRTC status 9.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION.0, 9);
+        /// ```
         pub const NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION: nvrtcResult = nvrtcResult(9);
+        /// NVRTC status 10.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID.0, 10);
+        /// ```
         pub const NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID: nvrtcResult = nvrtcResult(10);
+        /// NVRTC status 11.
+        ///
+        /// ```
+        /// use cudrv_compat::imp::nvrtc::sys::nvrtcResult;
+        /// assert_eq!(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR.0, 11);
+        /// ```
         pub const NVRTC_ERROR_INTERNAL_ERROR: nvrtcResult = nvrtcResult(11);
     }
 
@@ -94,6 +171,18 @@ use sys::{nvrtcProgram, nvrtcResult};
 
 /// Compiled PTX, PTX source, a PTX file, or a cubin image (cudarc's `Ptx`); load it with
 /// [`CudaContext::load_module`](crate::imp::driver::CudaContext::load_module).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::*;
+/// # let ctx = CudaContext::new(0)?;
+/// # let stream = ctx.default_stream();
+/// use cudrv_compat::imp::nvrtc::{compile_ptx, Ptx};
+/// let from_nvrtc: Ptx = compile_ptx("extern \"C\" __global__ void k() {}")?;
+/// let from_file = Ptx::from_file("kernels.ptx");
+/// ctx.load_module(from_nvrtc)?;
+/// ctx.load_module(from_file)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Ptx(pub(crate) PtxKind);
 

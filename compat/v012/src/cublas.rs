@@ -31,6 +31,20 @@ use crate::driver::{CudaDevice, CudaStream, DevicePtr, DevicePtrMut};
 
 /// A BLAS handle of a device (cudarc 0.12's `CudaBlas`): work goes to the device's stream, or
 /// to the stream given to [`set_stream`](Self::set_stream).
+///
+/// ```no_run
+/// # use cudrv_compat_012::driver::*;
+/// # use std::sync::Arc;
+/// # let dev = CudaDevice::new(0)?;
+/// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+/// let blas = CudaBlas::new(dev.clone())?;
+/// let a = dev.htod_sync_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let mut c = dev.alloc_zeros::<f32>(4)?;
+/// let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, k: 2, alpha: 1.0f32, lda: 2, ldb: 2, beta: 0.0, ldc: 2 };
+/// // SAFETY: 2 x 2 matrices.
+/// unsafe { blas.gemm(cfg, &a, &a, &mut c) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct CudaBlas {
     device: Arc<CudaDevice>,
@@ -39,6 +53,15 @@ pub struct CudaBlas {
 
 impl CudaBlas {
     /// A handle on `device`'s stream.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let blas = cudrv_compat_012::cublas::CudaBlas::new(dev.clone())?; // on the device's stream
+    /// # drop(blas);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(device: Arc<CudaDevice>) -> Result<Self, CublasError> {
         let stream = Mutex::new(device.stream().clone());
         Ok(CudaBlas { device, stream })
@@ -48,6 +71,19 @@ impl CudaBlas {
     ///
     /// # Safety
     /// Buffers used with the handle must be valid on the new stream (as in cudarc).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let blas = cudrv_compat_012::cublas::CudaBlas::new(dev.clone())?;
+    /// let side = dev.fork_default_stream()?;
+    /// // SAFETY: the buffers used next are ordered on `side`.
+    /// unsafe { blas.set_stream(Some(&side)) }?;
+    /// // SAFETY: back to the device's stream.
+    /// unsafe { blas.set_stream(None) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn set_stream(&self, opt_stream: Option<&CudaStream>) -> Result<(), CublasError> {
         let stream = opt_stream.map_or_else(|| self.device.stream().clone(), |s| s.compat().clone());
         *self.stream.lock().unwrap_or_else(|e| e.into_inner()) = stream;
@@ -75,12 +111,40 @@ fn operand_mut<T>(p: &mut impl DevicePtrMut<T>) -> Operand {
 }
 
 /// Matrix-matrix multiplication (cudarc 0.12's `Gemm`).
+///
+/// ```no_run
+/// # use cudrv_compat_012::driver::*;
+/// # use std::sync::Arc;
+/// # let dev = CudaDevice::new(0)?;
+/// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+/// let blas = CudaBlas::new(dev.clone())?;
+/// let a = dev.alloc_zeros::<f64>(8 * 16)?;
+/// let mut c = dev.alloc_zeros::<f64>(8 * 16)?;
+/// let gemm = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: 4, n: 4, k: 4, alpha: 1.0, lda: 4, ldb: 4, beta: 0.0, ldc: 4 };
+/// let cfg = StridedBatchedConfig { gemm, batch_size: 8, stride_a: 16, stride_b: 16, stride_c: 16 };
+/// // SAFETY: 8 matrices of 4 x 4 at stride 16.
+/// unsafe { blas.gemm_strided_batched(cfg, &a, &a, &mut c) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Gemm<T> {
     /// `C = alpha * op(A) * op(B) + beta * C`, column-major, as cuBLAS.
     ///
     /// # Safety
     /// The buffers must hold the matrices the configuration describes, and `c` must not
     /// overlap `a` or `b`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+    /// let blas = CudaBlas::new(dev.clone())?;
+    /// let a = dev.htod_sync_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+    /// let mut c = dev.alloc_zeros::<f32>(4)?;
+    /// let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, k: 2, alpha: 1.0f32, lda: 2, ldb: 2, beta: 0.0, ldc: 2 };
+    /// // SAFETY: 2 x 2 matrices.
+    /// unsafe { blas.gemm(cfg, &a, &a, &mut c) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemm<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
         &self,
         cfg: GemmConfig<T>,
@@ -93,6 +157,20 @@ pub trait Gemm<T> {
     ///
     /// # Safety
     /// As for [`gemm`](Self::gemm), for every matrix of the batch.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+    /// let blas = CudaBlas::new(dev.clone())?;
+    /// let a = dev.htod_sync_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+    /// let mut c = dev.alloc_zeros::<f32>(4)?;
+    /// let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, k: 2, alpha: 1.0f32, lda: 2, ldb: 2, beta: 0.0, ldc: 2 };
+    /// let batched = cudrv_compat_012::cublas::StridedBatchedConfig { gemm: cfg, batch_size: 1, stride_a: 4, stride_b: 4, stride_c: 4 };
+    /// // SAFETY: one 2 x 2 matrix each.
+    /// unsafe { blas.gemm_strided_batched(batched, &a, &a, &mut c) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemm_strided_batched<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
         &self,
         cfg: StridedBatchedConfig<T>,
@@ -103,11 +181,40 @@ pub trait Gemm<T> {
 }
 
 /// Matrix-vector multiplication (cudarc 0.12's `Gemv`).
+///
+/// ```no_run
+/// # use cudrv_compat_012::driver::*;
+/// # use std::sync::Arc;
+/// # let dev = CudaDevice::new(0)?;
+/// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemv, GemvConfig};
+/// let blas = CudaBlas::new(dev.clone())?;
+/// let a = dev.htod_sync_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let x = dev.htod_sync_copy(&[1.0f32, 1.0])?;
+/// let mut y = dev.alloc_zeros::<f32>(2)?;
+/// let cfg = GemvConfig { trans: cublasOperation_t::CUBLAS_OP_N, m: 2, n: 2, alpha: 1.0f32, lda: 2, incx: 1, beta: 0.0, incy: 1 };
+/// // SAFETY: sizes as configured.
+/// unsafe { blas.gemv(cfg, &a, &x, &mut y) }?;
+/// assert_eq!(dev.dtoh_sync_copy(&y)?, vec![4.0, 6.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Gemv<T> {
     /// `y = alpha * op(A) * x + beta * y`.
     ///
     /// # Safety
     /// The buffers must hold the matrix and vectors the configuration describes.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// use cudrv_compat_012::cublas::{sys::cublasOperation_t, CudaBlas, Gemv, GemvConfig};
+    /// let blas = CudaBlas::new(dev.clone())?;
+    /// let (a, x) = (dev.alloc_zeros::<f32>(4)?, dev.alloc_zeros::<f32>(2)?);
+    /// let mut y = dev.alloc_zeros::<f32>(2)?;
+    /// let cfg = GemvConfig { trans: cublasOperation_t::CUBLAS_OP_T, m: 2, n: 2, alpha: 1.0f32, lda: 2, incx: 1, beta: 0.0, incy: 1 };
+    /// // SAFETY: sizes as configured.
+    /// unsafe { blas.gemv(cfg, &a, &x, &mut y) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn gemv<A: DevicePtr<T>, X: DevicePtr<T>, Y: DevicePtrMut<T>>(
         &self,
         cfg: GemvConfig<T>,

@@ -36,4 +36,8 @@ pub use cudrv_compat::imp::nvrtc;
 pub use cudarc::{cublas, driver, nvrtc};
 
 /// Whether this build serves the modules with cudarc 0.12.1 itself (`legacy`) rather than cudrv.
+///
+/// ```
+/// println!("served by {}", if cudrv_compat_012::LEGACY { "cudarc 0.12.1" } else { "cudrv" });
+/// ```
 pub const LEGACY: bool = cfg!(feature = "legacy");

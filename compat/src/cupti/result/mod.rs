@@ -21,6 +21,16 @@ pub struct CuptiError(pub sys::CUptiResult);
 
 impl sys::CUptiResult {
     /// `Ok(())` for `CUPTI_SUCCESS`, the code as a [`CuptiError`] otherwise.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+    /// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+    /// # driver::init()?;
+    /// # let dev = driver::device::get(0)?;
+    /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+    /// assert!(sys::CUptiResult::CUPTI_SUCCESS.result().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn result(self) -> Result<(), CuptiError> {
         match self {
             sys::CUptiResult::CUPTI_SUCCESS => Ok(()),
@@ -31,6 +41,17 @@ impl sys::CUptiResult {
 
 impl CuptiError {
     /// CUPTI's description of the code (needs libcupti).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+    /// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+    /// # driver::init()?;
+    /// # let dev = driver::device::get(0)?;
+    /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+    /// let e = result::CuptiError(sys::CUptiResult::CUPTI_ERROR_INVALID_KIND);
+    /// println!("{}", e.error_string()?.to_string_lossy());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn error_string(&self) -> Result<&CStr, CuptiError> {
         let mut text: *const c_char = std::ptr::null();
         // SAFETY: on success CUPTI writes a pointer to a static NUL-terminated string.
@@ -67,6 +88,19 @@ impl std::error::Error for CuptiError {}
 ///
 /// # Safety
 /// `support` must be valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut ok = 0;
+/// // SAFETY: one int written.
+/// unsafe { result::compute_capability_supported(9, 0, &mut ok) }?;
+/// println!("sm_90 supported: {}", ok != 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn compute_capability_supported(major: c_int, minor: c_int, support: *mut c_int) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiComputeCapabilitySupported(major, minor, support) }.result()
@@ -76,6 +110,18 @@ pub unsafe fn compute_capability_supported(major: c_int, minor: c_int, support: 
 ///
 /// # Safety
 /// `support` must be valid for one write; `dev` a device handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut ok = 0;
+/// // SAFETY: a device from the driver; one int written.
+/// unsafe { result::device_supported(dev, &mut ok) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn device_supported(dev: driver_sys::CUdevice, support: *mut c_int) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiDeviceSupported(dev, support) }.result()
@@ -85,6 +131,19 @@ pub unsafe fn device_supported(dev: driver_sys::CUdevice, support: *mut c_int) -
 ///
 /// # Safety
 /// `mode` must be valid for one write; `dev` a device handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut mode = sys::CUpti_DeviceVirtualizationMode::CUPTI_DEVICE_VIRTUALIZATION_MODE_NONE;
+/// // SAFETY: a device from the driver; one value written.
+/// unsafe { result::device_virtualization_mode(dev, &mut mode) }?;
+/// println!("{mode:?}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn device_virtualization_mode(
     dev: driver_sys::CUdevice,
     mode: *mut sys::CUpti_DeviceVirtualizationMode,
@@ -97,6 +156,21 @@ pub unsafe fn device_virtualization_mode(
 ///
 /// # Safety
 /// `subscriber` must be a live subscriber handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// // SAFETY: a live subscriber.
+/// unsafe { result::enable_all_domains(1, subscriber) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn enable_all_domains(enable: u32, subscriber: sys::CUpti_SubscriberHandle) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiEnableAllDomains(enable, subscriber) }.result()
@@ -106,6 +180,21 @@ pub unsafe fn enable_all_domains(enable: u32, subscriber: sys::CUpti_SubscriberH
 ///
 /// # Safety
 /// `subscriber` must be a live subscriber handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// // SAFETY: a live subscriber.
+/// unsafe { result::enable_callback(1, subscriber, sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, sys::CUpti_driver_api_trace_cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel as sys::CUpti_CallbackId) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn enable_callback(
     enable: u32,
     subscriber: sys::CUpti_SubscriberHandle,
@@ -120,6 +209,21 @@ pub unsafe fn enable_callback(
 ///
 /// # Safety
 /// `subscriber` must be a live subscriber handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// // SAFETY: a live subscriber.
+/// unsafe { result::enable_domain(1, subscriber, sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn enable_domain(
     enable: u32,
     subscriber: sys::CUpti_SubscriberHandle,
@@ -130,6 +234,17 @@ pub unsafe fn enable_domain(
 }
 
 /// Detaches CUPTI from the process.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// activity::flush_all(1)?;
+/// result::finalize()?; // detaches CUPTI from the process
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn finalize() -> Result<(), CuptiError> {
     // SAFETY: no arguments.
     unsafe { sys::cuptiFinalize() }.result()
@@ -139,6 +254,18 @@ pub fn finalize() -> Result<(), CuptiError> {
 ///
 /// # Safety
 /// `context` must be live and `state` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut state: sys::CUpti_ActivityAutoBoostState = unsafe { std::mem::zeroed() };
+/// // SAFETY: a live context; one value written.
+/// unsafe { result::get_auto_boost_state(ctx, &mut state) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_auto_boost_state(
     context: driver_sys::CUcontext,
     state: *mut sys::CUpti_ActivityAutoBoostState,
@@ -151,6 +278,20 @@ pub unsafe fn get_auto_boost_state(
 ///
 /// # Safety
 /// `name` must be valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut name: *const std::ffi::c_char = std::ptr::null();
+/// // SAFETY: a valid domain and id; CUPTI writes a static string.
+/// unsafe { result::get_callback_name(sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, sys::CUpti_driver_api_trace_cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel as sys::CUpti_CallbackId, &mut name) }?;
+/// // SAFETY: NUL-terminated, static.
+/// println!("{}", unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_callback_name(
     domain: sys::CUpti_CallbackDomain,
     cbid: u32,
@@ -164,6 +305,22 @@ pub unsafe fn get_callback_name(
 ///
 /// # Safety
 /// `enable` must be valid for one write; `subscriber` a live handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// let mut on = 0u32;
+/// // SAFETY: a live subscriber; one u32 written.
+/// unsafe { result::get_callback_state(&mut on, subscriber, sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, sys::CUpti_driver_api_trace_cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel as sys::CUpti_CallbackId) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_callback_state(
     enable: *mut u32,
     subscriber: sys::CUpti_SubscriberHandle,
@@ -178,6 +335,18 @@ pub unsafe fn get_callback_state(
 ///
 /// # Safety
 /// `context` must be live and `context_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut id = 0u32;
+/// // SAFETY: a live context; one u32 written.
+/// unsafe { result::get_context_id(ctx, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_context_id(context: driver_sys::CUcontext, context_id: *mut u32) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetContextId(context, context_id) }.result()
@@ -187,6 +356,18 @@ pub unsafe fn get_context_id(context: driver_sys::CUcontext, context_id: *mut u3
 ///
 /// # Safety
 /// `context` must be live or null and `device_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut id = 0u32;
+/// // SAFETY: a live context; one u32 written.
+/// unsafe { result::get_device_id(ctx, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_device_id(context: driver_sys::CUcontext, device_id: *mut u32) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetDeviceId(context, device_id) }.result()
@@ -196,6 +377,19 @@ pub unsafe fn get_device_id(context: driver_sys::CUcontext, device_id: *mut u32)
 ///
 /// # Safety
 /// `graph_exec` must be live and `p_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let exec: driver_sys::CUgraphExec = std::ptr::null_mut(); // from driver::graph::instantiate
+/// let mut id = 0u32;
+/// // SAFETY: a live executable graph; one u32 written.
+/// unsafe { result::get_graph_exec_id(exec, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_graph_exec_id(graph_exec: driver_sys::CUgraphExec, p_id: *mut u32) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetGraphExecId(graph_exec, p_id) }.result()
@@ -205,6 +399,19 @@ pub unsafe fn get_graph_exec_id(graph_exec: driver_sys::CUgraphExec, p_id: *mut 
 ///
 /// # Safety
 /// `graph` must be live and `p_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let graph: driver_sys::CUgraph = std::ptr::null_mut(); // from driver::stream::end_capture
+/// let mut id = 0u32;
+/// // SAFETY: a live graph; one u32 written.
+/// unsafe { result::get_graph_id(graph, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_graph_id(graph: driver_sys::CUgraph, p_id: *mut u32) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetGraphId(graph, p_id) }.result()
@@ -214,12 +421,37 @@ pub unsafe fn get_graph_id(graph: driver_sys::CUgraph, p_id: *mut u32) -> Result
 ///
 /// # Safety
 /// `node` must be live and `node_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let node: driver_sys::CUgraphNode = std::ptr::null_mut(); // a node of a live graph
+/// let mut id = 0u64;
+/// // SAFETY: a live node; one u64 written.
+/// unsafe { result::get_graph_node_id(node, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_graph_node_id(node: driver_sys::CUgraphNode, node_id: *mut u64) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetGraphNodeId(node, node_id) }.result()
 }
 
 /// The last error of a CUPTI call on this thread (and clears it).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// if let Err(e) = result::get_last_error() {
+///     eprintln!("CUPTI: {e:?}");
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn get_last_error() -> Result<(), CuptiError> {
     // SAFETY: no arguments.
     unsafe { sys::cuptiGetLastError() }.result()
@@ -229,6 +461,18 @@ pub fn get_last_error() -> Result<(), CuptiError> {
 ///
 /// # Safety
 /// The handles must be live and `stream_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut id = 0u32;
+/// // SAFETY: a live context and its default stream; one u32 written.
+/// unsafe { result::get_stream_id(ctx, std::ptr::null_mut(), &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_stream_id(
     context: driver_sys::CUcontext,
     stream: driver_sys::CUstream,
@@ -242,6 +486,18 @@ pub unsafe fn get_stream_id(
 ///
 /// # Safety
 /// The handles must be live and `stream_id` valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut id = 0u32;
+/// // SAFETY: a live context and its default stream; one u32 written.
+/// unsafe { result::get_stream_id_ex(ctx, std::ptr::null_mut(), 0, &mut id) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_stream_id_ex(
     context: driver_sys::CUcontext,
     stream: driver_sys::CUstream,
@@ -256,6 +512,18 @@ pub unsafe fn get_stream_id_ex(
 ///
 /// # Safety
 /// `type_` must be valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut t = sys::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+/// // SAFETY: one value written.
+/// unsafe { result::get_thread_id_type(&mut t) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_thread_id_type(r#type: *mut sys::CUpti_ActivityThreadIdType) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetThreadIdType(r#type) }.result()
@@ -265,12 +533,35 @@ pub unsafe fn get_thread_id_type(r#type: *mut sys::CUpti_ActivityThreadIdType) -
 ///
 /// # Safety
 /// `timestamp` must be valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let mut ns = 0u64;
+/// // SAFETY: one u64 written.
+/// unsafe { result::get_timestamp(&mut ns) }?;
+/// println!("CUPTI clock: {ns} ns");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn get_timestamp(timestamp: *mut u64) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiGetTimestamp(timestamp) }.result()
 }
 
 /// Sets how activity records identify threads.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// result::set_thread_id_type(sys::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn set_thread_id_type(r#type: sys::CUpti_ActivityThreadIdType) -> Result<(), CuptiError> {
     // SAFETY: a plain value.
     unsafe { sys::cuptiSetThreadIdType(r#type) }.result()
@@ -281,6 +572,21 @@ pub fn set_thread_id_type(r#type: sys::CUpti_ActivityThreadIdType) -> Result<(),
 /// # Safety
 /// `subscriber` must be valid for one write; `callback` must be safe to call with `userdata`
 /// from any thread until [`unsubscribe`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// // SAFETY: subscribed above.
+/// unsafe { result::unsubscribe(subscriber) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn subscribe(
     subscriber: *mut sys::CUpti_SubscriberHandle,
     callback: sys::CUpti_CallbackFunc,
@@ -294,6 +600,19 @@ pub unsafe fn subscribe(
 ///
 /// # Safety
 /// Both pointers must be valid for one write.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// let (mut count, mut table): (usize, sys::CUpti_DomainTable) = (0, std::ptr::null_mut());
+/// // SAFETY: CUPTI writes the count and a static table.
+/// unsafe { result::supported_domains(&mut count, &mut table) }?;
+/// println!("{count} callback domains");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn supported_domains(
     domain_count: *mut usize,
     domain_table: *mut sys::CUpti_DomainTable,
@@ -306,6 +625,21 @@ pub unsafe fn supported_domains(
 ///
 /// # Safety
 /// `subscriber` must come from [`subscribe`] and not be used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::cupti::{result, result::activity, sys};
+/// # use cudrv_compat::imp::driver::{result as driver, sys as driver_sys};
+/// # driver::init()?;
+/// # let dev = driver::device::get(0)?;
+/// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
+/// unsafe extern "C" fn on_call(_user: *mut std::ffi::c_void, _domain: sys::CUpti_CallbackDomain, _cbid: sys::CUpti_CallbackId, _data: *const std::ffi::c_void) {}
+/// let mut subscriber: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+/// // SAFETY: `on_call` stays valid while subscribed; unsubscribed below.
+/// unsafe { result::subscribe(&mut subscriber, Some(on_call), std::ptr::null_mut()) }?;
+/// // SAFETY: subscribed above, unsubscribed once.
+/// unsafe { result::unsubscribe(subscriber) }?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe fn unsubscribe(subscriber: sys::CUpti_SubscriberHandle) -> Result<(), CuptiError> {
     // SAFETY: forwarded to the caller.
     unsafe { sys::cuptiUnsubscribe(subscriber) }.result()

@@ -3,6 +3,19 @@
 use super::*;
 
 /// The device handle of an ordinal.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let first = result::device::get(0)?;
+/// assert!(result::device::get(10_000).is_err());
+/// # let _ = first;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn get(ordinal: c_int) -> Result<sys::CUdevice, DriverError> {
     let mut dev = 0;
     // SAFETY: writes one handle through a valid pointer.
@@ -11,6 +24,17 @@ pub fn get(ordinal: c_int) -> Result<sys::CUdevice, DriverError> {
 }
 
 /// How many devices the driver sees.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// println!("{} devices", result::device::get_count()?);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn get_count() -> Result<c_int, DriverError> {
     let mut count = 0;
     // SAFETY: writes one int through a valid pointer.
@@ -22,6 +46,18 @@ pub fn get_count() -> Result<c_int, DriverError> {
 ///
 /// # Safety
 /// `dev` must be a handle from [`get`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: `dev` came from device::get.
+/// println!("{} GiB", unsafe { result::device::total_mem(dev) }? >> 30);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn total_mem(dev: sys::CUdevice) -> Result<usize, DriverError> {
     let mut bytes = 0;
     // SAFETY: writes one size through a valid pointer; the caller vouches for `dev`.
@@ -33,6 +69,19 @@ pub unsafe fn total_mem(dev: sys::CUdevice) -> Result<usize, DriverError> {
 ///
 /// # Safety
 /// `dev` must be a handle from [`get`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: `dev` came from device::get.
+/// let sms = unsafe { result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) }?;
+/// assert!(sms > 0);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn get_attribute(dev: sys::CUdevice, attrib: sys::CUdevice_attribute) -> Result<i32, DriverError> {
     let mut value = 0;
     // SAFETY: writes one int through a valid pointer; the caller vouches for `dev`.
@@ -41,6 +90,17 @@ pub unsafe fn get_attribute(dev: sys::CUdevice, attrib: sys::CUdevice_attribute)
 }
 
 /// The device's name.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// println!("{}", result::device::get_name(dev)?);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn get_name(dev: sys::CUdevice) -> Result<String, DriverError> {
     let mut buf = [0 as std::ffi::c_char; 256];
     // SAFETY: the driver writes at most `len` bytes, NUL included.
@@ -51,6 +111,17 @@ pub fn get_name(dev: sys::CUdevice) -> Result<String, DriverError> {
 }
 
 /// The device's UUID.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// println!("{:?}", result::device::get_uuid(dev)?.bytes);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn get_uuid(dev: sys::CUdevice) -> Result<sys::CUuuid, DriverError> {
     let mut uuid = sys::CUuuid::default();
     // SAFETY: writes one CUuuid through a valid pointer.
@@ -62,6 +133,19 @@ pub fn get_uuid(dev: sys::CUdevice) -> Result<sys::CUuuid, DriverError> {
 ///
 /// # Safety
 /// `dev` must be a handle from [`get`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: `dev` came from device::get.
+/// let pool = unsafe { result::device::get_default_mem_pool(dev) }?;
+/// assert!(!pool.is_null());
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn get_default_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
     let mut pool = std::ptr::null_mut();
     // SAFETY: writes one handle through a valid pointer; the caller vouches for `dev`.
@@ -73,6 +157,19 @@ pub unsafe fn get_default_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPo
 ///
 /// # Safety
 /// `dev` must be a handle from [`get`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: `dev` came from device::get.
+/// let pool = unsafe { result::device::get_mem_pool(dev) }?;
+/// # let _ = pool;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn get_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
     let mut pool = std::ptr::null_mut();
     // SAFETY: writes one handle through a valid pointer; the caller vouches for `dev`.
@@ -84,6 +181,18 @@ pub unsafe fn get_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, Driv
 ///
 /// # Safety
 /// `dev` must be a handle from [`get`] and `pool` a live pool of that device.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: the default pool of the same device.
+/// unsafe { result::device::set_mem_pool(dev, result::device::get_default_mem_pool(dev)?) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn set_mem_pool(dev: sys::CUdevice, pool: sys::CUmemoryPool) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for both handles.
     unsafe { cu!(cuDeviceSetMemPool(dev, pool)) }

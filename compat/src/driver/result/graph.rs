@@ -6,6 +6,26 @@ use super::*;
 ///
 /// # Safety
 /// `graph` must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live stream; the graph it captured is instantiated, launched and destroyed here.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let graph = result::stream::end_capture(stream)?;
+///     let exec = result::graph::instantiate(graph, sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+///     result::graph::launch(exec, stream)?;
+///     result::graph::exec_destroy(exec)?;
+///     result::graph::destroy(graph)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn instantiate(
     graph: sys::CUgraph,
     flags: sys::CUgraphInstantiate_flags,
@@ -20,6 +40,24 @@ pub unsafe fn instantiate(
 ///
 /// # Safety
 /// `graph_exec` must be live and not used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: as in `instantiate`; the executable is not used after it is destroyed.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let graph = result::stream::end_capture(stream)?;
+///     let exec = result::graph::instantiate(graph, sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+///     result::graph::exec_destroy(exec)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn exec_destroy(graph_exec: sys::CUgraphExec) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the handle.
     unsafe { cu!(cuGraphExecDestroy(graph_exec)) }
@@ -29,6 +67,23 @@ pub unsafe fn exec_destroy(graph_exec: sys::CUgraphExec) -> Result<(), DriverErr
 ///
 /// # Safety
 /// `graph` must be live and not used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: the captured graph is not used after it is destroyed.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let graph = result::stream::end_capture(stream)?;
+///     result::graph::destroy(graph)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn destroy(graph: sys::CUgraph) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the handle.
     unsafe { cu!(cuGraphDestroy(graph)) }
@@ -38,6 +93,26 @@ pub unsafe fn destroy(graph: sys::CUgraph) -> Result<(), DriverError> {
 ///
 /// # Safety
 /// Both handles must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live executable graph and stream.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let exec = result::graph::instantiate(result::stream::end_capture(stream)?, sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+///     for _ in 0..3 {
+///         result::graph::launch(exec, stream)?;
+///     }
+///     result::stream::synchronize(stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn launch(graph_exec: sys::CUgraphExec, stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for both handles.
     unsafe { cu!(cuGraphLaunch(graph_exec, stream)) }
@@ -47,6 +122,23 @@ pub unsafe fn launch(graph_exec: sys::CUgraphExec, stream: sys::CUstream) -> Res
 ///
 /// # Safety
 /// Both handles must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live executable graph and stream.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let exec = result::graph::instantiate(result::stream::end_capture(stream)?, sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+///     result::graph::upload(exec, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn upload(graph_exec: sys::CUgraphExec, stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for both handles.
     unsafe { cu!(cuGraphUpload(graph_exec, stream)) }

@@ -23,12 +23,35 @@ use super::sys;
 
 impl sys::CUresult {
     /// `Ok(())` for `CUDA_SUCCESS`, the code as a [`DriverError`] otherwise.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat::imp::driver::{result, sys};
+    /// # use std::ffi::CString;
+    /// # result::init()?;
+    /// # let dev = result::device::get(0)?;
+    /// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+    /// # unsafe { result::ctx::set_current(ctx) }?;
+    /// assert!(sys::CUresult::CUDA_SUCCESS.result().is_ok());
+    /// assert!(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY.result().is_err());
+    /// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+    /// ```
     pub fn result(self) -> Result<(), DriverError> {
         super::error::check(self)
     }
 }
 
 /// Initialises the driver (`cuInit(0)`); harmless to repeat.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// result::init()?; // every process calls it once before anything else
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn init() -> Result<(), DriverError> {
     // SAFETY: a flags word, no pointers.
     unsafe { cu!(cuInit(0)) }
@@ -50,6 +73,22 @@ pub mod stream;
 ///
 /// # Safety
 /// `stream` must be live; the memory is the caller's to free.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: freed in stream order below.
+/// unsafe {
+///     let p = result::malloc_async(stream, 4096)?;
+///     result::free_async(p, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn malloc_async(stream: sys::CUstream, num_bytes: usize) -> Result<sys::CUdeviceptr, DriverError> {
     let mut dptr = 0;
     // SAFETY: writes one pointer; the caller vouches for `stream`.
@@ -61,6 +100,21 @@ pub unsafe fn malloc_async(stream: sys::CUstream, num_bytes: usize) -> Result<sy
 ///
 /// # Safety
 /// A context must be current; the memory is the caller's to free.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: freed below, not used after.
+/// unsafe {
+///     let p = result::malloc_sync(4096)?;
+///     result::free_sync(p)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn malloc_sync(num_bytes: usize) -> Result<sys::CUdeviceptr, DriverError> {
     let mut dptr = 0;
     // SAFETY: writes one pointer through a valid pointer.
@@ -72,6 +126,21 @@ pub unsafe fn malloc_sync(num_bytes: usize) -> Result<sys::CUdeviceptr, DriverEr
 ///
 /// # Safety
 /// A context must be current; the memory is the caller's to free.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: freed below, not used after.
+/// unsafe {
+///     let p = result::malloc_managed(4096, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)?;
+///     result::free_sync(p)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn malloc_managed(num_bytes: usize, flags: sys::CUmemAttach_flags) -> Result<sys::CUdeviceptr, DriverError> {
     let mut dptr = 0;
     // SAFETY: writes one pointer through a valid pointer.
@@ -83,6 +152,21 @@ pub unsafe fn malloc_managed(num_bytes: usize, flags: sys::CUmemAttach_flags) ->
 ///
 /// # Safety
 /// A context must be current; free with [`free_host`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: freed below, not used after.
+/// unsafe {
+///     let p = result::malloc_host(4096, 0)?;
+///     result::free_host(p)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn malloc_host(num_bytes: usize, flags: c_uint) -> Result<*mut c_void, DriverError> {
     let mut ptr = std::ptr::null_mut();
     // SAFETY: writes one pointer through a valid pointer.
@@ -94,6 +178,18 @@ pub unsafe fn malloc_host(num_bytes: usize, flags: c_uint) -> Result<*mut c_void
 ///
 /// # Safety
 /// `host_ptr` must come from [`malloc_host`] and not be used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: from malloc_host, freed once.
+/// unsafe { result::free_host(result::malloc_host(64, 0)?) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn free_host(host_ptr: *mut c_void) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the pointer.
     unsafe { cu!(cuMemFreeHost(host_ptr)) }
@@ -103,6 +199,24 @@ pub unsafe fn free_host(host_ptr: *mut c_void) -> Result<(), DriverError> {
 ///
 /// # Safety
 /// The range must be managed memory.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let mut loc: sys::CUmemLocation = unsafe { std::mem::zeroed() };
+/// loc.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+/// loc.id = dev;
+/// // SAFETY: a managed allocation of 1 MiB.
+/// unsafe {
+///     let p = result::malloc_managed(1 << 20, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)?;
+///     result::mem_advise(p, 1 << 20, sys::CUmem_advise::CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn mem_advise(
     dptr: sys::CUdeviceptr,
     num_bytes: usize,
@@ -117,6 +231,25 @@ pub unsafe fn mem_advise(
 ///
 /// # Safety
 /// The range must be managed memory and `stream` live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// # let mut loc: sys::CUmemLocation = unsafe { std::mem::zeroed() };
+/// loc.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+/// loc.id = dev;
+/// // SAFETY: a managed allocation of 1 MiB, prefetched to the device before kernels use it.
+/// unsafe {
+///     let p = result::malloc_managed(1 << 20, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)?;
+///     result::mem_prefetch_async(p, 1 << 20, loc, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn mem_prefetch_async(
     dptr: sys::CUdeviceptr,
     num_bytes: usize,
@@ -131,6 +264,19 @@ pub unsafe fn mem_prefetch_async(
 ///
 /// # Safety
 /// `dptr` must be a live allocation not used by later work.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: allocated on the same stream, not used after.
+/// unsafe { result::free_async(result::malloc_async(stream, 256)?, stream) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn free_async(dptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the allocation and the stream.
     unsafe { cu!(cuMemFreeAsync(dptr, stream)) }
@@ -140,6 +286,18 @@ pub unsafe fn free_async(dptr: sys::CUdeviceptr, stream: sys::CUstream) -> Resul
 ///
 /// # Safety
 /// `dptr` must be a live allocation not used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: from malloc_sync, freed once.
+/// unsafe { result::free_sync(result::malloc_sync(256)?) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn free_sync(dptr: sys::CUdeviceptr) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the allocation.
     unsafe { cu!(cuMemFree_v2(dptr)) }
@@ -149,6 +307,18 @@ pub unsafe fn free_sync(dptr: sys::CUdeviceptr) -> Result<(), DriverError> {
 ///
 /// # Safety
 /// As [`free_sync`].
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: from malloc_sync, freed once.
+/// unsafe { result::memory_free(result::malloc_sync(256)?) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memory_free(device_ptr: sys::CUdeviceptr) -> Result<(), DriverError> {
     // SAFETY: forwarded to the caller.
     unsafe { free_sync(device_ptr) }
@@ -158,6 +328,23 @@ pub unsafe fn memory_free(device_ptr: sys::CUdeviceptr) -> Result<(), DriverErro
 ///
 /// # Safety
 /// The range must be device memory and `stream` live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: 256 bytes of a live allocation.
+/// unsafe {
+///     let p = result::malloc_async(stream, 256)?;
+///     result::memset_d8_async(p, 0xff, 256, stream)?;
+///     result::free_async(p, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memset_d8_async(
     dptr: sys::CUdeviceptr,
     uc: c_uchar,
@@ -172,6 +359,22 @@ pub unsafe fn memset_d8_async(
 ///
 /// # Safety
 /// The range must be device memory.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: 256 bytes of a live allocation.
+/// unsafe {
+///     let p = result::malloc_sync(256)?;
+///     result::memset_d8_sync(p, 0, 256)?;
+///     result::free_sync(p)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memset_d8_sync(dptr: sys::CUdeviceptr, uc: c_uchar, num_bytes: usize) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the range.
     unsafe { cu!(cuMemsetD8_v2(dptr, uc, num_bytes)) }
@@ -182,6 +385,24 @@ pub unsafe fn memset_d8_sync(dptr: sys::CUdeviceptr, uc: c_uchar, num_bytes: usi
 /// # Safety
 /// `dst` must hold `size_of_val(src)` bytes; `src` must stay alive and unmodified until the copy
 /// is done (pinned memory makes it truly asynchronous).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// let host = [1.0f32; 64];
+/// // SAFETY: the destination holds 256 bytes; `host` outlives the copy (synchronized below).
+/// unsafe {
+///     let p = result::malloc_async(stream, 256)?;
+///     result::memcpy_htod_async(p, &host, stream)?;
+///     result::stream::synchronize(stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_htod_async<T>(dst: sys::CUdeviceptr, src: &[T], stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the destination, the stream and the source's lifetime.
     unsafe { cu!(cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), size_of_val(src), stream)) }
@@ -191,6 +412,18 @@ pub unsafe fn memcpy_htod_async<T>(dst: sys::CUdeviceptr, src: &[T], stream: sys
 ///
 /// # Safety
 /// `dst` must hold `size_of_val(src)` bytes.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: the destination holds 16 bytes.
+/// unsafe { result::memcpy_htod_sync(result::malloc_sync(16)?, &[1u32, 2, 3, 4]) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_htod_sync<T>(dst: sys::CUdeviceptr, src: &[T]) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the destination.
     unsafe { cu!(cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), size_of_val(src))) }
@@ -201,6 +434,26 @@ pub unsafe fn memcpy_htod_sync<T>(dst: sys::CUdeviceptr, src: &[T]) -> Result<()
 /// # Safety
 /// `src` must hold `size_of_val(dst)` bytes of valid `T`s; `dst` must stay alive and untouched
 /// until the copy is done.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// let mut host = [0u8; 16];
+/// // SAFETY: 16 bytes each way; `host` is not touched until the stream is synchronized.
+/// unsafe {
+///     let p = result::malloc_async(stream, 16)?;
+///     result::memset_d8_async(p, 7, 16, stream)?;
+///     result::memcpy_dtoh_async(&mut host, p, stream)?;
+///     result::stream::synchronize(stream)?;
+/// }
+/// assert_eq!(host, [7; 16]);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_dtoh_async<T>(
     dst: &mut [T],
     src: sys::CUdeviceptr,
@@ -221,6 +474,24 @@ pub unsafe fn memcpy_dtoh_async<T>(
 ///
 /// # Safety
 /// `src` must hold `size_of_val(dst)` bytes of valid `T`s.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let mut host = [0u8; 16];
+/// // SAFETY: 16 bytes each way.
+/// unsafe {
+///     let p = result::malloc_sync(16)?;
+///     result::memset_d8_sync(p, 3, 16)?;
+///     result::memcpy_dtoh_sync(&mut host, p)?;
+/// }
+/// assert_eq!(host, [3; 16]);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_dtoh_sync<T>(dst: &mut [T], src: sys::CUdeviceptr) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the source.
     unsafe { cu!(cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, size_of_val(dst))) }
@@ -230,6 +501,22 @@ pub unsafe fn memcpy_dtoh_sync<T>(dst: &mut [T], src: sys::CUdeviceptr) -> Resul
 ///
 /// # Safety
 /// Both ranges must be device memory of `num_bytes` and `stream` live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: both allocations hold 64 bytes.
+/// unsafe {
+///     let (a, b) = (result::malloc_async(stream, 64)?, result::malloc_async(stream, 64)?);
+///     result::memcpy_dtod_async(b, a, 64, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_dtod_async(
     dst: sys::CUdeviceptr,
     src: sys::CUdeviceptr,
@@ -244,6 +531,21 @@ pub unsafe fn memcpy_dtod_async(
 ///
 /// # Safety
 /// Both ranges must be device memory of `num_bytes`.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// // SAFETY: both allocations hold 64 bytes.
+/// unsafe {
+///     let (a, b) = (result::malloc_sync(64)?, result::malloc_sync(64)?);
+///     result::memcpy_dtod_sync(b, a, 64)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_dtod_sync(
     dst: sys::CUdeviceptr,
     src: sys::CUdeviceptr,
@@ -257,6 +559,22 @@ pub unsafe fn memcpy_dtod_sync(
 ///
 /// # Safety
 /// Both ranges must be device memory of `num_bytes` in their contexts, and `stream` live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: both allocations hold 64 bytes in `ctx` (a peer copy within one context).
+/// unsafe {
+///     let (a, b) = (result::malloc_sync(64)?, result::malloc_sync(64)?);
+///     result::memcpy_peer_async(ctx, b, ctx, a, 64, stream)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn memcpy_peer_async(
     dst_ctx: sys::CUcontext,
     dst: sys::CUdeviceptr,
@@ -270,6 +588,18 @@ pub unsafe fn memcpy_peer_async(
 }
 
 /// (free, total) bytes of the current context's device.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let (free, total) = result::mem_get_info()?;
+/// assert!(free <= total);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn mem_get_info() -> Result<(usize, usize), DriverError> {
     let (mut free, mut total) = (0, 0);
     // SAFETY: writes two sizes through valid pointers.
@@ -286,6 +616,23 @@ pub mod event;
 /// # Safety
 /// `kernel_params` must point to values matching the kernel's parameters, and every device
 /// pointer among them must be valid for what the kernel does.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("scale").unwrap()) }?;
+/// let (mut ptr, mut n) = (unsafe { result::malloc_sync(4096) }?, 1024u32);
+/// let mut params = [(&mut ptr as *mut sys::CUdeviceptr).cast(), (&mut n as *mut u32).cast()];
+/// // SAFETY: scale(float* x, unsigned n) takes these two parameters; x holds n floats.
+/// unsafe { result::launch_kernel(f, (1, 1, 1), (1024, 1, 1), 0, stream, &mut params) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn launch_kernel(
     f: sys::CUfunction,
     grid_dim: (c_uint, c_uint, c_uint),
@@ -316,6 +663,21 @@ pub unsafe fn launch_kernel(
 ///
 /// # Safety
 /// As [`launch_kernel`]; the grid must fit on the device at once.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("grid_sync").unwrap()) }?;
+/// // SAFETY: grid_sync() takes no parameters; 132 blocks of 256 are resident at once.
+/// unsafe { result::launch_cooperative_kernel(f, (132, 1, 1), (256, 1, 1), 0, stream, &mut []) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn launch_cooperative_kernel(
     f: sys::CUfunction,
     grid_dim: (c_uint, c_uint, c_uint),

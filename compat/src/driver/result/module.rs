@@ -3,6 +3,19 @@
 use super::*;
 
 /// Loads a module from a file (PTX, cubin or fatbin).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// // SAFETY: not used after.
+/// unsafe { result::module::unload(module) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn load(fname: CString) -> Result<sys::CUmodule, DriverError> {
     let mut module = std::ptr::null_mut();
     // SAFETY: a NUL-terminated path; writes one handle.
@@ -14,6 +27,20 @@ pub fn load(fname: CString) -> Result<sys::CUmodule, DriverError> {
 ///
 /// # Safety
 /// `image` must point to a complete image.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let ptx = CString::new(".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k() { ret; }").unwrap();
+/// // SAFETY: NUL-terminated PTX text.
+/// let module = unsafe { result::module::load_data(ptx.as_ptr().cast()) }?;
+/// # let _ = module;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn load_data(image: *const c_void) -> Result<sys::CUmodule, DriverError> {
     let mut module = std::ptr::null_mut();
     // SAFETY: the caller vouches for the image; writes one handle.
@@ -25,6 +52,20 @@ pub unsafe fn load_data(image: *const c_void) -> Result<sys::CUmodule, DriverErr
 ///
 /// # Safety
 /// `module` must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// // SAFETY: a live module.
+/// let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// assert!(!f.is_null());
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn get_function(module: sys::CUmodule, name: CString) -> Result<sys::CUfunction, DriverError> {
     let mut function = std::ptr::null_mut();
     // SAFETY: a NUL-terminated name; writes one handle; the caller vouches for `module`.
@@ -36,6 +77,20 @@ pub unsafe fn get_function(module: sys::CUmodule, name: CString) -> Result<sys::
 ///
 /// # Safety
 /// `module` must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// // SAFETY: a live module.
+/// let (ptr, bytes) = unsafe { result::module::get_global(module, CString::new("counter").unwrap()) }?;
+/// println!("{bytes} B at {ptr:#x}");
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn get_global(module: sys::CUmodule, name: CString) -> Result<(sys::CUdeviceptr, usize), DriverError> {
     let (mut dptr, mut bytes) = (0, 0);
     // SAFETY: a NUL-terminated name; writes two values; the caller vouches for `module`.
@@ -47,6 +102,19 @@ pub unsafe fn get_global(module: sys::CUmodule, name: CString) -> Result<(sys::C
 ///
 /// # Safety
 /// `module` must be live; its functions and globals are not used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// // SAFETY: none of its functions is used after.
+/// unsafe { result::module::unload(module) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn unload(module: sys::CUmodule) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for `module`.
     unsafe { cu!(cuModuleUnload(module)) }

@@ -6,6 +6,21 @@ use super::*;
 ///
 /// # Safety
 /// `f` must be a live function handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// // SAFETY: a live function.
+/// let smem = unsafe { result::occupancy::available_dynamic_shared_mem_per_block(f, 2, 256) }?;
+/// println!("{smem} B");
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn available_dynamic_shared_mem_per_block(
     f: sys::CUfunction,
     num_blocks: c_int,
@@ -25,6 +40,21 @@ pub unsafe fn available_dynamic_shared_mem_per_block(
 ///
 /// # Safety
 /// `f` must be a live function handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// // SAFETY: a live function.
+/// let blocks = unsafe { result::occupancy::max_active_block_per_multiprocessor(f, 256, 0) }?;
+/// println!("{blocks} blocks per SM");
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn max_active_block_per_multiprocessor(
     f: sys::CUfunction,
     block_size: c_int,
@@ -47,6 +77,21 @@ pub unsafe fn max_active_block_per_multiprocessor(
 ///
 /// # Safety
 /// `f` must be a live function handle.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// // SAFETY: a live function.
+/// let blocks = unsafe { result::occupancy::max_active_block_per_multiprocessor_with_flags(f, 256, 0, 0) }?;
+/// # let _ = blocks;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn max_active_block_per_multiprocessor_with_flags(
     f: sys::CUfunction,
     block_size: c_int,
@@ -71,6 +116,21 @@ pub unsafe fn max_active_block_per_multiprocessor_with_flags(
 ///
 /// # Safety
 /// `f` must be a live function handle; the callback, if any, must be safe to call.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// // SAFETY: a live function; no per-block-size shared memory callback.
+/// let (grid, block) = unsafe { result::occupancy::max_potential_block_size(f, None, 0, 0) }?;
+/// println!("{block} threads, {grid} blocks");
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn max_potential_block_size(
     f: sys::CUfunction,
     block_size_to_dynamic_smem_size: sys::CUoccupancyB2DSize,
@@ -93,6 +153,21 @@ pub unsafe fn max_potential_block_size(
 ///
 /// # Safety
 /// `f` must be a live function handle; the callback, if any, must be safe to call.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// # let module = result::module::load(CString::new("kernels.cubin").unwrap())?;
+/// # let f = unsafe { result::module::get_function(module, CString::new("k").unwrap()) }?;
+/// // SAFETY: a live function; no per-block-size shared memory callback.
+/// let (grid, block) = unsafe { result::occupancy::max_potential_block_size_with_flags(f, None, 0, 0, 0) }?;
+/// # let _ = (grid, block);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn max_potential_block_size_with_flags(
     f: sys::CUfunction,
     block_size_to_dynamic_smem_size: sys::CUoccupancyB2DSize,

@@ -3,6 +3,20 @@
 use super::*;
 
 /// How a created stream relates to the legacy default stream.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// use result::stream::StreamKind;
+/// let s = result::stream::create(StreamKind::NonBlocking)?;
+/// // SAFETY: created above, not used after.
+/// unsafe { result::stream::destroy(s) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamKind {
     /// Synchronizes with the legacy default stream (`CU_STREAM_DEFAULT`).
@@ -21,11 +35,34 @@ impl StreamKind {
 }
 
 /// The legacy default stream (a null handle).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// assert!(result::stream::null().is_null());
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn null() -> sys::CUstream {
     std::ptr::null_mut()
 }
 
 /// Creates a stream in the current context.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let s = result::stream::create(result::stream::StreamKind::Default)?;
+/// assert!(!s.is_null());
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn create(kind: StreamKind) -> Result<sys::CUstream, DriverError> {
     let mut stream = std::ptr::null_mut();
     // SAFETY: writes one handle through a valid pointer.
@@ -34,6 +71,19 @@ pub fn create(kind: StreamKind) -> Result<sys::CUstream, DriverError> {
 }
 
 /// Creates a stream with a priority (lower numbers run first).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let (_, highest) = result::stream::get_priority_range()?;
+/// let s = result::stream::create_with_priority(result::stream::StreamKind::NonBlocking, highest)?;
+/// # let _ = s;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn create_with_priority(kind: StreamKind, priority: i32) -> Result<sys::CUstream, DriverError> {
     let mut stream = std::ptr::null_mut();
     // SAFETY: writes one handle through a valid pointer.
@@ -42,6 +92,18 @@ pub fn create_with_priority(kind: StreamKind, priority: i32) -> Result<sys::CUst
 }
 
 /// (least, greatest) stream priority of the current context.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let (least, greatest) = result::stream::get_priority_range()?;
+/// assert!(greatest <= least);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub fn get_priority_range() -> Result<(i32, i32), DriverError> {
     let (mut least, mut greatest) = (0, 0);
     // SAFETY: writes two ints through valid pointers.
@@ -53,6 +115,19 @@ pub fn get_priority_range() -> Result<(i32, i32), DriverError> {
 ///
 /// # Safety
 /// `stream` must be live (or null).
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live stream.
+/// unsafe { result::stream::synchronize(stream) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn synchronize(stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for `stream`.
     unsafe { cu!(cuStreamSynchronize(stream)) }
@@ -62,6 +137,19 @@ pub unsafe fn synchronize(stream: sys::CUstream) -> Result<(), DriverError> {
 ///
 /// # Safety
 /// `stream` must be live and not used afterwards.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: not used after.
+/// unsafe { result::stream::destroy(stream) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn destroy(stream: sys::CUstream) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for `stream`.
     unsafe { cu!(cuStreamDestroy_v2(stream)) }
@@ -71,6 +159,23 @@ pub unsafe fn destroy(stream: sys::CUstream) -> Result<(), DriverError> {
 ///
 /// # Safety
 /// Both handles must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+/// // SAFETY: live event and streams.
+/// unsafe {
+///     result::event::record(e, result::stream::null())?;
+///     result::stream::wait_event(stream, e, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn wait_event(
     stream: sys::CUstream,
     event: sys::CUevent,
@@ -84,6 +189,22 @@ pub unsafe fn wait_event(
 ///
 /// # Safety
 /// `stream` must be live and `dptr..dptr+num_bytes` managed memory.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a managed allocation, attached to this stream only.
+/// unsafe {
+///     let p = result::malloc_managed(4096, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)?;
+///     result::stream::attach_mem_async(stream, p, 0, sys::CUmemAttach_flags::CU_MEM_ATTACH_SINGLE)?;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn attach_mem_async(
     stream: sys::CUstream,
     dptr: sys::CUdeviceptr,
@@ -99,6 +220,22 @@ pub unsafe fn attach_mem_async(
 /// # Safety
 /// `stream` must be live; `func` must be safe to call with `arg` from another thread and must
 /// not call the CUDA API.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// unsafe extern "C" fn done(_arg: *mut std::ffi::c_void) {
+///     eprintln!("the stream reached this point");
+/// }
+/// // SAFETY: `done` makes no CUDA calls; its argument is unused.
+/// unsafe { result::stream::launch_host_function(stream, done, std::ptr::null_mut()) }?;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn launch_host_function(
     stream: sys::CUstream,
     func: unsafe extern "C" fn(*mut c_void),
@@ -112,6 +249,23 @@ pub unsafe fn launch_host_function(
 ///
 /// # Safety
 /// `stream` must be live and not the legacy default stream.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live stream; the capture is ended below.
+/// unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+///     let graph = result::stream::end_capture(stream)?;
+///     # let _ = graph;
+/// }
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn begin_capture(stream: sys::CUstream, mode: sys::CUstreamCaptureMode) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for `stream`.
     unsafe { cu!(cuStreamBeginCapture_v2(stream, mode)) }
@@ -121,6 +275,23 @@ pub unsafe fn begin_capture(stream: sys::CUstream, mode: sys::CUstreamCaptureMod
 ///
 /// # Safety
 /// `stream` must be capturing.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live stream in capture.
+/// let graph = unsafe {
+///     result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     result::stream::end_capture(stream)?
+/// };
+/// # let _ = graph;
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn end_capture(stream: sys::CUstream) -> Result<sys::CUgraph, DriverError> {
     let mut graph = std::ptr::null_mut();
     // SAFETY: writes one handle; the caller vouches for `stream`.
@@ -132,6 +303,20 @@ pub unsafe fn end_capture(stream: sys::CUstream) -> Result<sys::CUgraph, DriverE
 ///
 /// # Safety
 /// `stream` must be live.
+///
+/// ```no_run
+/// # use cudrv_compat::imp::driver::{result, sys};
+/// # use std::ffi::CString;
+/// # result::init()?;
+/// # let dev = result::device::get(0)?;
+/// # let ctx = unsafe { result::primary_ctx::retain(dev) }?;
+/// # unsafe { result::ctx::set_current(ctx) }?;
+/// let stream = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+/// // SAFETY: a live stream.
+/// let status = unsafe { result::stream::is_capturing(stream) }?;
+/// assert_eq!(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+/// # Ok::<(), cudrv_compat::imp::driver::DriverError>(())
+/// ```
 pub unsafe fn is_capturing(stream: sys::CUstream) -> Result<sys::CUstreamCaptureStatus, DriverError> {
     let mut status = sys::CUstreamCaptureStatus::default();
     // SAFETY: writes one enum value (sys stores only values it names).

@@ -22,6 +22,14 @@ fn same_len(what: &str, dst: usize, src: usize) -> Result<(), DriverError> {
 
 impl CudaDevice {
     /// A zero-length slice.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// assert!(dev.null::<f32>()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn null<T>(self: &Arc<Self>) -> Result<CudaSlice<T>, DriverError> {
         // SAFETY: zero bytes: nothing to initialise.
         unsafe { self.alloc_bytes(0, 0) }
@@ -39,6 +47,16 @@ impl CudaDevice {
     ///
     /// # Safety
     /// The contents are uninitialised: write them before reading them.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// // SAFETY: written (the copy below) before it is read.
+    /// let mut x = unsafe { dev.alloc::<f32>(2) }?;
+    /// dev.htod_sync_copy_into(&[1.0f32, 2.0], &mut x)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn alloc<T: DeviceRepr>(self: &Arc<Self>, len: usize) -> Result<CudaSlice<T>, DriverError> {
         let bytes = len
             .checked_mul(size_of::<T>())
@@ -48,6 +66,15 @@ impl CudaDevice {
     }
 
     /// `len` zeroed elements.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.alloc_zeros::<i32>(3)?;
+    /// assert_eq!(dev.dtoh_sync_copy(&x)?, vec![0; 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn alloc_zeros<T: ValidAsZeroBits + DeviceRepr>(
         self: &Arc<Self>,
         len: usize,
@@ -59,6 +86,16 @@ impl CudaDevice {
     }
 
     /// Sets every byte of `dst` to zero.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let mut x = dev.htod_sync_copy(&[7i32; 3])?;
+    /// dev.memset_zeros(&mut x)?;
+    /// assert_eq!(dev.dtoh_sync_copy(&x)?, vec![0; 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn memset_zeros<T: ValidAsZeroBits + DeviceRepr, Dst: DevicePtrMut<T>>(
         self: &Arc<Self>,
         dst: &mut Dst,
@@ -73,6 +110,17 @@ impl CudaDevice {
     }
 
     /// Copies `src` into `dst` (equal lengths), device to device.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let a = dev.htod_sync_copy(&[1u8, 2])?;
+    /// let mut b = dev.alloc_zeros::<u8>(2)?;
+    /// dev.dtod_copy(&a, &mut b)?;
+    /// assert_eq!(dev.dtoh_sync_copy(&b)?, vec![1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dtod_copy<T: DeviceRepr, Src: DevicePtr<T>, Dst: DevicePtrMut<T>>(
         self: &Arc<Self>,
         src: &Src,
@@ -96,11 +144,29 @@ impl CudaDevice {
     }
 
     /// A new slice holding `src`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.htod_copy(vec![1.5f32; 8])?; // the Vec is kept until the copy is done
+    /// assert_eq!(x.len(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn htod_copy<T: Unpin + DeviceRepr>(self: &Arc<Self>, src: Vec<T>) -> Result<CudaSlice<T>, DriverError> {
         self.htod_sync_copy(&src)
     }
 
     /// Copies `src` into `dst` (equal lengths).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let mut x = dev.alloc_zeros::<f32>(2)?;
+    /// dev.htod_copy_into(vec![3.0f32, 4.0], &mut x)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn htod_copy_into<T: DeviceRepr + Unpin>(
         self: &Arc<Self>,
         src: Vec<T>,
@@ -110,6 +176,15 @@ impl CudaDevice {
     }
 
     /// A new slice holding `src`.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.htod_sync_copy(&[1u64, 2, 3])?;
+    /// assert_eq!(x.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn htod_sync_copy<T: DeviceRepr>(self: &Arc<Self>, src: &[T]) -> Result<CudaSlice<T>, DriverError> {
         // SAFETY: every element is written by the copy before anyone reads it.
         let mut dst = unsafe { self.alloc::<T>(src.len()) }?;
@@ -118,6 +193,16 @@ impl CudaDevice {
     }
 
     /// Copies `src` into `dst` (equal lengths); returns when the copy is done.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let mut x = dev.alloc_zeros::<u64>(3)?;
+    /// dev.htod_sync_copy_into(&[4u64, 5, 6], &mut x)?;
+    /// assert!(dev.htod_sync_copy_into(&[1u64], &mut x).is_err()); // lengths must match
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn htod_sync_copy_into<T: DeviceRepr, Dst: DevicePtrMut<T>>(
         self: &Arc<Self>,
         src: &[T],
@@ -142,6 +227,15 @@ impl CudaDevice {
     }
 
     /// `src`'s contents.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.htod_sync_copy(&[1.0f64, 2.0])?;
+    /// assert_eq!(dev.dtoh_sync_copy(&x)?, vec![1.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dtoh_sync_copy<T: DeviceRepr, Src: DevicePtr<T>>(
         self: &Arc<Self>,
         src: &Src,
@@ -157,6 +251,17 @@ impl CudaDevice {
     }
 
     /// Copies `src` into `dst` (equal lengths).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.htod_sync_copy(&[8u8, 9])?;
+    /// let mut host = [0u8; 2];
+    /// dev.dtoh_sync_copy_into(&x, &mut host)?;
+    /// assert_eq!(host, [8, 9]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dtoh_sync_copy_into<T: DeviceRepr, Src: DevicePtr<T>>(
         self: &Arc<Self>,
         src: &Src,
@@ -185,6 +290,15 @@ impl CudaDevice {
     }
 
     /// `src`'s contents; the slice is freed.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let x = dev.htod_sync_copy(&[1i16, 2])?;
+    /// assert_eq!(dev.sync_reclaim(x)?, vec![1, 2]); // the buffer is freed
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sync_reclaim<T: Clone + Default + DeviceRepr + Unpin>(
         self: &Arc<Self>,
         src: CudaSlice<T>,
@@ -197,6 +311,17 @@ impl CudaDevice {
     /// # Safety
     /// `cu_device_ptr` must be a live allocation of at least `len` elements, from
     /// [`CudaSlice::leak`] or the driver's allocator, owned by nobody else.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # use std::sync::Arc;
+    /// # let dev = CudaDevice::new(0)?;
+    /// let raw = dev.alloc_zeros::<f32>(16)?.leak();
+    /// // SAFETY: `raw` holds 16 f32 of this device and nothing else owns it.
+    /// let x: CudaSlice<f32> = unsafe { dev.upgrade_device_ptr(raw, 16) };
+    /// assert_eq!(x.len(), 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn upgrade_device_ptr<T>(self: &Arc<Self>, cu_device_ptr: sys::CUdeviceptr, len: usize) -> CudaSlice<T> {
         // SAFETY: forwarded: the caller hands over the allocation.
         let bytes = unsafe {

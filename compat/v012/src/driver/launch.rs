@@ -22,6 +22,12 @@ use super::{sys, DriverError, LaunchConfig};
 /// ```
 pub unsafe trait DeviceRepr {
     /// A pointer to the parameter's bytes, valid while `self` is borrowed.
+    ///
+    /// ```
+    /// use cudrv_compat_012::driver::DeviceRepr;
+    /// let n = 5u32;
+    /// assert_eq!(n.as_kernel_param() as *const u32, &n as *const u32);
+    /// ```
     #[inline(always)]
     fn as_kernel_param(&self) -> *mut c_void {
         self as *const Self as *mut c_void
@@ -110,12 +116,36 @@ pub unsafe trait LaunchAsync<Params> {
     /// # Safety
     /// The arguments must match the kernel's parameters in number, order and type, and the
     /// kernel must only touch memory it is given.
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// dev.load_ptx(cudrv_compat_012::nvrtc::Ptx::from_file("kernels.ptx"), "kernels", &["scale"])?;
+    /// let f = dev.get_func("kernels", "scale").unwrap();
+    /// let mut x = dev.alloc_zeros::<f32>(1024)?;
+    /// // SAFETY: scale(float* x, float a, size_t n) matches.
+    /// unsafe { f.launch(LaunchConfig::for_num_elems(1024), (&mut x, 2.0f32, 1024usize)) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn launch(self, cfg: LaunchConfig, params: Params) -> Result<(), DriverError>;
 
     /// Launches on `stream`.
     ///
     /// # Safety
     /// As for [`launch`](Self::launch).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// dev.load_ptx(cudrv_compat_012::nvrtc::Ptx::from_file("kernels.ptx"), "kernels", &["scale"])?;
+    /// let f = dev.get_func("kernels", "scale").unwrap();
+    /// let mut x = dev.alloc_zeros::<f32>(1024)?;
+    /// let side = dev.fork_default_stream()?;
+    /// // SAFETY: scale(float* x, float a, size_t n) matches; `x` is ordered on `side`.
+    /// unsafe { f.launch_on_stream(&side, LaunchConfig::for_num_elems(1024), (&mut x, 2.0f32, 1024usize)) }?;
+    /// dev.wait_for(&side)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn launch_on_stream(self, stream: &CudaStream, cfg: LaunchConfig, params: Params)
         -> Result<(), DriverError>;
 
@@ -123,6 +153,18 @@ pub unsafe trait LaunchAsync<Params> {
     ///
     /// # Safety
     /// As for [`launch`](Self::launch).
+    ///
+    /// ```no_run
+    /// # use cudrv_compat_012::driver::*;
+    /// # let dev = CudaDevice::new(0)?;
+    /// dev.load_ptx(cudrv_compat_012::nvrtc::Ptx::from_file("kernels.ptx"), "kernels", &["scale"])?;
+    /// let f = dev.get_func("kernels", "scale").unwrap();
+    /// let mut x = dev.alloc_zeros::<f32>(1024)?;
+    /// let cfg = LaunchConfig { grid_dim: (4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    /// // SAFETY: scale(float* x, float a, size_t n) matches; 4 blocks are resident at once.
+    /// unsafe { f.launch_cooperative(cfg, (&mut x, 2.0f32, 1024usize)) }?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     unsafe fn launch_cooperative(self, cfg: LaunchConfig, params: Params) -> Result<(), DriverError>;
 }
 
