@@ -21,7 +21,11 @@ use crate::imp::driver::sys as driver_sys;
 /// let mut config: sys::CUpti_ActivityPCSamplingConfig = unsafe { std::mem::zeroed() };
 /// config.size = std::mem::size_of_val(&config) as u32;
 /// // SAFETY: a live context and a sized configuration.
-/// unsafe { activity::configure_pc_sampling(ctx, &mut config) }?;
+/// if let Err(e) = unsafe { activity::configure_pc_sampling(ctx, &mut config) } {
+///     // The legacy PC-sampling activity is gone on recent GPUs (the H100 answers
+///     // CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED): CUPTI's PC-sampling API replaces it.
+///     eprintln!("legacy PC sampling: {e:?}");
+/// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn configure_pc_sampling(
@@ -217,7 +221,9 @@ pub fn enable_driver_api(cbid: sys::CUpti_CallbackId, enable: u8) -> Result<(), 
 /// # driver::init()?;
 /// # let dev = driver::device::get(0)?;
 /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
-/// activity::enable_hw_trace(1)?;
+/// if let Err(e) = activity::enable_hw_trace(1) {
+///     eprintln!("hardware-based tracing is not available here: {e:?}"); // e.g. on the H100
+/// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn enable_hw_trace(enable: u8) -> Result<(), CuptiError> {

@@ -263,7 +263,10 @@ pub fn finalize() -> Result<(), CuptiError> {
 /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
 /// let mut state: sys::CUpti_ActivityAutoBoostState = unsafe { std::mem::zeroed() };
 /// // SAFETY: a live context; one value written.
-/// unsafe { result::get_auto_boost_state(ctx, &mut state) }?;
+/// match unsafe { result::get_auto_boost_state(ctx, &mut state) } {
+///     Ok(()) => println!("auto boost: {}", state.enabled),
+///     Err(e) => eprintln!("auto boost state not reported on this GPU: {e:?}"), // the H100's answer
+/// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn get_auto_boost_state(
@@ -384,10 +387,16 @@ pub unsafe fn get_device_id(context: driver_sys::CUcontext, device_id: *mut u32)
 /// # driver::init()?;
 /// # let dev = driver::device::get(0)?;
 /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
-/// let exec: driver_sys::CUgraphExec = std::ptr::null_mut(); // from driver::graph::instantiate
+/// # unsafe { driver::ctx::set_current(ctx) }?;
+/// let stream = driver::stream::create(driver::stream::StreamKind::NonBlocking)?;
 /// let mut id = 0u32;
-/// // SAFETY: a live executable graph; one u32 written.
-/// unsafe { result::get_graph_exec_id(exec, &mut id) }?;
+/// // SAFETY: a live stream; the captured (empty) graph is instantiated, then its id written.
+/// unsafe {
+///     driver::stream::begin_capture(stream, driver_sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let graph = driver::stream::end_capture(stream)?;
+///     let exec = driver::graph::instantiate(graph, driver_sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)?;
+///     result::get_graph_exec_id(exec, &mut id)?;
+/// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn get_graph_exec_id(graph_exec: driver_sys::CUgraphExec, p_id: *mut u32) -> Result<(), CuptiError> {
@@ -406,10 +415,15 @@ pub unsafe fn get_graph_exec_id(graph_exec: driver_sys::CUgraphExec, p_id: *mut 
 /// # driver::init()?;
 /// # let dev = driver::device::get(0)?;
 /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
-/// let graph: driver_sys::CUgraph = std::ptr::null_mut(); // from driver::stream::end_capture
+/// # unsafe { driver::ctx::set_current(ctx) }?;
+/// let stream = driver::stream::create(driver::stream::StreamKind::NonBlocking)?;
 /// let mut id = 0u32;
-/// // SAFETY: a live graph; one u32 written.
-/// unsafe { result::get_graph_id(graph, &mut id) }?;
+/// // SAFETY: a live stream; the captured (empty) graph's id is written.
+/// unsafe {
+///     driver::stream::begin_capture(stream, driver_sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+///     let graph = driver::stream::end_capture(stream)?;
+///     result::get_graph_id(graph, &mut id)?;
+/// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn get_graph_id(graph: driver_sys::CUgraph, p_id: *mut u32) -> Result<(), CuptiError> {
@@ -428,10 +442,11 @@ pub unsafe fn get_graph_id(graph: driver_sys::CUgraph, p_id: *mut u32) -> Result
 /// # driver::init()?;
 /// # let dev = driver::device::get(0)?;
 /// # let ctx = unsafe { driver::primary_ctx::retain(dev) }?;
-/// let node: driver_sys::CUgraphNode = std::ptr::null_mut(); // a node of a live graph
+/// let node: driver_sys::CUgraphNode = std::ptr::null_mut(); // e.g. from cuGraphGetNodes
 /// let mut id = 0u64;
-/// // SAFETY: a live node; one u64 written.
-/// unsafe { result::get_graph_node_id(node, &mut id) }?;
+/// // SAFETY: one u64 written; a null node is refused, not dereferenced.
+/// let r = unsafe { result::get_graph_node_id(node, &mut id) };
+/// assert!(r.is_err()); // CUPTI_ERROR_INVALID_PARAMETER for the null node
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub unsafe fn get_graph_node_id(node: driver_sys::CUgraphNode, node_id: *mut u64) -> Result<(), CuptiError> {
