@@ -307,6 +307,34 @@ impl BenchType for bf16 {
     }
 }
 
+/// A suite's summary: per type, the rows with a cuBLAS figure (`(type, ratio, what)`), their
+/// geometric mean ratio, the worst one and what it was, and how many fall below `floor`.
+pub(crate) fn print_summary(types: &[String], rows: &[(String, f64, String)], floor: f64) {
+    println!(
+        "\n{:<5} {:>5} {:>8} {:>7} {:>7}  worst case",
+        "type",
+        "cases",
+        "geomean",
+        "worst",
+        format!("<{floor}x")
+    );
+    for ty in types {
+        let mine: Vec<&(String, f64, String)> = rows.iter().filter(|r| &r.0 == ty).collect();
+        let Some(worst) = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+            println!("{ty:<5} no cuBLAS figures");
+            continue;
+        };
+        let geomean = (mine.iter().map(|r| r.1.ln()).sum::<f64>() / mine.len() as f64).exp();
+        let below = mine.iter().filter(|r| r.1 < floor).count();
+        println!(
+            "{ty:<5} {:>5} {geomean:>8.3} {:>7.3} {below:>7}  {}",
+            mine.len(),
+            worst.1,
+            worst.2
+        );
+    }
+}
+
 /// The largest relative difference from cuBLAS's result a row of type `ty` with depth `k` may
 /// show: the types' rounding, and for exact f32 its growth with sqrt(k) past 1024.
 pub(crate) fn diff_bound(ty: &str, k: usize) -> f64 {
@@ -684,24 +712,7 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
         }
     }
     if o.suite {
-        println!(
-            "\n{:<5} {:>5} {:>8} {:>7} {:>7}  worst case",
-            "type", "cases", "geomean", "worst", "<0.95x"
-        );
-        for ty in &o.types {
-            let mine: Vec<&(String, f64, String)> = ratios.iter().filter(|r| &r.0 == ty).collect();
-            let Some(worst) = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
-                continue;
-            };
-            let geomean = (mine.iter().map(|r| r.1.ln()).sum::<f64>() / mine.len() as f64).exp();
-            let below = mine.iter().filter(|r| r.1 < 0.95).count();
-            println!(
-                "{ty:<5} {:>5} {geomean:>8.3} {:>7.3} {below:>7}  {}",
-                mine.len(),
-                worst.1,
-                worst.2
-            );
-        }
+        print_summary(&o.types, &ratios, 0.95);
     }
     Ok(ok)
 }

@@ -38,7 +38,7 @@ use cudrv::selftest::{FromF64, Rng};
 use cudrv::{DeviceBuffer, DeviceSlice, Result, Stream};
 use half::{bf16, f16};
 
-use crate::bench_blas::{diff_bound, ratio_cells, rel_diff, BenchType};
+use crate::bench_blas::{diff_bound, print_summary, ratio_cells, rel_diff, BenchType};
 use crate::cublas::{self, Cublas};
 use crate::timing::time_pair;
 
@@ -165,13 +165,6 @@ pub(crate) fn gemm_cases() -> Vec<Case> {
     v
 }
 
-/// One measured row.
-struct Row {
-    ty: &'static str,
-    case: Case,
-    ratio: Option<f64>,
-}
-
 /// Runs the suite for `types` and prints each row, then a summary per type; `Ok(false)` when a
 /// result differed from cuBLAS's by more than the type's bound.
 pub(crate) fn run_gemm(
@@ -229,54 +222,17 @@ pub(crate) fn run_gemm(
                 cells[3],
                 if good { "" } else { "  MISMATCH" }
             );
-            rows.push(Row {
-                ty: static_type(ty),
-                case: c.clone(),
-                ratio: theirs.map(|t| ours / t),
-            });
+            if let Some(t) = theirs {
+                rows.push((
+                    ty.clone(),
+                    ours / t,
+                    format!("{} {m}x{n}x{k} batch {}", c.group, c.batch),
+                ));
+            }
         }
     }
-    summary(&rows, types);
+    print_summary(types, &rows, 0.85);
     Ok(ok)
-}
-
-fn static_type(ty: &str) -> &'static str {
-    ["f32", "tf32", "f16", "bf16", "f64"]
-        .into_iter()
-        .find(|t| *t == ty)
-        .unwrap_or("?")
-}
-
-/// Per type: cases, geometric mean and worst ratio to cuBLAS, cases below 0.85x.
-fn summary(rows: &[Row], types: &[String]) {
-    println!(
-        "\n{:<5} {:>5} {:>8} {:>7} {:>7}  worst case",
-        "type", "cases", "geomean", "worst", "<0.85x"
-    );
-    for ty in types {
-        let mine: Vec<&Row> = rows.iter().filter(|r| r.ty == ty && r.ratio.is_some()).collect();
-        if mine.is_empty() {
-            println!("{ty:<5} no cuBLAS figures");
-            continue;
-        }
-        let ratios: Vec<f64> = mine.iter().filter_map(|r| r.ratio).collect();
-        let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        let worst = mine
-            .iter()
-            .min_by(|a, b| a.ratio.unwrap_or(0.0).total_cmp(&b.ratio.unwrap_or(0.0)))
-            .expect("non-empty");
-        let (m, n, k) = worst.case.dims;
-        println!(
-            "{:<5} {:>5} {:>8.3} {:>7.3} {:>7}  {} {m}x{n}x{k} batch {}",
-            ty,
-            ratios.len(),
-            geomean,
-            worst.ratio.unwrap_or(0.0),
-            ratios.iter().filter(|&&r| r < 0.85).count(),
-            worst.case.group,
-            worst.case.batch
-        );
-    }
 }
 
 /// Seconds per call of cudrv and of cuBLAS, and the relative difference of their results.

@@ -536,7 +536,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         }
         if bias.is_none() {
             if let Some(route) = vector::route::<T, S>(self, self.lds()) {
-                return vector::run(self, &route, a, b, c);
+                return vector::run(&route, a, b, c);
             }
         }
         let stream = c.stream().clone();

@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 
 /// `y = alpha op(M) x + beta y` for a GEMM whose column-major view has `m == 1` or `n == 1`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct VectorRoute {
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) struct VectorRoute<T> {
     /// op(M) for the GEMV.
     pub trans: Transpose,
     /// M's stored rows and columns, and its leading dimension.
@@ -23,9 +23,12 @@ pub(crate) struct VectorRoute {
     /// The increments of x (in the operand that is not M) and of y (in C).
     pub incx: isize,
     pub incy: isize,
+    /// The GEMM's alpha and beta as the GEMV's scalars (exact in T).
+    pub alpha: T,
+    pub beta: T,
 }
 
-impl VectorRoute {
+impl<T> VectorRoute<T> {
     /// The GEMV family that runs it, for `Gemm::kernel_name`: `gemv_n_<t>` or `gemv_t_<t>`.
     pub(crate) fn name(&self, type_name: &str) -> String {
         let op = if self.trans == Transpose::N { 'n' } else { 't' };
@@ -37,15 +40,13 @@ impl VectorRoute {
 /// (batch 1), k >= 1 (with k = 0 a GEMV would leave C unscaled), no bias or activation, every
 /// knob automatic, and alpha and beta exact in T (a 16-bit GEMV takes its scalars in T).
 /// `lds` are the resolved leading dimensions of A, B, C.
-pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(g: &Gemm<S>, lds: [usize; 3]) -> Option<VectorRoute> {
+pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(g: &Gemm<S>, lds: [usize; 3]) -> Option<VectorRoute<T>> {
     let (m, n, k) = (g.m, g.n, g.k);
     let knobs_auto = g.kernel == super::Kernel::Auto && g.tile == super::Tile::Auto && g.split == super::SplitK::Auto;
     if g.batch != 1 || k == 0 || !(m == 1 || n == 1) || g.activation != Activation::None || !knobs_auto {
         return None;
     }
-    if T::gemv_scalar(g.alpha.into()).is_none() || T::gemv_scalar(g.beta.into()).is_none() {
-        return None;
-    }
+    let (alpha, beta) = (T::gemv_scalar(g.alpha.into())?, T::gemv_scalar(g.beta.into())?);
     // The column-major view: a row-major C = op(A) op(B) is the column-major
     // C^T = op(B)^T op(A)^T, i.e. (op(B), op(A), n, m) on (B, A).
     let row_major = g.layout == Layout::RowMajor;
@@ -70,6 +71,8 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(g: &Gemm<S>, lds: [usize; 
             matrix_is_a: true,
             incx: incx as isize,
             incy: 1,
+            alpha,
+            beta,
         }
     } else {
         // c^T (n) = op(B)^T a^T: B is the matrix, a the row of op(A); C's row at ldc.
@@ -86,6 +89,8 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(g: &Gemm<S>, lds: [usize; 
             matrix_is_a: false,
             incx: incx as isize,
             incy: ldc as isize,
+            alpha,
+            beta,
         }
     };
     // In the row-major case the view's A is the caller's B.
@@ -96,22 +101,15 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(g: &Gemm<S>, lds: [usize; 
 }
 
 /// Runs `r` (from [`route`]) on the caller's operands.
-pub(crate) fn run<T: GemmType, S: Copy + Into<f64>>(
-    g: &Gemm<S>,
-    r: &VectorRoute,
+pub(crate) fn run<T: GemmType>(
+    r: &VectorRoute<T>,
     a: &impl DeviceSlice<T>,
     b: &impl DeviceSlice<T>,
     c: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
-    let (alpha, beta) = (T::gemv_scalar(g.alpha.into()), T::gemv_scalar(g.beta.into()));
-    let (Some(alpha), Some(beta)) = (alpha, beta) else {
-        return Err(crate::error::invalid(format_args!(
-            "gemm: scalars not exact in the element type"
-        )));
-    };
     if r.matrix_is_a {
-        T::run_gemv(r.trans, r.rows, r.cols, alpha, a, r.ld, b, r.incx, beta, c, r.incy)
+        T::run_gemv(r.trans, r.rows, r.cols, r.alpha, a, r.ld, b, r.incx, r.beta, c, r.incy)
     } else {
-        T::run_gemv(r.trans, r.rows, r.cols, alpha, b, r.ld, a, r.incx, beta, c, r.incy)
+        T::run_gemv(r.trans, r.rows, r.cols, r.alpha, b, r.ld, a, r.incx, r.beta, c, r.incy)
     }
 }

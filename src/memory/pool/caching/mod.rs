@@ -507,13 +507,17 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
             "Block at {:#x} freed into a pool that did not allocate it",
             block.addr
         );
-        let shard = self
-            .shards
+        let shard = self.home_shard(&block);
+        self.free_to(&shard, block);
+    }
+
+    /// The shard the block's memory belongs to (a block is only ever made from an existing one).
+    fn home_shard(&self, block: &Block) -> Arc<Shard<S::F>> {
+        self.shards
             .read()
             .get(&block.home)
             .cloned()
-            .expect("block's stream has no shard");
-        self.free_to(&shard, block);
+            .expect("block's stream has no shard")
     }
 
     fn free_to(&self, shard: &Arc<Shard<S::F>>, block: Block) {
@@ -596,12 +600,7 @@ impl<B: Backing, S: FenceSource> CachingPool<B, S> {
         if stream == block.home {
             return;
         }
-        let shard = self
-            .shards
-            .read()
-            .get(&block.home)
-            .cloned()
-            .expect("block's stream has no shard");
+        let shard = self.home_shard(block);
         let ok = shard.lock().record_stream(block.addr, stream);
         assert!(ok, "block at {:#x} is not allocated", block.addr);
     }
