@@ -78,9 +78,12 @@
 //   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
 //   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when dstore !=
 //   0: written, and read when beta != 0), GemmParams p (x, y, d,
-//   bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int dstore (1: td is valid).
-//   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(tiles, SMs); tiles =
-//   ceil(m/128) * ceil(n/BN) * batch); dynamic shared memory = STAGES * (128 + BN) * 128 +
+//   bias pointers; m, n, k; ldd; sx, sy, sd; alpha, beta; act), int dstore (1: td is valid),
+//   WgSplit sp (parts 1, or for the n and l tiles the k split: 1 <= kper, parts = ceil(ktiles /
+//   kper) with ktiles = ceil(k / BK), ws holding tiles * parts * 128 * BN floats and counters
+//   2 * tiles zeroed u32s, which the kernel leaves zeroed).
+//   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(units, SMs); units =
+//   ceil(m/128) * ceil(n/BN) * batch * parts); dynamic shared memory = STAGES * (128 + BN) * 128 +
 //   32768 (epilogue: four 8 KiB staging boxes, or the two 9 KiB chunks) + 2048 (alignment,
 //   barriers) bytes: 231424 for every tile (w: 4 stages, l: 6 stages, n: 8 stages).
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
@@ -96,6 +99,15 @@
 // CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) TensorMap {
     unsigned long long opaque[16];
+};
+
+// The k split of the 128 x 64 and 128 x 128 kernels (`split_rule` below): `parts` blocks share
+// each output tile, part s summing k-tiles [s * kper, min((s + 1) * kper, ktiles)). parts == 1:
+// no split (ws and counters unused).
+struct WgSplit {
+    unsigned long long ws;        // parts f32 partial tiles per output tile (128 x BN floats each)
+    unsigned long long counters;  // two u32 arrival counters per output tile, zero at launch
+    int parts, kper;
 };
 
 #define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
@@ -440,7 +452,7 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
 
 template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
-                                        const GemmParams& p, int dstore) {
+                                        const GemmParams& p, int dstore, const WgSplit& sp) {
     constexpr int BM = 128;
     constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
     constexpr int KSTEP = Wg<T>::KSTEP;
@@ -477,8 +489,12 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const int tid = threadIdx.x;
     const int wg = tid / 128;
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
-    const int total = tiles_m * tiles_n * p.batch;
     const int ktiles = (int)((p.k + BK - 1) / BK);
+    // Work units: every output tile once, or (split) `parts` units per tile, part s of tile t
+    // being unit t * parts + s. Only the kernels of at most 128 columns split.
+    const int parts = BN <= 128 && sp.parts > 1 ? sp.parts : 1;
+    const int kper = parts > 1 ? sp.kper : ktiles;
+    const int total = tiles_m * tiles_n * p.batch * parts;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -496,10 +512,11 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (tid == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < total; t += gridDim.x) {
+            for (int u = blockIdx.x; u < total; u += gridDim.x) {
+                const int t = u / parts, kt0 = (u % parts) * kper, kt1 = min(kt0 + kper, ktiles);
                 const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
                 const int zx = p.sx != 0 ? tc.bz : 0, zy = p.sy != 0 ? tc.bz : 0;
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                for (int kt = kt0; kt < kt1; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
                     const unsigned bar = full + 8 * s;
@@ -601,14 +618,16 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     };
 
     int it = 0;
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    for (int u = blockIdx.x; u < total; u += gridDim.x) {
+        const int t = u / parts, part = u % parts;
+        const int kt0 = part * kper, nk = min(kt0 + kper, ktiles) - kt0;
         const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
 #pragma unroll
         for (int i = 0; i < NACC; ++i) d[i] = 0.f;
         // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
         // accumulators' initial values reach a loop whose groups stay in flight across iterations.
         mma_tile(it, fa);
-        for (int kt = 1; kt < ktiles; ++kt) {
+        for (int kt = 1; kt < nk; ++kt) {
             if (RS && (kt & 1)) {
                 mma_tile(it + kt, fb);
             } else {
@@ -639,8 +658,99 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         }
         wgmma_wait<0>();
         fence_regs(d);
-        if (lane == 0) mbar_arrive(empty + 8 * ((it + ktiles - 1) % STAGES));
-        it += ktiles;
+        if (lane == 0) mbar_arrive(empty + 8 * ((it + nk - 1) % STAGES));
+        it += nk;
+        if constexpr (BN <= 128) {
+            // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
+            // fragment order (thread lt's j-th float4 at (j * 128 + lt) * 4), stores them at the
+            // L2 (st.cg), fences at GPU scope, meets its warpgroup at the named barrier, and then
+            // one thread counts the part in the consumer's arrival counter of the tile (the
+            // fence-then-count order of the classic last-block reduction). The thread that
+            // counts the last part tells its warpgroup (shared flag, barrier), resets the counter
+            // to zero for the next launch and, after a fence, the warpgroup reads all parts back
+            // from the L2 (ld.cg) and adds them in part order 0, 1, ..., so the sum does not
+            // depend on which block came last; then it runs the epilogue as an unsplit tile
+            // would. The other parts go on to their next unit. No block waits for another, so
+            // the split cannot deadlock whatever the residency.
+            if (parts > 1) {
+                if (rows <= 0) continue;  // the second consumer of a last row tile of 64 rows
+                const long long tile_floats = 64 * BN;
+                float* base0 = reinterpret_cast<float*>(sp.ws) + ((long long)t * parts * 2 + cw) * tile_floats;
+                float4* mine = reinterpret_cast<float4*>(base0 + (long long)part * 2 * tile_floats) + lt;
+                // Only what the epilogue can store travels: float4 j of a thread holds rows
+                // 16 warp + lane / 4 (+ 8) and columns 8 j + 2 (lane % 4) (+ 1), so a warp whose
+                // 16 rows lie past D, or a j whose 8 columns do, is neither written nor read (its
+                // registers keep this part's values, which no store reaches: the TMA clips rows
+                // and columns outside D, the thread stores test them).
+                const bool live = 16 * warp < rows;
+#pragma unroll
+                for (int j = 0; j < NACC / 4; ++j)
+                    if (live && 8 * j < cols)
+                        __stcg(mine + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+                __threadfence();
+                named_bar(2 + cw);
+                const unsigned flag = cbar + 32 + 4 * cw;
+                if (lt == 0) {
+                    unsigned* counter = reinterpret_cast<unsigned*>(sp.counters) + 2 * (long long)t + cw;
+                    const unsigned last = atomicAdd(counter, 1u) == (unsigned)(parts - 1);
+                    if (last) atomicExch(counter, 0u);
+                    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(flag), "r"(last) : "memory");
+                }
+                named_bar(2 + cw);
+                unsigned last;
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(last) : "r"(flag) : "memory");
+                // Every thread has read the flag before thread 0 can write it again (the next
+                // split tile's first barrier above lies between).
+                if (!last) continue;
+                __threadfence();
+                // The 128 x 64 tile reads two parts at a time, their loads issued before the
+                // first add (the loop is bound by the L2's latency, not its bandwidth); the
+                // 128 x 128 tile, with no registers to spare, one. Added in part order.
+                if constexpr (NACC <= 32) {
+#pragma unroll 1
+                    for (int q0 = 0; q0 < parts; q0 += 2) {
+                        float4 v[2][NACC / 4];
+#pragma unroll
+                        for (int qq = 0; qq < 2; ++qq) {
+                            const float4* src =
+                                reinterpret_cast<const float4*>(base0 + (long long)(q0 + qq) * 2 * tile_floats) + lt;
+#pragma unroll
+                            for (int j = 0; j < NACC / 4; ++j)
+                                if (q0 + qq < parts && live && 8 * j < cols) v[qq][j] = __ldcg(src + j * 128);
+                        }
+#pragma unroll
+                        for (int qq = 0; qq < 2; ++qq) {
+#pragma unroll
+                            for (int j = 0; j < NACC / 4; ++j) {
+                                if (q0 + qq >= parts || !live || 8 * j >= cols) continue;
+                                if (q0 + qq == 0) {
+                                    d[4 * j] = v[qq][j].x, d[4 * j + 1] = v[qq][j].y;
+                                    d[4 * j + 2] = v[qq][j].z, d[4 * j + 3] = v[qq][j].w;
+                                } else {
+                                    d[4 * j] += v[qq][j].x, d[4 * j + 1] += v[qq][j].y;
+                                    d[4 * j + 2] += v[qq][j].z, d[4 * j + 3] += v[qq][j].w;
+                                }
+                            }
+                        }
+                    }
+                } else {
+#pragma unroll 1
+                    for (int q = 0; q < parts; ++q) {
+                        const float4* src = reinterpret_cast<const float4*>(base0 + (long long)q * 2 * tile_floats) + lt;
+#pragma unroll
+                        for (int j = 0; j < NACC / 4; ++j) {
+                            if (!live || 8 * j >= cols) continue;
+                            const float4 v = __ldcg(src + j * 128);
+                            if (q == 0) {
+                                d[4 * j] = v.x, d[4 * j + 1] = v.y, d[4 * j + 2] = v.z, d[4 * j + 3] = v.w;
+                            } else {
+                                d[4 * j] += v.x, d[4 * j + 1] += v.y, d[4 * j + 2] += v.z, d[4 * j + 3] += v.w;
+                            }
+                        }
+                    }
+                }
+            }
+        }
 
         // Epilogue (see the top of the file).
         if constexpr (DT) {
@@ -870,8 +980,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
 #define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT)                                                  \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
         NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
-             const __grid_constant__ TensorMap td, const GemmParams p, int dstore) {                           \
-        gemm_wg<T, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, dstore);                                      \
+             const __grid_constant__ TensorMap td, const GemmParams p, int dstore, const WgSplit sp) {         \
+        gemm_wg<T, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, dstore, sp);                                  \
     }
 
 // The kernels of a 16-bit type, every op combination and tile: P_<tile>_<ops>.

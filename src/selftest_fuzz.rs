@@ -797,7 +797,19 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
                     SplitK::Parts(4),
                 ],
             ),
-            _ => SplitK::Auto,
+            // The wgmma kernels' split: more parts than k-tiles included.
+            _ => pick(
+                rng,
+                &[
+                    SplitK::Auto,
+                    SplitK::Off,
+                    SplitK::Parts(2),
+                    SplitK::Parts(3),
+                    SplitK::Parts(7),
+                    SplitK::Parts(16),
+                    SplitK::Parts(64),
+                ],
+            ),
         };
         (kernel, tile, split)
     } else {

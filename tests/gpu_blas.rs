@@ -774,6 +774,74 @@ fn gemm_wgmma_hopper() {
     }
 }
 
+/// k split over the blocks of a wgmma tile (`split_rule` in ptx/gemm_wg.cuh): forced splits of
+/// the 128 x 64 and 128 x 128 tiles in 2 to 64 parts (more parts than k-tiles, a short last part,
+/// a single row tile whose second consumer has no rows), every op and layout, beta, bias,
+/// activations, batches, tf32's transposed store; and the automatic split of decode-shaped and
+/// long-k problems. Compute capability 9.0 only.
+#[test]
+fn gemm_wgmma_split_k() {
+    let Some(ctx) = gpu!("gemm_wgmma_split_k") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_split_k: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    for (ty, math, ld_align) in [
+        ("f16", MathMode::Exact, 8),
+        ("bf16", MathMode::Exact, 8),
+        ("tf32", MathMode::Tf32, 4),
+    ] {
+        let cases = wg_split_cases(math, ld_align);
+        let seed = 40 + ty.len() as u64;
+        match ty {
+            "f16" => sweep::<f16>(&stream, &mut Rng::new(seed), &cases),
+            "bf16" => sweep::<bf16>(&stream, &mut Rng::new(seed), &cases),
+            _ => sweep::<f32>(&stream, &mut Rng::new(seed), &cases),
+        }
+    }
+}
+
+fn wg_split_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+    let acts = [Activation::None, Activation::Relu, Activation::Gelu, Activation::Tanh];
+    // (m, n, k, tile, parts, batch)
+    let shapes = [
+        (100, 90, 3000, Tile::Narrow, 5, 1),
+        (300, 40, 1111, Tile::Large, 3, 1),
+        (60, 200, 2049, Tile::Auto, 16, 1),
+        (130, 70, 700, Tile::Narrow, 64, 1),
+        (72, 136, 900, Tile::Auto, 2, 3),
+        (16, 1000, 4096, Tile::Auto, 0, 1),
+        (1000, 16, 4096, Tile::Auto, 0, 1),
+        (64, 64, 20000, Tile::Auto, 0, 1),
+    ];
+    let mut v = Vec::new();
+    for (s, &(m, n, k, tile, parts, batch)) in shapes.iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            let mut c = Case::new(ta, tb, m, n, k);
+            (c.kernel, c.math, c.ld_align, c.tile, c.batch) = (Kernel::Wgmma, math, ld_align, tile, batch);
+            c.split = if parts == 0 { SplitK::Auto } else { SplitK::Parts(parts) };
+            c.layout = if (s + i) % 2 == 0 {
+                Layout::ColMajor
+            } else {
+                Layout::RowMajor
+            };
+            c.alpha = if i % 2 == 0 { 1.0 } else { 0.75 };
+            c.beta = if (s + i) % 3 == 1 { -0.5 } else { 0.0 };
+            c.bias = (s + i) % 2 == 1;
+            c.act = acts[(s + 2 * i) % 4];
+            off_wgmma_where_tf32_packs(&mut c);
+            if c.kernel != Kernel::Wgmma {
+                c.split = SplitK::Auto;
+            }
+            v.push(c);
+        }
+    }
+    v
+}
+
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
 #[test]
 fn gemm_mma_sync_f16_on_hopper() {

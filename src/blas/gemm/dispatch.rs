@@ -119,6 +119,67 @@ fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
     tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
 
+/// Most parts the wgmma kernels split k into (forced or automatic).
+pub(crate) const WG_MAX_PARTS: u32 = 64;
+/// Most parts of an automatic split.
+const WG_AUTO_MAX_PARTS: usize = 16;
+/// The least k-tiles (128 bytes of k each) a part of an automatic split keeps.
+const WG_SPLIT_MIN_KTILES: usize = 16;
+/// The least k-tiles per part for which a split of the 128 x 128 tile beats an equally full one
+/// of the 128 x 64 tile in fewer parts.
+const WG_SPLIT_LONG_KTILES: usize = 64;
+
+/// The parts a wgmma split of `ktiles` k-tiles in (at most) `parts` really has: every part keeps
+/// `ceil(ktiles / parts)` k-tiles, the last what is left.
+pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
+    let per = ktiles.div_ceil(parts.max(1)).max(1);
+    ktiles.div_ceil(per).max(1)
+}
+
+/// The automatic k split of the wgmma kernels, given the tile the unsplit rule chose (`letter`),
+/// the 128 x 64 and 128 x 128 tile counts (`n_units`, `l_units`, batch included) and the
+/// k-tiles. A block of these kernels streams its operands at a rate that depends little on how
+/// many bytes a k-tile holds (on the H100 about 0.45 us per k-tile for a decode step's 16 x 64
+/// tiles and for full ones), so a problem of less than a wave of tiles runs about as many times
+/// slower as it leaves multiprocessors idle. So: each tile that fits a wave splits k into as many
+/// parts as fill the wave (at most `WG_AUTO_MAX_PARTS`, each keeping `WG_SPLIT_MIN_KTILES`), and
+/// of the two tiles the one that fills more blocks wins; on a tie, the 128 x 128 tile (which
+/// needs half the 128 x 64 tile's loads) if it needs no more parts or keeps at least
+/// `WG_SPLIT_LONG_KTILES` per part, else the 128 x 64 tile in fewer parts. Measured on the H100
+/// (docs/kernels/gemm.md, "Split k on the wgmma kernels"): 4096 x 16 x 11008 f16 0.48x -> 0.74x
+/// cuBLAS (128 x 64 in 2), tf32 0.53x -> 0.84x (128 x 128 in 4), 8192 x 16 x 8192 0.71x -> 0.84x
+/// (128 x 128 in 2), 1024 x 1024 x 32768 0.58x -> 0.80x (128 x 128 in 2), 256 x 256 x 65536
+/// 0.11x -> 0.56x.
+///
+/// Returns the tile letter and the parts (1: no split).
+fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sms: usize) -> (char, usize) {
+    if letter == 'w' || n_units == 0 || l_units == 0 {
+        return (letter, 1);
+    }
+    // (parts, blocks) of a tile, when its tiles fit a wave.
+    let fill = |units: usize| {
+        (units <= sms).then(|| {
+            let most = (sms / units).min(WG_AUTO_MAX_PARTS).min(ktiles / WG_SPLIT_MIN_KTILES);
+            let parts = wg_parts(ktiles, most.max(1));
+            (parts, units * parts)
+        })
+    };
+    // The 128 x 128 tile only where it covers more of the problem than 128 x 64 does.
+    let l = if l_units < n_units { fill(l_units) } else { None };
+    match (fill(n_units), l) {
+        (None, _) => (letter, 1),
+        (Some((pn, _)), None) => ('n', pn),
+        (Some((pn, bn)), Some((pl, bl))) => {
+            let long = ktiles.div_ceil(pl) >= WG_SPLIT_LONG_KTILES;
+            if bl > bn || (bl == bn && (pl <= pn || long)) {
+                ('l', pl)
+            } else {
+                ('n', pn)
+            }
+        }
+    }
+}
+
 /// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
 ///
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
@@ -269,10 +330,16 @@ pub(crate) fn choose_kernel(
     };
     let dmma90 = family == Family::MmaSync && type_name == "f64" && cc >= (9, 0) && forced != Kernel::MmaSync;
     let f32_simt = family == Family::Simt && type_name == "f32";
+    let wgmma = family == Family::Wgmma;
     if let SplitK::Parts(parts) = split {
-        if !dmma90 && !f32_simt && parts > 1 {
+        if !dmma90 && !f32_simt && !wgmma && parts > 1 {
             bail_invalid!(
-                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later) and for f32 on the CUDA cores"
+                "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later), for f16, bf16 and tf32 on the wgmma kernels and for f32 on the CUDA cores"
+            );
+        }
+        if wgmma && parts > 1 && (parts > WG_MAX_PARTS || tile == Tile::Wide) {
+            bail_invalid!(
+                "gemm: the wgmma kernels split k in 2-{WG_MAX_PARTS} parts on the 128 x 64 and 128 x 128 tiles (Tile::Auto, Narrow or Large), not {parts} parts on {tile:?}"
             );
         }
         if f32_simt && parts > 1 && (parts > 4 || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1) {
@@ -310,7 +377,14 @@ pub(crate) fn choose_kernel(
                 _ => (plan.ops.as_str(), [false; 2], false),
             };
             let dims = if swap { (plan.n, plan.m) } else { (plan.m, plan.n) };
+            let forced_parts = match split {
+                SplitK::Parts(p) if p > 1 => Some(p as usize),
+                _ => None,
+            };
+            let auto_tile = tile == Tile::Auto;
             let (letter, tile) = match tile {
+                // A forced split runs on at most 128 columns.
+                Tile::Auto if forced_parts.is_some() && wide_enough(dims, batch, sms) => ('l', (128, 128)),
                 Tile::Wide => ('w', (128, 256)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
@@ -320,7 +394,24 @@ pub(crate) fn choose_kernel(
                 // at k = 256 (docs/kernels/gemm.md). f16 / bf16 keep the wide tile.
                 _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 128) => ('w', (128, 256)),
                 _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
+                // One wave of 128 x 128 tiles rather than more than one of 128 x 64 (11008 x 16 x
+                // 4096: 86 tiles against 172, 0.64x -> 0.77x cuBLAS for f16, 0.62x -> 0.75x for
+                // tf32; H100, docs/kernels/gemm.md, "Split k on the wgmma kernels").
+                _ if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms => ('l', (128, 128)),
                 _ => ('n', (128, 64)),
+            };
+            // k-tiles of 128 bytes of k.
+            let ktiles = plan.k.div_ceil(if t == "tf32" { 32 } else { 64 });
+            let (letter, tile, parts) = match forced_parts {
+                Some(p) => (letter, tile, wg_parts(ktiles, p)),
+                None if split == SplitK::Auto && auto_tile => {
+                    let count = |t| tiles2(dims.0, dims.1, t).saturating_mul(batch);
+                    match wg_auto_split(letter, count((128, 64)), count((128, 128)), ktiles, sms) {
+                        ('l', parts) => ('l', (128, 128), parts),
+                        (_, parts) => (letter, tile, parts),
+                    }
+                }
+                None => (letter, tile, 1),
             };
             Ok(Choice {
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
@@ -331,7 +422,7 @@ pub(crate) fn choose_kernel(
                 tile,
                 smem: WG_SMEM,
                 threads: 384,
-                split_k: None,
+                split_k: (parts > 1).then_some(parts as u32),
                 cluster_k: 1,
             })
         }

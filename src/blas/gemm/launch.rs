@@ -27,6 +27,19 @@ struct SplitKParams {
 // pattern is valid.
 unsafe impl DeviceRepr for SplitKParams {}
 
+/// The last parameter of the wgmma kernels (`struct WgSplit` in ptx/gemm_wg.cuh).
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+struct WgSplitParams {
+    ws: u64,
+    counters: u64,
+    parts: i32,
+    kper: i32,
+}
+// SAFETY: repr(C) plain data matching `struct WgSplit` (two pointers, two i32s, no padding);
+// every bit pattern is valid.
+unsafe impl DeviceRepr for WgSplitParams {}
+
 pub(crate) fn run_kernel<T: GemmType>(
     stream: &Arc<Stream>,
     choice: &Choice,
@@ -202,7 +215,49 @@ pub(crate) fn run_wgmma<T: GemmType>(
                 tiles.saturating_mul(count)
             );
         }
-        let grid_x = tiles.saturating_mul(count).min(sms) as u32;
+        // The k split (the 128 x 64 and 128 x 128 tiles): part s of a tile sums k-tiles
+        // [s * kper, (s + 1) * kper); `ws` holds a 128 x bn f32 partial tile per part and
+        // `counters` two zeroed arrival counters per tile (which the kernel leaves zeroed), both
+        // freed in stream order after the launch.
+        let ktiles = (params.k as usize).div_ceil(bk as usize);
+        let (parts, kper) = match choice.split_k {
+            Some(parts) if parts > 1 && bn <= 128 => {
+                let kper = ktiles.div_ceil(parts as usize).max(1);
+                (ktiles.div_ceil(kper), kper)
+            }
+            _ => (1, ktiles),
+        };
+        let units = tiles.saturating_mul(count).saturating_mul(parts);
+        if units > i32::MAX as usize {
+            bail_invalid!(
+                "gemm: the k split of {} x {} makes {units} blocks' work, more than one launch holds",
+                params.m,
+                params.n
+            );
+        }
+        let mut split = WgSplitParams {
+            parts: 1,
+            kper: kper as i32,
+            ..Default::default()
+        };
+        let mut scratch = None;
+        if parts > 1 {
+            let Some(len) = tiles.saturating_mul(count).checked_mul(parts * bm * bn) else {
+                bail_invalid!("gemm: the split-k buffer for {} x {} overflows", params.m, params.n);
+            };
+            // SAFETY: the kernel reads a partial tile only after the block that writes it has
+            // written it and counted its arrival (`split_rule` in ptx/gemm_wg.cuh).
+            let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
+            let counters = DeviceBuffer::<u32>::zeroed(stream, 2 * tiles * count)?;
+            split = WgSplitParams {
+                ws: ws.device_ptr(),
+                counters: counters.device_ptr(),
+                parts: parts as i32,
+                kper: kper as i32,
+            };
+            scratch = Some((ws, counters));
+        }
+        let grid_x = units.min(sms) as u32;
         let mut p = params;
         p.x += done as u64 * params.sx as u64 * sz;
         p.y += done as u64 * params.sy as u64 * sz;
@@ -249,9 +304,11 @@ pub(crate) fn run_wgmma<T: GemmType>(
         };
         let dstore = i32::from(dstore);
         let mut l = stream.launch_builder(&f);
-        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore);
+        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore).arg(&split);
         // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
-        // GemmParams, i32) by value. The maps of X and Y cover exactly the operands' m x k and
+        // GemmParams, i32, WgSplit) by value; with parts > 1 `ws` holds parts partial tiles of
+        // bm x bn floats for each of the launch's tiles and `counters` two per tile, as the
+        // kernel indexes them. The maps of X and Y cover exactly the operands' m x k and
         // k x n extents (TMA bounds zero-fill the rest of each box); the map of D, when dstore
         // is 1, covers exactly D's rows < m and cols < n of each of `count` matrices at ldd / sd
         // (transposed for the swapped kernels; TMA stores are clipped there); with dstore 0 the
@@ -266,6 +323,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
                 shared_mem_bytes: choice.smem,
             })
         }?;
+        drop(scratch);
         done += count;
     }
     drop(packed);

@@ -89,7 +89,9 @@ pub enum Tile {
 /// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is
 /// long enough for every block to keep at least 1024 of it) and its 128 x 64 tile (long k over
 /// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) through a scratch
-/// buffer.
+/// buffer; f16, bf16 and tf32 on the Hopper wgmma kernels split their 128 x 64 and 128 x 128
+/// tiles in 2-64 parts through a scratch buffer (automatically up to 16, when the tiles leave
+/// multiprocessors idle: decode steps, long k over few tiles).
 ///
 /// ```
 /// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
@@ -108,7 +110,9 @@ pub enum SplitK {
     Off,
     /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
     /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-4 for f32 on the CUDA cores, on
-    /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); other kernels and tiles
+    /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); 2-64 for f16, bf16 and
+    /// tf32 on the wgmma kernels (compute capability 9.0), on any tile but [`Tile::Wide`] (at
+    /// most one part per 128 bytes of k: more are reduced to that); other kernels and tiles
     /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
 }

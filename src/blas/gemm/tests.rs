@@ -1,7 +1,7 @@
 //! Unit tests of GEMM planning and dispatch (no GPU).
 
 use super::builder::Plan;
-use super::dispatch::{choose_kernel, Choice, Family};
+use super::dispatch::{choose_kernel, Choice, Family, WG_MAX_PARTS};
 use super::*;
 use crate::blas::{Activation, Layout, MathMode, Transpose};
 use crate::error::Result;
@@ -537,6 +537,112 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
     .unwrap();
     let s = on_h100("f16", true, e, Kernel::Auto, Tile::Auto, &small, true, true).unwrap();
     assert_eq!(s.name, "gemm_wg_f16_n_nn");
+}
+
+#[test]
+fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
+    use Transpose::{N, T};
+    let pick = |ty: &str, (ta, tb), (m, n, k): (usize, usize, usize), tile, split| {
+        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
+        let math = if ty == "f32" { MathMode::Tf32 } else { MathMode::Exact };
+        let ch = choose_kernel(
+            ty,
+            ty != "f32",
+            math,
+            Kernel::Auto,
+            tile,
+            split,
+            &p,
+            true,
+            true,
+            (9, 0),
+            132,
+            1,
+        )?;
+        Ok::<_, crate::Error>((ch.name, ch.split_k))
+    };
+    let auto = |ty, ops, dims| pick(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap();
+    let named = |name: &str, split| (name.to_string(), split);
+    // One 128 x 64 tile, 1024 k-tiles: 16 parts (the most an automatic split takes).
+    assert_eq!(
+        auto("f16", (N, N), (64, 64, 65536)),
+        named("gemm_wg_f16_n_nn", Some(16))
+    );
+    // 8 tiles: 16 parts (128 blocks).
+    assert_eq!(
+        auto("bf16", (N, N), (256, 256, 65536)),
+        named("gemm_wg_bf16_n_nn", Some(16))
+    );
+    assert_eq!(
+        auto("f32", (T, N), (256, 256, 65536)),
+        named("gemm_wg_tf32_n_tn", Some(16))
+    );
+    // Each part keeps at least 16 k-tiles: 256 x 256 x 4096 (64 k-tiles) in 4, x 1024 not.
+    assert_eq!(
+        auto("f16", (N, N), (256, 256, 4096)),
+        named("gemm_wg_f16_n_nn", Some(4))
+    );
+    assert_eq!(auto("f16", (N, N), (256, 256, 1024)), named("gemm_wg_f16_n_nn", None));
+    // 128 tiles of 128 x 64 with long k: 64 tiles of 128 x 128 in 2 parts; with short k, as is.
+    assert_eq!(
+        auto("f16", (T, N), (1024, 1024, 32768)),
+        named("gemm_wg_f16_l_tn", Some(2))
+    );
+    assert_eq!(auto("f16", (T, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_tn", None));
+    // Decode: 64 tiles of 16 x 64 in 2 parts, or for long parts 32 of 16 x 128 in 4; 172 of
+    // 128 x 64 (more than a wave) become 86 of 128 x 128.
+    assert_eq!(
+        auto("f16", (T, N), (4096, 16, 4096)),
+        named("gemm_wg_f16_n_tn", Some(2))
+    );
+    assert_eq!(
+        auto("f16", (T, N), (4096, 16, 11008)),
+        named("gemm_wg_f16_n_tn", Some(2))
+    );
+    assert_eq!(
+        auto("f32", (T, N), (4096, 16, 11008)),
+        named("gemm_wg_tf32_l_tn", Some(4))
+    );
+    assert_eq!(
+        auto("f16", (T, N), (8192, 16, 8192)),
+        named("gemm_wg_f16_l_tn", Some(2))
+    );
+    assert_eq!(
+        auto("f16", (T, N), (4096, 128, 4096)),
+        named("gemm_wg_f16_n_tn", Some(2))
+    );
+    assert_eq!(auto("f16", (T, N), (11008, 16, 4096)), named("gemm_wg_f16_l_tn", None));
+    // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64.
+    assert_eq!(
+        auto("f16", (N, N), (64, 8192, 8192)),
+        named("gemm_wg_f16_n_nn", Some(2))
+    );
+    // Large problems never split.
+    assert_eq!(
+        auto("f16", (N, N), (4096, 4096, 65536)),
+        named("gemm_wg_f16_w_nn", None)
+    );
+    // Forced: parts capped by the k-tiles (k = 700: 11 k-tiles of 64), a wide Auto tile
+    // narrowed to 128 x 128, Off, and the limits.
+    let forced = |dims, tile, parts| pick("f16", (N, N), dims, tile, SplitK::Parts(parts));
+    assert_eq!(
+        forced((130, 70, 700), Tile::Narrow, 64).unwrap(),
+        named("gemm_wg_f16_n_nn", Some(11))
+    );
+    assert_eq!(
+        forced((130, 70, 700), Tile::Narrow, 5).unwrap(),
+        named("gemm_wg_f16_n_nn", Some(4))
+    );
+    assert_eq!(
+        forced((8192, 8192, 4096), Tile::Auto, 2).unwrap(),
+        named("gemm_wg_f16_l_nn", Some(2))
+    );
+    assert_eq!(
+        pick("f16", (N, N), (64, 64, 65536), Tile::Auto, SplitK::Off).unwrap(),
+        named("gemm_wg_f16_n_nn", None)
+    );
+    assert!(forced((130, 70, 700), Tile::Wide, 2).is_err());
+    assert!(forced((130, 70, 700), Tile::Narrow, WG_MAX_PARTS + 1).is_err());
 }
 
 mod degenerate {
