@@ -259,6 +259,42 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     });
 }
 
+/// The one-block-per-matrix kernels (`gemm_small_<t>`), which every GEMM with m, n and k of at
+/// most 32 and automatic knobs runs: 17 x 23 x 29 on leading dimensions one longer, every op
+/// combination, each with an activation, beta and a bias.
+fn small_matrices(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    use Transpose::{N, T as Tr};
+    let shape = (17, 23, 29);
+    let auto = (Tile::Auto, SplitK::Auto);
+    let mut each = |name: &str, tol: f64, case: &mut dyn FnMut((Transpose, Transpose), Activation) -> Result<f64>| {
+        let mut all = true;
+        for (i, ops) in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)].into_iter().enumerate() {
+            let act = ACTIVATIONS[i + 1];
+            let label = format!("gemm {name} {}{}", letter_of(ops.0), letter_of(ops.1));
+            let check = Check::new(label, format!("17x23x29 ld+1 +bias {act:?}"), tol, case(ops, act));
+            all &= check.passed;
+            out.push(check);
+        }
+        if all {
+            covered.insert(name.to_string());
+        }
+    };
+    let e = MathMode::Exact;
+    let k = Kernel::Auto;
+    each("gemm_small_f32", 1e-5, &mut |ops, act| {
+        gemm_case::<f32>(stream, rng, ops, shape, 1, e, k, auto, act)
+    });
+    each("gemm_small_f64", 1e-12, &mut |ops, act| {
+        gemm_case::<f64>(stream, rng, ops, shape, 1, e, k, auto, act)
+    });
+    each("gemm_small_f16", 2e-2, &mut |ops, act| {
+        gemm_case::<half::f16>(stream, rng, ops, shape, 1, e, k, auto, act)
+    });
+    each("gemm_small_bf16", 2e-2, &mut |ops, act| {
+        gemm_case::<half::bf16>(stream, rng, ops, shape, 1, e, k, auto, act)
+    });
+}
+
 pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<String>) {
     let mut rng = Rng::new(seed ^ 0xB1A5);
     let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
@@ -379,6 +415,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     if tc {
         aligned_copies(s, r, &mut out, &mut covered);
     }
+    small_matrices(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
         // this small, Narrow is m (128 x 64); the k splits over the 2 blocks of a cluster are

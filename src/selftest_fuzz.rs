@@ -739,7 +739,16 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             _ => 0,
         };
     }
-    let batch = if rng.next_u64() % 7 == 0 { range(rng, 2, 4) } else { 1 };
+    let batch = if rng.next_u64() % 7 == 0 {
+        // Tiny matrices (one block each) also in large batches.
+        if class == 0 && rng.next_u64() % 2 == 0 {
+            range(rng, 5, 300)
+        } else {
+            range(rng, 2, 4)
+        }
+    } else {
+        1
+    };
     let stride = |rng: &mut Rng| match rng.next_u64() % 4 {
         0 => Some(0),
         _ => None,

@@ -998,6 +998,80 @@ fn gemm_wgmma_hopper_tf32() {
     );
 }
 
+/// m, n and k of at most 32 run one block per matrix (`gemm_small_<t>`): every type, op and
+/// layout, single matrices and batches up to 4096 (with shared operands: stride 0), padded
+/// leading dimensions, beta, bias, activations, k = 1 and k = 32, alpha = 0.
+#[test]
+fn gemm_small_matrices_and_batches() {
+    let Some(ctx) = gpu!("gemm_small_matrices_and_batches") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let acts = [
+        Activation::None,
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+    ];
+    // (m, n, k, batch)
+    let shapes = [
+        (2, 2, 2, 1),
+        (16, 16, 16, 4096),
+        (32, 32, 32, 7),
+        (5, 31, 1, 3),
+        (17, 2, 29, 300),
+        (32, 9, 32, 64),
+        (3, 32, 20, 1000),
+        (24, 24, 0, 2),
+    ];
+    let mut cases = Vec::new();
+    for (s, &(m, n, k, batch)) in shapes.iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            let mut c = Case::new(ta, tb, m, n, k);
+            c.batch = batch;
+            c.layout = if (s + i) % 2 == 0 {
+                Layout::ColMajor
+            } else {
+                Layout::RowMajor
+            };
+            c.pad = (s + i) % 3;
+            c.alpha = [1.0, 0.75, -1.5, 1.0][i];
+            c.beta = if (s + i) % 3 == 1 { -0.5 } else { 0.0 };
+            c.bias = (s + 2 * i) % 3 == 0;
+            c.act = acts[(s + i) % 5];
+            cases.push(c);
+        }
+    }
+    sweep::<f32>(&stream, &mut Rng::new(61), &cases);
+    let tf32: Vec<Case> = cases
+        .iter()
+        .map(|c| Case {
+            math: MathMode::Tf32,
+            ..c.clone()
+        })
+        .collect();
+    sweep::<f32>(&stream, &mut Rng::new(62), &tf32);
+    sweep::<f64>(&stream, &mut Rng::new(63), &cases);
+    sweep::<f16>(&stream, &mut Rng::new(64), &cases);
+    sweep::<bf16>(&stream, &mut Rng::new(65), &cases);
+    // Shared operands (stride 0), alpha = 0 with NaN inputs (not read), through the public API.
+    let a = DeviceBuffer::from_slice(&stream, &[f32::NAN; 9]).unwrap();
+    let mut cc = DeviceBuffer::from_slice(&stream, &[2.0f32; 18]).unwrap();
+    Gemm::<f32>::new(Transpose::N, Transpose::N, 3, 3, 3)
+        .alpha(0.0)
+        .beta(0.5)
+        .batched(2, 0, 0, 9)
+        .run(&a, &a, &mut cc)
+        .unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![1.0; 18]);
+    let ones = DeviceBuffer::from_slice(&stream, &[1.0f32; 9]).unwrap();
+    let g = Gemm::<f32>::new(Transpose::N, Transpose::N, 3, 3, 3).batched(2, 0, 0, 9);
+    assert_eq!(g.kernel_name::<f32>(&ones, &ones, &cc).unwrap(), "gemm_small_f32");
+    g.run(&ones, &ones, &mut cc).unwrap();
+    assert_eq!(cc.to_vec().unwrap(), vec![3.0; 18]);
+}
+
 #[test]
 fn gemm_f32_small_tiles_and_k_zero_and_alpha_zero() {
     let Some(ctx) = gpu!("gemm_f32_small_tiles_and_k_zero_and_alpha_zero") else {

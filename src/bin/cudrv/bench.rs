@@ -181,6 +181,11 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
         unit: "us",
         lower_is_better: true,
     });
+    let raw_us = rows
+        .iter()
+        .find(|r| r.reference_name == "raw cuLaunchKernel")
+        .map_or(0.0, |r| r.reference);
+    gemm_host(stream, raw_us, rows)?;
     // Kernel lookup by name through the registry (cached after the first).
     let t = Instant::now();
     for _ in 0..10_000 {
@@ -188,6 +193,69 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
     }
     let lookup = t.elapsed().as_secs_f64() * 1e6 / 10_000.0;
     println!("registry look-up of a cached kernel: {lookup:.3} us");
+    Ok(())
+}
+
+/// Host time to enqueue a tiny GEMM (planning, dispatch, argument packing and the launch),
+/// against the raw `cuLaunchKernel` of the launch rows (`raw_us`): a GEMM this small is bound by
+/// its host path. Batches of 100 calls, the stream drained between batches so that the launch
+/// queue never blocks the host.
+fn gemm_host(stream: &Arc<Stream>, raw_us: f64, rows: &mut Vec<Row>) -> Result<()> {
+    use cudrv::blas::{Gemm, GemmType, Transpose};
+    fn time<T: GemmType + cudrv::memory::ValidAsZeroBits>(
+        stream: &Arc<Stream>,
+        n: usize,
+        one: T::Scalar,
+    ) -> Result<(f64, f64, String)>
+    where
+        T::Scalar: Copy + Into<f64>,
+    {
+        let a = DeviceBuffer::<T>::zeroed(stream, n * n)?;
+        let b = DeviceBuffer::<T>::zeroed(stream, n * n)?;
+        let mut c = DeviceBuffer::<T>::zeroed(stream, n * n)?;
+        let g = Gemm::<T::Scalar>::new(Transpose::N, Transpose::N, n, n, n).alpha(one);
+        let name = g.kernel_name::<T>(&a, &b, &c)?;
+        g.run::<T>(&a, &b, &mut c)?;
+        stream.synchronize()?;
+        const BATCH: usize = 100;
+        let (mut run, mut plan) = (Vec::new(), Vec::new());
+        for _ in 0..21 {
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                g.run::<T>(&a, &b, &mut c)?;
+            }
+            run.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+            stream.synchronize()?;
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                std::hint::black_box(g.kernel_name::<T>(&a, &b, &c)?);
+            }
+            plan.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+        }
+        Ok((median(run), median(plan), name))
+    }
+    // (per call, plan + dispatch alone, kernel)
+    type Timing = Result<(f64, f64, String)>;
+    let cases: [(&str, Timing); 6] = [
+        ("gemm f32 2^3", time::<f32>(stream, 2, 1.0)),
+        ("gemm f32 16^3", time::<f32>(stream, 16, 1.0)),
+        ("gemm f32 64^3", time::<f32>(stream, 64, 1.0)),
+        ("gemm f16 16^3", time::<half::f16>(stream, 16, 1.0)),
+        ("gemm f16 256^3", time::<half::f16>(stream, 256, 1.0)),
+        ("gemm f64 64^3", time::<f64>(stream, 64, 1.0)),
+    ];
+    for (label, r) in cases {
+        let (run, plan, name) = r?;
+        println!("{label}: {run:.3} us per call ({name}); plan + dispatch alone (kernel_name) {plan:.3} us");
+        rows.push(Row {
+            name: format!("{label} enqueue (per call)"),
+            cudrv: run,
+            reference: raw_us,
+            reference_name: "raw cuLaunchKernel",
+            unit: "us",
+            lower_is_better: true,
+        });
+    }
     Ok(())
 }
 

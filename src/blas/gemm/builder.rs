@@ -2,7 +2,7 @@
 //! against the buffers, and the calls that queue it.
 
 use super::dispatch::{choose, Family};
-use super::launch::{align_operands, run_kernel, run_wgmma};
+use super::launch::{align_operands, run_kernel, run_small, run_wgmma};
 use super::params::GemmParams;
 use super::vector;
 use super::{GemmType, Kernel, SplitK, Tile};
@@ -556,6 +556,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let aligned = align_operands::<T>(&stream, &plan, &choice, &mut params, self.batch)?;
         let run = match choice.family {
             Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch, self.activation),
+            Family::Small => run_small(&stream, &choice, &plan, params, self.batch),
             _ => run_kernel::<T>(&stream, &choice, params, self.batch),
         };
         drop(aligned);

@@ -18,7 +18,12 @@ pub(crate) enum Family {
     MmaSync,
     Dmma,
     Wgmma,
+    /// `gemm_small_<t>`: one block per matrix, m, n and k at most [`SMALL_MAX`].
+    Small,
 }
+
+/// The largest m, n and k of the `gemm_small_<t>` kernels (ptx/gemm_small.cu).
+pub(crate) const SMALL_MAX: usize = 32;
 
 /// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
 #[derive(Clone, Debug, PartialEq)]
@@ -287,6 +292,23 @@ pub(crate) fn choose_kernel(
         }
         Ok(())
     };
+    // m, n and k of at most 32 with every knob automatic: one block per matrix (a tile of the
+    // other kernels would be mostly empty).
+    let knobs_auto = forced == Kernel::Auto && tile == Tile::Auto && split == SplitK::Auto;
+    if knobs_auto && plan.m <= SMALL_MAX && plan.n <= SMALL_MAX && plan.k <= SMALL_MAX {
+        return Ok(Choice {
+            name: format!("gemm_small_{type_name}"),
+            family: Family::Small,
+            pack: [false; 2],
+            align: [false; 2],
+            swap: false,
+            tile: (SMALL_MAX, SMALL_MAX),
+            smem: 0,
+            threads: 256,
+            split_k: None,
+            cluster_k: 1,
+        });
+    }
     let wg_type = matches!(tc_name, Some("f16" | "bf16" | "tf32"));
     let wg_possible = wg_type && aligned && wgmma_ok && cc == (9, 0);
     // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
@@ -574,7 +596,8 @@ pub(crate) fn choose_kernel(
             }
             Ok(choice)
         }
-        Family::Simt => Ok(plain(
+        // (Small is chosen above, before the family.)
+        Family::Simt | Family::Small => Ok(plain(
             format!("gemm_simt_{type_name}_s_{}", plan.ops),
             Family::Simt,
             (64, 64),

@@ -114,6 +114,40 @@ pub(crate) fn run_kernel<T: GemmType>(
     Ok(())
 }
 
+/// Runs `gemm_small_<t>` (ptx/gemm_small.cu): one block per batch entry, as many blocks as the
+/// device holds at once (8 per multiprocessor) and each taking every g-th entry beyond.
+pub(crate) fn run_small(
+    stream: &Arc<Stream>,
+    choice: &Choice,
+    plan: &Plan,
+    params: GemmParams,
+    batch: usize,
+) -> Result<()> {
+    let f = stream.context().kernel(&choice.name)?;
+    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    let xk = i32::from(plan.ops.ends_with('n'));
+    let yk = i32::from(plan.ops.starts_with('t'));
+    let Ok(count) = i32::try_from(batch) else {
+        bail_invalid!("gemm: a batch of {batch} small matrices is more than one launch holds");
+    };
+    let mut p = params;
+    p.batch = count;
+    let grid = batch.min(sms * 8) as u32;
+    let mut l = stream.launch_builder(&f);
+    l.arg(&p).arg(&xk).arg(&yk);
+    // SAFETY: gemm_small_<t>(GemmParams, i32 xk, i32 yk) reads X, Y (and D when beta != 0, the
+    // bias when set) and writes D at rows < m, columns < n, depth < k of each of `batch`
+    // entries, at the leading dimensions and strides `plan` checked against the buffers; m, n
+    // and k are at most 32 (the kernel's shared tiles), as the dispatch that chose it checked.
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (choice.threads, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+}
+
 /// Packs an m- or n-contiguous f32 operand k-contiguous (rounded to tf32) into a new buffer on
 /// `stream`: `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`, `ld = k` rounded up
 /// to 4 (16 bytes). Returns the buffer and `ld`.

@@ -540,6 +540,52 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
 }
 
 #[test]
+fn small_matrices_take_one_block_each() {
+    use Transpose::{N, T};
+    let pick = |ty: &str, (m, n, k): (usize, usize, usize), forced, tile, split, batch| {
+        let p = plan(&Gemm::<f32>::new(N, T, m, n, k), [1 << 30; 3]).unwrap();
+        let math = if ty == "tf32" { MathMode::Tf32 } else { MathMode::Exact };
+        let ty = if ty == "tf32" { "f32" } else { ty };
+        let ch = choose_kernel(
+            ty,
+            ty != "f32",
+            math,
+            forced,
+            tile,
+            split,
+            &p,
+            true,
+            true,
+            (9, 0),
+            132,
+            batch,
+        )
+        .unwrap();
+        ch.name
+    };
+    let auto = |ty, dims, batch| pick(ty, dims, Kernel::Auto, Tile::Auto, SplitK::Auto, batch);
+    for (ty, name) in [
+        ("f32", "f32"),
+        ("tf32", "f32"),
+        ("f64", "f64"),
+        ("f16", "f16"),
+        ("bf16", "bf16"),
+    ] {
+        assert_eq!(auto(ty, (16, 16, 16), 4096), format!("gemm_small_{name}"));
+        assert_eq!(auto(ty, (32, 32, 32), 1), format!("gemm_small_{name}"));
+        assert_eq!(auto(ty, (2, 2, 2), 1), format!("gemm_small_{name}"));
+        // 33 in any dimension: the tiled kernels.
+        for dims in [(33, 32, 32), (32, 33, 32), (32, 32, 33)] {
+            assert!(!auto(ty, dims, 7).starts_with("gemm_small"), "{ty} {dims:?}");
+        }
+        // Any forced knob keeps the tiled kernels.
+        assert!(!pick(ty, (16, 16, 16), Kernel::Simt, Tile::Auto, SplitK::Auto, 1).starts_with("gemm_small"));
+        assert!(!pick(ty, (16, 16, 16), Kernel::Auto, Tile::Small, SplitK::Auto, 1).starts_with("gemm_small"));
+        assert!(!pick(ty, (16, 16, 16), Kernel::Auto, Tile::Auto, SplitK::Off, 1).starts_with("gemm_small"));
+    }
+}
+
+#[test]
 fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
     use Transpose::{N, T};
     let pick = |ty: &str, (ta, tb), (m, n, k): (usize, usize, usize), tile, split| {
