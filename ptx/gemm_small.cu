@@ -17,10 +17,12 @@
 // so the result does not depend on the launch. Kernels: gemm_small_f32 (also for tf32 math: exact
 // f32 is within tf32's bound), gemm_small_f64, gemm_small_f16, gemm_small_bf16.
 //
-// Launch contract: params (GemmParams p, int xk, int yk) by value; block = (256, 1, 1); grid =
-// (g, 1, 1) for any g >= 1 (block i takes batch entries i, i + g, ...); 1 <= m, n <= 32,
-// 0 <= k <= 32 (k = 0: the sum is zero, X and Y are not read); beta == 0: D is not read; bias ==
-// 0: no bias. No alignment is needed.
+// Launch contract: params (GemmParams p, int xk, int yk) by value; block = (t, 1, 1) for any
+// 1 <= t <= 256 (the host takes a quarter of m n rounded up to a warp: a thread per 4 outputs);
+// grid = (g, 1, 1) for any g >= 1 (block i takes batch entries i, i + g, ...); dynamic shared
+// memory (m (k + 1) + k (n + 1)) * sizeof(Acc) bytes (Acc: double for f64, else float);
+// 1 <= m, n <= 32, 0 <= k <= 32 (k = 0: the sum is zero, X and Y are not read); beta == 0: D is
+// not read; bias == 0: no bias. No alignment is needed.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -52,12 +54,14 @@ template <> struct Small<__nv_bfloat16> {
 template <typename T>
 __device__ __forceinline__ void gemm_small(const GemmParams& p, int xk, int yk) {
     typedef typename Small<T>::Acc Acc;
-    // X as xs[r][p], Y as ys[p][c]. In the product a warp's threads share r and step c (xs read
-    // as a broadcast, ys along a row); rows of 33 keep the loads of an operand whose rows are not
-    // contiguous (32 threads writing one column) on 32 distinct banks.
-    __shared__ Acc xs[32][33];
-    __shared__ Acc ys[32][33];
+    // X as xs[r * (k + 1) + p], Y as ys[p * (n + 1) + c], sized to the problem (dynamic shared
+    // memory), so that small matrices leave room for many blocks per multiprocessor. In the
+    // product a warp's threads share r and step c (xs read as a broadcast, ys along a row); the
+    // padded rows spread the loads of an operand whose rows are not contiguous over the banks.
+    extern __shared__ __align__(16) unsigned char small_smem[];
     const int m = (int)p.m, n = (int)p.n, k = (int)p.k;
+    Acc* xs = reinterpret_cast<Acc*>(small_smem);
+    Acc* ys = xs + m * (k + 1);
     const Acc alpha = (Acc)p.alpha, beta = (Acc)p.beta;
     const T* bias = reinterpret_cast<const T*>(p.bias);
     for (long long b = blockIdx.x; b < p.batch; b += gridDim.x) {
@@ -65,19 +69,21 @@ __device__ __forceinline__ void gemm_small(const GemmParams& p, int xk, int yk) 
         const T* y = reinterpret_cast<const T*>(p.y) + b * p.sy;
         T* d = reinterpret_cast<T*>(p.d) + b * p.sd;
         // Consecutive threads read consecutive addresses whichever side of X (Y) is contiguous.
+        // (Loads batched 8 per thread before their stores, with 4 interleaved sums per thread,
+        // measured 1.7x slower on 16 x 16 x 16 x 4096 on the H100.)
         for (int i = threadIdx.x; i < m * k; i += blockDim.x) {
             const int r = xk ? i / k : i % m, q = xk ? i % k : i / m;
-            xs[r][q] = Small<T>::to(x[xk ? (long long)r * p.ldx + q : r + (long long)q * p.ldx]);
+            xs[r * (k + 1) + q] = Small<T>::to(x[xk ? (long long)r * p.ldx + q : r + (long long)q * p.ldx]);
         }
         for (int i = threadIdx.x; i < k * n; i += blockDim.x) {
             const int c = yk ? i / k : i % n, q = yk ? i % k : i / n;
-            ys[q][c] = Small<T>::to(y[yk ? (long long)c * p.ldy + q : (long long)q * p.ldy + c]);
+            ys[q * (n + 1) + c] = Small<T>::to(y[yk ? (long long)c * p.ldy + q : (long long)q * p.ldy + c]);
         }
         __syncthreads();
         for (int o = threadIdx.x; o < m * n; o += blockDim.x) {
             const int r = o / n, c = o % n;
             Acc s = 0;
-            for (int q = 0; q < k; ++q) s = fma(xs[r][q], ys[q][c], s);
+            for (int q = 0; q < k; ++q) s = fma(xs[r * (k + 1) + q], ys[q * (n + 1) + c], s);
             Acc v = alpha * s;
             T* out = d + (long long)r * p.ldd + c;
             if (beta != (Acc)0) v += beta * Small<T>::to(*out);

@@ -114,9 +114,10 @@ pub(crate) fn run_kernel<T: GemmType>(
     Ok(())
 }
 
-/// Runs `gemm_small_<t>` (ptx/gemm_small.cu): one block per batch entry, as many blocks as the
-/// device holds at once (8 per multiprocessor) and each taking every g-th entry beyond.
-pub(crate) fn run_small(
+/// Runs `gemm_small_<t>` (ptx/gemm_small.cu): one block per batch entry, a thread per 4
+/// outputs (at least a warp, at most 256), shared memory sized to the matrices, so that as many
+/// blocks as possible are resident; blocks stride over the batch beyond that.
+pub(crate) fn run_small<T: GemmType>(
     stream: &Arc<Stream>,
     choice: &Choice,
     plan: &Plan,
@@ -124,26 +125,37 @@ pub(crate) fn run_small(
     batch: usize,
 ) -> Result<()> {
     let f = stream.context().kernel(&choice.name)?;
-    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    let limits = stream.context().limits();
+    let sms = limits.multiprocessor_count.max(1) as usize;
     let xk = i32::from(plan.ops.ends_with('n'));
     let yk = i32::from(plan.ops.starts_with('t'));
     let Ok(count) = i32::try_from(batch) else {
         bail_invalid!("gemm: a batch of {batch} small matrices is more than one launch holds");
     };
+    let (m, n, k) = (params.m as usize, params.n as usize, params.k as usize);
+    let threads = ((m * n).div_ceil(4).div_ceil(32) * 32).clamp(32, 256);
+    let acc = if T::NAME == "f64" { 8 } else { 4 };
+    let smem = (m * (k + 1) + k * (n + 1)) * acc;
+    // Blocks resident per multiprocessor: at most 32, 2048 threads, and the shared memory.
+    let per_sm = (2048 / threads)
+        .min(32)
+        .min((200usize << 10).checked_div(smem).unwrap_or(32))
+        .max(1);
+    let grid = batch.min(sms * per_sm) as u32;
     let mut p = params;
     p.batch = count;
-    let grid = batch.min(sms * 8) as u32;
     let mut l = stream.launch_builder(&f);
     l.arg(&p).arg(&xk).arg(&yk);
     // SAFETY: gemm_small_<t>(GemmParams, i32 xk, i32 yk) reads X, Y (and D when beta != 0, the
     // bias when set) and writes D at rows < m, columns < n, depth < k of each of `batch`
     // entries, at the leading dimensions and strides `plan` checked against the buffers; m, n
-    // and k are at most 32 (the kernel's shared tiles), as the dispatch that chose it checked.
+    // and k are at most 32, as the dispatch that chose it checked, and the shared memory holds
+    // the m (k + 1) + k (n + 1) accumulator-type elements the kernel indexes.
     unsafe {
         l.launch(LaunchConfig {
             grid_dim: (grid, 1, 1),
-            block_dim: (choice.threads, 1, 1),
-            shared_mem_bytes: 0,
+            block_dim: (threads as u32, 1, 1),
+            shared_mem_bytes: smem as u32,
         })
     }
 }
