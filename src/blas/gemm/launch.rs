@@ -327,7 +327,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
         // matrix, nor for lines whose length is not a multiple of 16 bytes: on the H100 a box over f16
         // rows of 7 elements (14 bytes) also wrote each row's 8th element, so the TMA's clipping is
         // relied on only at 16-byte bounds (rows of 200 and 1000 elements, ending inside a box, kept
-        // their padding in tests/gpu_blas.rs).
+        // their padding in tests/gpu_blas_hopper.rs).
         let (inner, outer, box_outer) = if choice.swap { (p.m, p.n, 32) } else { (p.n, p.m, 64) };
         let d = TmaMatrix {
             address: p.d,

@@ -1,0 +1,263 @@
+//! GPU tests of the Hopper GEMM kernels (compute capability 9.0; skipped elsewhere) against a
+//! CPU reference in f64, as tests/gpu_blas.rs does for the others: the wgmma + TMA kernels of
+//! every type, tile, op and epilogue (TMA stores, activations, batches), their k split, and
+//! mma.sync forced on a Hopper device.
+//!
+//! Bounds on ‖C − ref‖ / ‖ref‖: f32 < 1e-5, TF32 < 5e-3, f16/bf16 < 2e-2, f64 < 1e-12; NaN fails.
+
+#[path = "support/blas.rs"]
+#[allow(dead_code)] // each test binary uses its own part
+mod common;
+#[path = "support/gpu.rs"]
+mod gpu;
+
+use common::*;
+use cudrv::blas::{Activation, Kernel, Layout, MathMode, SplitK, Tile, Transpose};
+use cudrv::selftest::Rng;
+use half::{bf16, f16};
+
+/// The sm_90a kernels (wgmma + TMA) for f16 and bf16, forced, on each of their tiles. Compute
+/// capability 9.0 only.
+#[test]
+fn gemm_wgmma_hopper() {
+    let Some(ctx) = gpu!("gemm_wgmma_hopper") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_hopper: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
+    sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
+    for (seed, acts) in [(28, false), (31, true)] {
+        let cases = tma_store_wg_cases(MathMode::Exact, 8, acts);
+        sweep::<f16>(&stream, &mut Rng::new(seed), &cases);
+        sweep::<bf16>(&stream, &mut Rng::new(seed + 1), &cases);
+    }
+}
+
+/// k split over the blocks of a wgmma tile (`split_rule` in ptx/gemm_wg.cuh): forced splits of
+/// the 128 x 64 and 128 x 128 tiles in 2 to 64 parts (more parts than k-tiles, a short last part,
+/// a single row tile whose second consumer has no rows), every op and layout, beta, bias,
+/// activations, batches, tf32's transposed store; and the automatic split of decode-shaped and
+/// long-k problems. Compute capability 9.0 only.
+#[test]
+fn gemm_wgmma_split_k() {
+    let Some(ctx) = gpu!("gemm_wgmma_split_k") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_split_k: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    for (ty, math, ld_align) in [
+        ("f16", MathMode::Exact, 8),
+        ("bf16", MathMode::Exact, 8),
+        ("tf32", MathMode::Tf32, 4),
+    ] {
+        let cases = wg_split_cases(math, ld_align);
+        let seed = 40 + ty.len() as u64;
+        match ty {
+            "f16" => sweep::<f16>(&stream, &mut Rng::new(seed), &cases),
+            "bf16" => sweep::<bf16>(&stream, &mut Rng::new(seed), &cases),
+            _ => sweep::<f32>(&stream, &mut Rng::new(seed), &cases),
+        }
+    }
+}
+
+fn wg_split_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+    let acts = [Activation::None, Activation::Relu, Activation::Gelu, Activation::Tanh];
+    // (m, n, k, tile, parts, batch)
+    let shapes = [
+        (100, 90, 3000, Tile::Narrow, 5, 1),
+        (300, 40, 1111, Tile::Large, 3, 1),
+        (60, 200, 2049, Tile::Auto, 16, 1),
+        (130, 70, 700, Tile::Narrow, 64, 1),
+        (72, 136, 900, Tile::Auto, 2, 3),
+        (16, 1000, 4096, Tile::Auto, 0, 1),
+        (1000, 16, 4096, Tile::Auto, 0, 1),
+        (64, 64, 20000, Tile::Auto, 0, 1),
+    ];
+    let mut v = Vec::new();
+    for (s, &(m, n, k, tile, parts, batch)) in shapes.iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            let mut c = Case::new(ta, tb, m, n, k);
+            (c.kernel, c.math, c.ld_align, c.tile, c.batch) = (Kernel::Wgmma, math, ld_align, tile, batch);
+            c.split = if parts == 0 { SplitK::Auto } else { SplitK::Parts(parts) };
+            c.layout = if (s + i) % 2 == 0 {
+                Layout::ColMajor
+            } else {
+                Layout::RowMajor
+            };
+            c.alpha = if i % 2 == 0 { 1.0 } else { 0.75 };
+            c.beta = if (s + i) % 3 == 1 { -0.5 } else { 0.0 };
+            c.bias = (s + i) % 2 == 1;
+            c.act = acts[(s + 2 * i) % 4];
+            off_wgmma_where_tf32_packs(&mut c);
+            if c.kernel != Kernel::Wgmma {
+                c.split = SplitK::Auto;
+            }
+            v.push(c);
+        }
+    }
+    v
+}
+
+/// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
+#[test]
+fn gemm_mma_sync_f16_on_hopper() {
+    let Some(ctx) = gpu!("gemm_mma_sync_f16_on_hopper") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_mma_sync_f16_on_hopper: compute capability 9.0 only");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(24),
+        &tile_cases(Kernel::MmaSync, MathMode::Exact, 8),
+    );
+    // Whole tiles of the mma.sync kernels (plain C = alpha A B stores from the accumulators) and
+    // of the sm_80 f64 DMMA kernel, with the second C of a batch misaligned.
+    let tc_tiles = [Tile::Small, Tile::Large];
+    sweep::<f16>(
+        &stream,
+        &mut Rng::new(25),
+        &whole_tile_cases(Kernel::MmaSync, 8, &tc_tiles),
+    );
+    let mut tf32 = whole_tile_cases(Kernel::MmaSync, 8, &tc_tiles);
+    tf32.iter_mut().for_each(|c| c.math = MathMode::Tf32);
+    sweep::<f32>(&stream, &mut Rng::new(26), &tf32);
+    sweep::<f64>(
+        &stream,
+        &mut Rng::new(27),
+        &whole_tile_cases(Kernel::MmaSync, 2, &[Tile::Auto]),
+    );
+}
+
+/// tf32 with both operands m/n-contiguous (column-major op(A) = A, op(B) = B^T; in row-major
+/// storage op(A) = A^T, op(B) = B) packs B, for batch 1 only: such batches take the best
+/// tensor-core kernel that applies instead of wgmma. The other op combinations run batched on
+/// wgmma.
+fn off_wgmma_where_tf32_packs(c: &mut Case) {
+    let (ta, tb) = match c.layout {
+        Layout::ColMajor => (Transpose::N, Transpose::T),
+        Layout::RowMajor => (Transpose::T, Transpose::N),
+    };
+    if c.math == MathMode::Tf32 && c.batch > 1 && c.ta == ta && c.tb == tb {
+        c.kernel = Kernel::TensorCore;
+    }
+}
+
+/// Every case on every forced wgmma tile (n, l, w).
+fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
+    let mut v = Vec::new();
+    for tile in [Tile::Narrow, Tile::Large, Tile::Wide] {
+        let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
+        for c in &mut cs {
+            c.tile = tile;
+            off_wgmma_where_tf32_packs(c);
+        }
+        v.extend(cs);
+    }
+    v
+}
+
+/// C = act(alpha A B (+ beta C, + bias)) on every wgmma tile, which leaves through TMA stores
+/// where C's rows are 16-byte aligned and a multiple of 16 bytes long (C loaded by the TMA when
+/// beta != 0; the transposed tf32 kernels add the bias by row): whole tiles and edge tiles
+/// (clipped by the TMA; 200 and 1000 long rows end inside a box, 300 and 65 take the thread
+/// stores), single matrices and batches of 3 whose C matrices are 0 or 1 element apart beyond a
+/// multiple of 8 (1: the later matrices are misaligned and take the thread stores), every op,
+/// both layouts, plain, beta, bias, and both. With `acts` every case also has an activation
+/// (relu, gelu, sigmoid, tanh in turn): the kernels of the activation modules where the TMA
+/// stores, the rolled epilogue of the others elsewhere.
+fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> {
+    let nonlinear = [
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+    ];
+    let shapes = [(256, 512, 64), (200, 300, 72), (136, 65, 100), (1000, 600, 40)];
+    let mut v = Vec::new();
+    for (t, tile) in [Tile::Narrow, Tile::Large, Tile::Wide].into_iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+                for c_gap in [0, 1] {
+                    let (m, n, k) = shapes[(t + i + j) % 4];
+                    let mut c = Case::new(ta, tb, m, n, k);
+                    (c.kernel, c.tile, c.math, c.ld_align, c.layout, c.c_gap) =
+                        (Kernel::Wgmma, tile, math, ld_align, layout, c_gap);
+                    c.batch = if c_gap == 1 || i % 2 == 0 { 3 } else { 1 };
+                    c.alpha = if j == 0 { 0.75 } else { 1.0 };
+                    c.pad = (i + t) % 3;
+                    // plain, beta, bias, beta and bias
+                    let e = (t + 2 * i + j + c_gap) % 4;
+                    c.beta = if e % 2 == 1 { -0.5 } else { 0.0 };
+                    c.bias = e >= 2;
+                    if acts {
+                        c.act = nonlinear[(t + i + 2 * j + c_gap) % 4];
+                    }
+                    v.push(c);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores must
+/// fall back for the misaligned batch entries.
+fn odd_c_stride_cases() -> Vec<Case> {
+    OPS.iter()
+        .map(|&(ta, tb)| {
+            let mut c = Case::new(ta, tb, 72, 40, 64);
+            (c.batch, c.c_gap, c.ld_align, c.kernel) = (3, 3, 8, Kernel::Wgmma);
+            c
+        })
+        .collect()
+}
+
+/// tf32 on the wgmma kernels (register-fed A for tt and nn, nn stored transposed, nt packed)
+/// and on mma.sync forced on the same device. Compute capability 9.0 only.
+#[test]
+fn gemm_wgmma_hopper_tf32() {
+    let Some(ctx) = gpu!("gemm_wgmma_hopper_tf32") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("SKIPPED gemm_wgmma_hopper_tf32: the wgmma kernels need compute capability 9.0");
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(27),
+        &odd_c_stride_cases()
+            .iter()
+            .map(|c| Case {
+                math: MathMode::Tf32,
+                ld_align: 4,
+                kernel: Kernel::TensorCore,
+                ..c.clone()
+            })
+            .collect::<Vec<_>>(),
+    );
+    sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
+    for (seed, acts) in [(30, false), (31, true)] {
+        let mut cases = tma_store_wg_cases(MathMode::Tf32, 4, acts);
+        cases.iter_mut().for_each(off_wgmma_where_tf32_packs);
+        sweep::<f32>(&stream, &mut Rng::new(seed), &cases);
+    }
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(25),
+        &tile_cases(Kernel::MmaSync, MathMode::Tf32, 4),
+    );
+}
