@@ -1,0 +1,180 @@
+//! Drawing random GEMM cases for the fuzz test: shapes by class (tiny, mid, decode-like, long k
+//! over few tiles, several waves), ops, layout, leading-dimension padding, batch layout,
+//! offsets, scalars, epilogue and forced knobs.
+
+use super::{FuzzType, GemmCase};
+use crate::blas::{Activation, Kernel, Layout, SplitK, Tile, Transpose};
+use crate::selftest::Rng;
+
+pub(super) fn pick<T: Copy>(rng: &mut Rng, options: &[T]) -> T {
+    options[rng.next_u64() as usize % options.len()]
+}
+
+pub(super) fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
+    lo + rng.next_u64() as usize % (hi - lo + 1)
+}
+
+/// Draws a random GEMM case of type `ty` (see the module docs for what is varied). With `large`,
+/// some cases are several waves of the GPU in size; without it every case stays small enough
+/// for a quick pass.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_gemm_case(&mut Rng::new(3), fuzz::FuzzType::Bf16, false);
+/// assert_eq!(case.ty, fuzz::FuzzType::Bf16);
+/// println!("{case}");
+/// ```
+pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
+    // Two cases in three are aligned (every dim, leading dimension and offset a multiple of 8
+    // elements): those reach the tensor-core kernels; the rest take any value.
+    let aligned = rng.next_u64() % 3 != 0;
+    let dim = |rng: &mut Rng, lo: usize, hi: usize| {
+        let v = range(rng, lo, hi);
+        if aligned {
+            (v.div_ceil(8) * 8).max(8)
+        } else {
+            v
+        }
+    };
+    let class = rng.next_u64() % if large { 10 } else { 7 };
+    let (m, n, k) = match class {
+        0 => (dim(rng, 1, 40), dim(rng, 1, 40), dim(rng, 1, 40)),
+        1 | 2 => (dim(rng, 1, 300), dim(rng, 1, 300), dim(rng, 1, 300)),
+        3 => (dim(rng, 64, 1100), dim(rng, 64, 1100), dim(rng, 16, 700)),
+        // Decode-like: few rows or few columns, long k.
+        // One case in four has a single row or column (a GEMV, or a decode step's token).
+        4 => {
+            let a = if rng.next_u64() % 4 == 0 { 1 } else { dim(rng, 1, 64) };
+            let b = dim(rng, 256, 3000);
+            let k = dim(rng, 256, 3000);
+            if rng.next_u64() % 2 == 0 {
+                (a, b, k)
+            } else {
+                (b, a, k)
+            }
+        }
+        // Long k over few tiles: the k-split paths.
+        5 => (dim(rng, 16, 256), dim(rng, 16, 256), dim(rng, 1024, 8192)),
+        6 => (dim(rng, 300, 700), dim(rng, 300, 700), dim(rng, 8, 200)),
+        // Several waves of tiles: persistent blocks take several tiles each.
+        7 | 8 => (dim(rng, 1000, 3000), dim(rng, 1000, 3000), dim(rng, 16, 600)),
+        _ => (dim(rng, 1500, 4000), dim(rng, 1500, 4000), dim(rng, 200, 2000)),
+    };
+    let ops = (
+        pick(rng, &[Transpose::N, Transpose::T]),
+        pick(rng, &[Transpose::N, Transpose::T]),
+    );
+    let layout = if rng.next_u64() % 5 == 0 {
+        Layout::RowMajor
+    } else {
+        Layout::ColMajor
+    };
+    let mut ld_pad = [0usize; 3];
+    for p in ld_pad.iter_mut() {
+        *p = match rng.next_u64() % 6 {
+            0 if !aligned => range(rng, 1, 13),
+            0 | 1 => 8 * range(rng, 1, 4),
+            _ => 0,
+        };
+    }
+    let batch = if rng.next_u64() % 7 == 0 {
+        // Tiny matrices (one block each) also in large batches.
+        if class == 0 && rng.next_u64() % 2 == 0 {
+            range(rng, 5, 300)
+        } else {
+            range(rng, 2, 4)
+        }
+    } else {
+        1
+    };
+    let stride = |rng: &mut Rng| match rng.next_u64() % 4 {
+        0 => Some(0),
+        _ => None,
+    };
+    let strides = (
+        stride(rng),
+        stride(rng),
+        if aligned {
+            pick(rng, &[0, 0, 8])
+        } else {
+            pick(rng, &[0, 5, 8])
+        },
+    );
+    let mut offsets = [0usize; 3];
+    if !aligned && rng.next_u64() % 3 == 0 {
+        offsets[(rng.next_u64() % 3) as usize] = range(rng, 1, 3);
+    }
+    let alpha = pick(rng, &[1.0, 1.0, -0.75, 0.5, 1.5]);
+    let beta = pick(rng, &[0.0, 0.0, 1.0, 0.5, -1.25]);
+    let bias = rng.next_u64() % 4 == 0;
+    let act = if rng.next_u64() % 4 == 0 {
+        pick(
+            rng,
+            &[
+                Activation::Relu,
+                Activation::Gelu,
+                Activation::Sigmoid,
+                Activation::Tanh,
+            ],
+        )
+    } else {
+        Activation::None
+    };
+    let knobs = if rng.next_u64() % 6 == 0 {
+        let kernel = pick(
+            rng,
+            &[
+                Kernel::Auto,
+                Kernel::Auto,
+                Kernel::Simt,
+                Kernel::TensorCore,
+                Kernel::MmaSync,
+                Kernel::Wgmma,
+            ],
+        );
+        let tile = pick(rng, &[Tile::Auto, Tile::Small, Tile::Large, Tile::Wide, Tile::Narrow]);
+        let split = match ty {
+            FuzzType::F32 | FuzzType::F64 => pick(
+                rng,
+                &[
+                    SplitK::Auto,
+                    SplitK::Off,
+                    SplitK::Parts(2),
+                    SplitK::Parts(3),
+                    SplitK::Parts(4),
+                ],
+            ),
+            // The wgmma kernels' split: more parts than k-tiles included.
+            _ => pick(
+                rng,
+                &[
+                    SplitK::Auto,
+                    SplitK::Off,
+                    SplitK::Parts(2),
+                    SplitK::Parts(3),
+                    SplitK::Parts(7),
+                    SplitK::Parts(16),
+                    SplitK::Parts(64),
+                ],
+            ),
+        };
+        (kernel, tile, split)
+    } else {
+        (Kernel::Auto, Tile::Auto, SplitK::Auto)
+    };
+    GemmCase {
+        ty,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad,
+        batch,
+        strides,
+        offsets,
+        scalars: (alpha, beta),
+        bias,
+        act,
+        knobs,
+        tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}
