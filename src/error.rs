@@ -124,6 +124,31 @@ pub enum Error {
         /// The deadline, milliseconds.
         waited_ms: u64,
     },
+    /// An optional system library (libnvrtc, ...) could not be loaded; only the calls that need it
+    /// fail.
+    #[error("{library} not found: tried {tried} ({reason})")]
+    NoLibrary {
+        /// The library, e.g. `libnvrtc`.
+        library: &'static str,
+        /// The names or paths that were tried, in order.
+        tried: String,
+        /// The loader's message for the last candidate, and how to point cudrv at the library.
+        reason: String,
+    },
+    /// An NVRTC call failed; for `nvrtcCompileProgram`, `log` holds the compiler's messages.
+    #[error("{api} failed: {name} ({code}) with options {options:?}{}", nvrtc_log_suffix(.log))]
+    Nvrtc {
+        /// The NVRTC entry point that failed.
+        api: &'static str,
+        /// The numeric `nvrtcResult`.
+        code: i32,
+        /// The code's name, e.g. `NVRTC_ERROR_COMPILATION`.
+        name: &'static str,
+        /// The options the program was compiled with.
+        options: Vec<String>,
+        /// The compiler's log (empty for the other calls).
+        log: String,
+    },
     /// Reading a file (a PTX or cubin module, a kernel directory) failed.
     #[error("cannot read {path}: {message}")]
     Io {
@@ -132,6 +157,16 @@ pub enum Error {
         /// The operating system's message.
         message: String,
     },
+}
+
+fn nvrtc_log_suffix(log: &str) -> String {
+    if log.trim().is_empty() {
+        return String::new();
+    }
+    match crate::nvrtc::missing_header_hint(log) {
+        Some(hint) => format!(":\n{}\n{hint}", log.trim_end()),
+        None => format!(":\n{}", log.trim_end()),
+    }
 }
 
 fn known_list(known: &[String]) -> String {

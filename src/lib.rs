@@ -58,6 +58,7 @@ pub mod kernel_cache;
 pub mod launch;
 pub mod memory;
 pub mod module;
+pub mod nvrtc;
 pub mod ops;
 pub mod ptx_info;
 pub mod registry;

@@ -1,5 +1,5 @@
 //! cudarc-shaped runtime compilation (`cudarc::nvrtc`): CUDA C++ to PTX through libnvrtc,
-//! loaded at run time.
+//! loaded at run time. The compiling is [`cudrv::nvrtc`]'s; this module keeps cudarc's types.
 //!
 //! The library is found the way cudrv finds libcuda: the first that loads of
 //! `$CUDRV_LIBNVRTC` (a path), then `libnvrtc.so.13` / `libnvrtc.so.12` (the one matching the
@@ -24,10 +24,9 @@
 //! # Ok::<(), cudrv_compat::nvrtc::CompileError>(())
 //! ```
 
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// Raw NVRTC types.
 #[allow(non_camel_case_types)]
@@ -163,11 +162,10 @@ pub mod result {
     impl std::error::Error for NvrtcError {}
 }
 
-mod headers;
-pub use headers::cuda_include_dirs;
+pub use cudrv::nvrtc::cuda_include_dirs;
 
 use result::NvrtcError;
-use sys::{nvrtcProgram, nvrtcResult};
+use sys::nvrtcResult;
 
 /// Compiled PTX, PTX source, a PTX file, or a cubin image (cudarc's `Ptx`); load it with
 /// [`CudaContext::load_module`](crate::imp::driver::CudaContext::load_module).
@@ -328,7 +326,7 @@ impl fmt::Display for CompileError {
             CompileError::CompileError { nvrtc, options, log } => {
                 let log = log.to_string_lossy();
                 write!(f, "nvrtc compilation failed ({nvrtc}) with options {options:?}:\n{log}")?;
-                match headers::missing_header_hint(&log) {
+                match cudrv::nvrtc::missing_header_hint(&log) {
                     Some(hint) => write!(f, "\n{hint}"),
                     None => Ok(()),
                 }
@@ -441,98 +439,46 @@ pub fn compile_ptx<S: AsRef<str>>(src: S) -> Result<Ptx, CompileError> {
 /// # Ok::<(), cudrv_compat::imp::nvrtc::CompileError>(())
 /// ```
 pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Result<Ptx, CompileError> {
-    let lib = library()?;
-    let invalid = CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_INPUT));
-    let src = CString::new(src.as_ref()).map_err(|_| invalid.clone())?;
-    let name = opts
-        .name
-        .as_deref()
-        .map(CString::new)
-        .transpose()
-        .map_err(|_| invalid)?;
-    let mut prog: nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: valid NUL-terminated strings; no headers; `prog` receives the handle.
-    let rc = unsafe {
-        (lib.create)(
-            &mut prog,
-            src.as_ptr(),
-            name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    check(rc).map_err(CompileError::CreationError)?;
-    let program = Program { lib, prog };
-    let mut options = opts.build();
-    if headers::includes_headers(src.to_str().unwrap_or_default()) {
-        // After the program's own paths, so that those win.
-        options.extend(
-            cuda_include_dirs()
-                .iter()
-                .map(|d| format!("--include-path={}", d.display())),
-        );
+    let mut program = cudrv::nvrtc::Program::new(src.as_ref());
+    if let Some(name) = &opts.name {
+        program = program.name(name.as_str());
     }
-    program.compile(options)
+    for option in opts.build() {
+        program = program.option(option);
+    }
+    let compiled = program.compile().map_err(compile_error)?;
+    Ok(Ptx(PtxKind::Image(compiled.ptx_with_nul().to_vec())))
 }
 
-struct Program {
-    lib: &'static Library,
-    prog: nvrtcProgram,
-}
-
-impl Program {
-    fn compile(self, options: Vec<String>) -> Result<Ptx, CompileError> {
-        let invalid = CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_OPTION));
-        let c_opts: Vec<CString> = options
-            .iter()
-            .map(|o| CString::new(o.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| invalid)?;
-        let ptrs: Vec<*const c_char> = c_opts.iter().map(|o| o.as_ptr()).collect();
-        // SAFETY: a live program and `ptrs.len()` valid NUL-terminated options.
-        let rc = unsafe { (self.lib.compile)(self.prog, ptrs.len() as c_int, ptrs.as_ptr()) };
-        if let Err(nvrtc) = check(rc) {
-            let log = self.log().map_err(CompileError::GetLogError)?;
-            return Err(CompileError::CompileError { nvrtc, options, log });
-        }
-        let mut size = 0usize;
-        // SAFETY: writes one size_t for a compiled program.
-        check(unsafe { (self.lib.ptx_size)(self.prog, &mut size) }).map_err(CompileError::GetPtxError)?;
-        let mut image = vec![0u8; size.max(1)];
-        // SAFETY: `image` has room for `size` bytes, NUL included.
-        check(unsafe { (self.lib.ptx)(self.prog, image.as_mut_ptr().cast()) }).map_err(CompileError::GetPtxError)?;
-        if image.last() != Some(&0) {
-            image.push(0);
-        }
-        Ok(Ptx(PtxKind::Image(image)))
-    }
-
-    fn log(&self) -> Result<CString, NvrtcError> {
-        let mut size = 0usize;
-        // SAFETY: writes one size_t for a live program.
-        check(unsafe { (self.lib.log_size)(self.prog, &mut size) })?;
-        let mut buf = vec![0u8; size.max(1)];
-        // SAFETY: `buf` has room for `size` bytes, NUL included.
-        check(unsafe { (self.lib.log)(self.prog, buf.as_mut_ptr().cast()) })?;
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        buf.truncate(end);
-        Ok(CString::new(buf).unwrap_or_default())
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: created by nvrtcCreateProgram and destroyed once.
-        let _ = unsafe { (self.lib.destroy)(&mut self.prog) };
-    }
-}
-
-fn check(rc: nvrtcResult) -> Result<(), NvrtcError> {
-    if rc == nvrtcResult::NVRTC_SUCCESS {
-        Ok(())
-    } else {
-        Err(NvrtcError(rc))
+/// cudarc's error for a failure of [`cudrv::nvrtc`].
+fn compile_error(e: cudrv::Error) -> CompileError {
+    let status = |code: i32| NvrtcError(nvrtcResult(code as u32));
+    match e {
+        cudrv::Error::NoLibrary { tried, reason, .. } => CompileError::LibraryNotFound { tried, reason },
+        cudrv::Error::Nvrtc {
+            api: "nvrtcCompileProgram",
+            code,
+            options,
+            log,
+            ..
+        } => CompileError::CompileError {
+            nvrtc: status(code),
+            options,
+            log: CString::new(log.replace('\0', "")).unwrap_or_default(),
+        },
+        cudrv::Error::Nvrtc {
+            api: "nvrtcGetProgramLog",
+            code,
+            ..
+        } => CompileError::GetLogError(status(code)),
+        cudrv::Error::Nvrtc {
+            api: "nvrtcGetPTX",
+            code,
+            ..
+        } => CompileError::GetPtxError(status(code)),
+        cudrv::Error::Nvrtc { code, .. } => CompileError::CreationError(status(code)),
+        // A NUL byte in the source, the name or an option.
+        _ => CompileError::CreationError(NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_INPUT)),
     }
 }
 
@@ -544,110 +490,7 @@ fn check(rc: nvrtcResult) -> Result<(), NvrtcError> {
 /// # Ok::<(), cudrv_compat::imp::nvrtc::CompileError>(())
 /// ```
 pub fn version() -> Result<(i32, i32), CompileError> {
-    let lib = library()?;
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: writes two ints through valid pointers.
-    check(unsafe { (lib.version)(&mut major, &mut minor) }).map_err(CompileError::CreationError)?;
-    Ok((major, minor))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Loader
-// ---------------------------------------------------------------------------------------------
-
-type CreateFn = unsafe extern "C" fn(
-    *mut nvrtcProgram,
-    *const c_char,
-    *const c_char,
-    c_int,
-    *const *const c_char,
-    *const *const c_char,
-) -> nvrtcResult;
-type CompileFn = unsafe extern "C" fn(nvrtcProgram, c_int, *const *const c_char) -> nvrtcResult;
-type SizeFn = unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult;
-type TextFn = unsafe extern "C" fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
-type DestroyFn = unsafe extern "C" fn(*mut nvrtcProgram) -> nvrtcResult;
-type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> nvrtcResult;
-
-struct Library {
-    create: CreateFn,
-    compile: CompileFn,
-    ptx_size: SizeFn,
-    ptx: TextFn,
-    log_size: SizeFn,
-    log: TextFn,
-    destroy: DestroyFn,
-    version: VersionFn,
-    _lib: libloading::Library,
-}
-
-/// The library names tried, in order.
-fn candidates() -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(path) = std::env::var_os("CUDRV_LIBNVRTC") {
-        out.push(path.to_string_lossy().into_owned());
-    }
-    let driver_major = cudrv::driver_version().map(|v| v.major()).unwrap_or(13);
-    if driver_major >= 13 {
-        out.extend(["libnvrtc.so.13".to_string(), "libnvrtc.so.12".to_string()]);
-    } else {
-        out.extend(["libnvrtc.so.12".to_string(), "libnvrtc.so.13".to_string()]);
-    }
-    out.push("libnvrtc.so".to_string());
-    out
-}
-
-fn library() -> Result<&'static Library, CompileError> {
-    static LIB: OnceLock<Result<Library, (String, String)>> = OnceLock::new();
-    LIB.get_or_init(load)
-        .as_ref()
-        .map_err(|(tried, reason)| CompileError::LibraryNotFound {
-            tried: tried.clone(),
-            reason: reason.clone(),
-        })
-}
-
-fn load() -> Result<Library, (String, String)> {
-    load_from(&candidates())
-}
-
-/// Opens the first of `names` that loads and has every entry point compat uses.
-fn load_from(names: &[String]) -> Result<Library, (String, String)> {
-    let tried = names.join(", ");
-    let mut reason = String::from("no candidates");
-    for name in names {
-        // SAFETY: loading libnvrtc runs its initialisers, which have no preconditions.
-        let lib = match unsafe { libloading::Library::new(name) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                reason = e.to_string();
-                continue;
-            }
-        };
-        return resolve(lib).map_err(|missing| (name.clone(), format!("{name} lacks `{missing}`")));
-    }
-    Err((tried, reason))
-}
-
-fn resolve(lib: libloading::Library) -> Result<Library, &'static str> {
-    fn get<T: Copy>(lib: &libloading::Library, name: &'static str) -> Result<T, &'static str> {
-        let cname = CStr::from_bytes_with_nul(name.as_bytes()).map_err(|_| name)?;
-        // SAFETY: each symbol is looked up with the signature of nvrtc.h's declaration of it.
-        unsafe { lib.get::<T>(cname.to_bytes_with_nul()) }
-            .map(|s| *s)
-            .map_err(|_| name.trim_end_matches('\0'))
-    }
-    Ok(Library {
-        create: get(&lib, "nvrtcCreateProgram\0")?,
-        compile: get(&lib, "nvrtcCompileProgram\0")?,
-        ptx_size: get(&lib, "nvrtcGetPTXSize\0")?,
-        ptx: get(&lib, "nvrtcGetPTX\0")?,
-        log_size: get(&lib, "nvrtcGetProgramLogSize\0")?,
-        log: get(&lib, "nvrtcGetProgramLog\0")?,
-        destroy: get(&lib, "nvrtcDestroyProgram\0")?,
-        version: get(&lib, "nvrtcVersion\0")?,
-        _lib: lib,
-    })
+    cudrv::nvrtc::version().map_err(compile_error)
 }
 
 #[cfg(test)]
@@ -676,17 +519,31 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_library_is_an_error() {
-        let err = load_from(&["/nonexistent/libnvrtc.so.13".to_string()])
-            .err()
-            .expect("no such library");
-        assert!(err.0.contains("/nonexistent/libnvrtc.so.13"), "{err:?}");
-        let shown = CompileError::LibraryNotFound {
-            tried: err.0,
-            reason: err.1,
-        }
-        .to_string();
-        assert!(shown.contains("CUDRV_LIBNVRTC"), "{shown}");
+    fn a_missing_library_is_cudarcs_error() {
+        let e = compile_error(cudrv::Error::NoLibrary {
+            library: "libnvrtc",
+            tried: "/nonexistent/libnvrtc.so.13".into(),
+            reason: "not found; set CUDRV_LIBNVRTC to its path".into(),
+        });
+        assert!(matches!(&e, CompileError::LibraryNotFound { tried, .. } if tried.contains("/nonexistent")));
+        assert!(e.to_string().contains("CUDRV_LIBNVRTC"), "{e}");
+    }
+
+    #[test]
+    fn a_compile_failure_keeps_its_log_and_options() {
+        let e = compile_error(cudrv::Error::Nvrtc {
+            api: "nvrtcCompileProgram",
+            code: 6,
+            name: "NVRTC_ERROR_COMPILATION",
+            options: vec!["--fmad=false".into()],
+            log: "error: identifier \"nope\" is undefined".into(),
+        });
+        let CompileError::CompileError { nvrtc, options, log } = e else {
+            panic!("not a compile error");
+        };
+        assert_eq!(nvrtc, NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION));
+        assert_eq!(options, ["--fmad=false"]);
+        assert!(log.to_string_lossy().contains("nope"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Where the CUDA headers are, so that NVRTC sources can `#include <curand_kernel.h>` or
 //! `<cuda_fp16.h>` without every program spelling out the toolkit's path.
 //!
-//! The directories, in the order they are passed (after the program's own `include_paths`):
+//! The directories, in the order they are passed (after the program's own include paths):
 //! 1. `include` of `$CUDA_PATH`, `$CUDA_HOME` and `$CUDA_ROOT` (the variables cudarc's users set);
 //! 2. next to the libnvrtc that was loaded: `../include` (a toolkit's `targets/<arch>/lib`), and
 //!    for NVIDIA's Python wheels (`site-packages/nvidia/cuda_nvrtc/lib`) every
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// The CUDA header directories found on this machine, in search order.
 ///
 /// ```
-/// for dir in cudrv_compat::imp::nvrtc::cuda_include_dirs() {
+/// for dir in cudrv::nvrtc::cuda_include_dirs() {
 ///     assert!(dir.is_dir());
 /// }
 /// ```
@@ -56,7 +56,7 @@ pub fn cuda_include_dirs() -> Vec<PathBuf> {
 }
 
 /// Whether `src` includes any header (then [`cuda_include_dirs`] are passed to NVRTC).
-pub(super) fn includes_headers(src: &str) -> bool {
+pub(crate) fn includes_headers(src: &str) -> bool {
     src.lines()
         .any(|l| l.trim_start().starts_with("#include") || l.trim_start().starts_with("# include"))
 }
@@ -75,22 +75,29 @@ fn loaded_nvrtc_dir() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
-/// What to tell a user whose program could not open a header.
-pub(super) fn missing_header_hint(log: &str) -> Option<String> {
+/// What to tell a user whose program could not open a header, given NVRTC's log: where cudrv
+/// looked, and how to add a directory. `None` when the log is about something else.
+///
+/// ```
+/// let hint = cudrv::nvrtc::missing_header_hint("catastrophic error: cannot open source file \"x.h\"");
+/// assert!(hint.unwrap().contains("include"));
+/// assert!(cudrv::nvrtc::missing_header_hint("error: expected a \";\"").is_none());
+/// ```
+pub fn missing_header_hint(log: &str) -> Option<String> {
     if !log.contains("cannot open source file") && !log.contains("could not open source file") {
         return None;
     }
     let dirs = cuda_include_dirs();
     Some(if dirs.is_empty() {
         "no CUDA include directory was found (looked in $CUDA_PATH, $CUDA_HOME, $CUDA_ROOT, next to \
-         libnvrtc and in /usr/local/cuda); set CUDA_PATH to the toolkit, or pass \
-         CompileOptions::include_paths"
+         libnvrtc and in /usr/local/cuda); set CUDA_PATH to the toolkit, or add the header's directory \
+         as an include path"
             .to_string()
     } else {
         let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         format!(
-            "the header is in none of the CUDA include directories searched ({}); pass its directory in \
-             CompileOptions::include_paths",
+            "the header is in none of the CUDA include directories searched ({}); add its directory as an \
+             include path",
             shown.join(", ")
         )
     })
