@@ -18,6 +18,8 @@
 //!   the least recently used entries (a hit refreshes an entry's modification time).
 //! - A directory that cannot be created or written is reported once and the cache continues in
 //!   memory for the process.
+//! - Programs compiled at run time with [`crate::nvrtc`] are kept here too (their PTX, cubin, log
+//!   and lowered names), keyed by everything the compile depends on.
 //! - **What is cached**: every kernel is looked up. A miss is compiled with the driver's JIT
 //!   linker (`cuLinkCreate`, the only driver API that hands back a cubin) and stored, except for
 //!   PTX with tensor-core instructions: the linker compiles its input as relocatable device code,
@@ -142,6 +144,30 @@ impl CacheKey {
         h.update(cc.0.to_le_bytes());
         h.update(cc.1.to_le_bytes());
         h.update(driver.to_le_bytes());
+        CacheKey(h.finalize().into())
+    }
+
+    /// The key of a runtime-compiled program ([`crate::nvrtc`]): `kind` names what the parts
+    /// are, each part is hashed with its length, and this cudrv version is part of the key.
+    ///
+    /// ```
+    /// use cudrv::kernel_cache::CacheKey;
+    /// let a = CacheKey::for_parts("nvrtc", &[b"source", b"--fmad=false"]);
+    /// assert_eq!(a, CacheKey::for_parts("nvrtc", &[b"source", b"--fmad=false"]));
+    /// // Moving bytes between parts changes the key.
+    /// assert_ne!(a, CacheKey::for_parts("nvrtc", &[b"source--", b"fmad=false"]));
+    /// ```
+    pub fn for_parts(kind: &str, parts: &[&[u8]]) -> Self {
+        let mut h = Sha256::new();
+        h.update(MAGIC);
+        h.update(b"parts");
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update((kind.len() as u64).to_le_bytes());
+        h.update(kind.as_bytes());
+        for part in parts {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
         CacheKey(h.finalize().into())
     }
 

@@ -10,7 +10,16 @@ fn nvrtc_or_skip(test: &str) -> bool {
         Ok(_) => true,
         Err(e) => {
             assert!(std::env::var("REQUIRE_NVRTC").as_deref() != Ok("1"), "{test}: {e}");
-            assert!(matches!(e, cudrv::Error::NoLibrary { library: "libnvrtc", .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    cudrv::Error::NoLibrary {
+                        library: "libnvrtc",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             println!("SKIPPED (no libnvrtc): {test}: {e}");
             false
         }
@@ -50,7 +59,11 @@ fn a_compile_error_carries_the_log_and_the_options() {
         .unwrap_err();
     match &err {
         cudrv::Error::Nvrtc {
-            api, name, options, log, ..
+            api,
+            name,
+            options,
+            log,
+            ..
         } => {
             assert_eq!(*api, "nvrtcCompileProgram");
             assert_eq!(*name, "NVRTC_ERROR_COMPILATION");
@@ -82,7 +95,9 @@ fn headers_from_memory_and_defines() {
         .unwrap();
     assert!(c.ptx().contains(".entry k"));
     // A header that is nowhere: the error says where cudrv looked.
-    let err = Program::new("#include \"nowhere.h\"\n__global__ void k() {}").compile().unwrap_err();
+    let err = Program::new("#include \"nowhere.h\"\n__global__ void k() {}")
+        .compile()
+        .unwrap_err();
     assert!(err.to_string().contains("include"), "{err}");
 }
 
@@ -103,4 +118,40 @@ fn lowered_names_of_templates() {
     assert!(c.ptx().contains(&format!(".entry {f}")), "{f}");
     assert!(c.ptx().contains(&format!(".entry {d}")), "{d}");
     assert_eq!(c.lowered_name("scale<int>"), None);
+}
+
+#[test]
+fn a_program_compiles_once_then_comes_from_the_cache() {
+    if !nvrtc_or_skip("a_program_compiles_once_then_comes_from_the_cache") {
+        return;
+    }
+    let cache = cudrv::kernel_cache::KernelCache::global();
+    if !cache.enabled() {
+        println!("SKIPPED (kernel cache disabled): a_program_compiles_once_then_comes_from_the_cache");
+        return;
+    }
+    // A source no earlier run compiled: its own constant.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let source = format!("extern \"C\" __global__ void k(unsigned long long* x) {{ x[0] = {nonce}ull; }}");
+    let program = Program::new(source).arch("compute_80").name_expression("k");
+    let before = cache.stats();
+    let first = program.compile().unwrap();
+    let mid = cache.stats();
+    assert_eq!(mid.hits, before.hits, "a new program is compiled");
+    let second = program.compile().unwrap();
+    let after = cache.stats();
+    assert_eq!(after.hits, mid.hits + 1, "the same program comes from the cache");
+    assert_eq!(first.ptx(), second.ptx());
+    assert_eq!(first.lowered_name("k"), second.lowered_name("k"));
+    // no_cache compiles again and stores nothing.
+    let third = program.clone().no_cache().compile().unwrap();
+    assert_eq!(cache.stats().hits, after.hits);
+    assert_eq!(third.ptx(), first.ptx());
+    // A different option is a different program.
+    let fast = program.clone().option("--use_fast_math").compile().unwrap();
+    assert_eq!(cache.stats().hits, after.hits);
+    assert!(fast.ptx().contains(".entry k"));
 }

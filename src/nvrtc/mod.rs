@@ -25,6 +25,7 @@
 //! # Ok::<(), cudrv::Error>(())
 //! ```
 
+mod cache;
 mod headers;
 mod library;
 
@@ -35,6 +36,7 @@ pub use headers::{cuda_include_dirs, missing_header_hint};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::kernel_cache::KernelCache;
 use library::{library, status_name, Library, ProgramHandle};
 
 /// A CUDA C++ source with its compile options, headers and name expressions; [`Program::compile`]
@@ -57,6 +59,7 @@ pub struct Program {
     headers: Vec<(String, String)>,
     name_expressions: Vec<String>,
     cubin: bool,
+    no_cache: bool,
 }
 
 impl Program {
@@ -183,6 +186,18 @@ impl Program {
         self
     }
 
+    /// Compiles even when cudrv's kernel cache holds this program, and does not store the
+    /// result (by default a compiled program is kept there, see [`Program::compile`]).
+    ///
+    /// ```
+    /// let p = cudrv::nvrtc::Program::new("").no_cache();
+    /// # let _ = p;
+    /// ```
+    pub fn no_cache(mut self) -> Self {
+        self.no_cache = true;
+        self
+    }
+
     /// The options given so far, in order (the CUDA include directories are added at compile
     /// time, after these, for a source that includes headers).
     ///
@@ -194,7 +209,12 @@ impl Program {
         &self.options
     }
 
-    /// Runs NVRTC.
+    /// Runs NVRTC, or takes the result from cudrv's kernel cache ([`crate::kernel_cache`]:
+    /// `$CUDRV_CACHE_DIR`, off with `CUDRV_CACHE_DISABLE=1`) when the same program (source, name,
+    /// in-memory headers, options, name expressions, cubin or not) was compiled before on this
+    /// machine; a hit needs no libnvrtc. A successful compile is stored. Headers read from disk
+    /// are not part of the key: after changing one, `cudrv cache clear` (or
+    /// [`Program::no_cache`]).
     ///
     /// ```no_run
     /// let compiled = cudrv::nvrtc::Program::new("extern \"C\" __global__ void k() {}")
@@ -207,7 +227,6 @@ impl Program {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn compile(&self) -> Result<Compiled> {
-        let lib = library()?;
         let invalid = |what: &str| Error::InvalidArgument(format!("nvrtc: {what} contains a NUL byte"));
         let source = CString::new(self.source.as_str()).map_err(|_| invalid("the source"))?;
         let name = self
@@ -239,6 +258,28 @@ impl Program {
                     .map(|d| format!("--include-path={}", d.display())),
             );
         }
+        let cache = KernelCache::global();
+        let key = (!self.no_cache && cache.enabled()).then(|| cache::key(self));
+        if let Some(hit) = key.as_ref().and_then(|k| cache.get(k)).and_then(|b| cache::decode(&b)) {
+            return Ok(hit);
+        }
+        let compiled = self.run_nvrtc(library()?, &source, name.as_ref(), &source_ptrs, &name_ptrs, options)?;
+        if let Some(key) = key {
+            cache.put(&key, &cache::encode(&compiled));
+        }
+        Ok(compiled)
+    }
+
+    /// Creates the NVRTC program and compiles it.
+    fn run_nvrtc(
+        &self,
+        lib: &'static Library,
+        source: &CStr,
+        name: Option<&CString>,
+        source_ptrs: &[*const c_char],
+        name_ptrs: &[*const c_char],
+        options: Vec<String>,
+    ) -> Result<Compiled> {
         let mut handle: ProgramHandle = std::ptr::null_mut();
         // SAFETY: NUL-terminated source and name; `header_sources` and `header_names` hold as many
         // valid strings as the count passed; `handle` receives the program.
