@@ -136,7 +136,7 @@ pub enum Error {
         reason: String,
     },
     /// An NVRTC call failed; for `nvrtcCompileProgram`, `log` holds the compiler's messages.
-    #[error("{api} failed: {name} ({code}) with options {options:?}{}", nvrtc_log_suffix(.log))]
+    #[error("{api} failed: {name} ({code}) with options {options:?}{}{}", nvrtc_log_suffix(.log), nvrtc_hint_suffix(.hint))]
     Nvrtc {
         /// The NVRTC entry point that failed.
         api: &'static str,
@@ -148,6 +148,9 @@ pub enum Error {
         options: Vec<String>,
         /// The compiler's log (empty for the other calls).
         log: String,
+        /// What to do about it, where cudrv knows (a header not found: where it looked); empty
+        /// otherwise.
+        hint: String,
     },
     /// Reading a file (a PTX or cubin module, a kernel directory) failed.
     #[error("cannot read {path}: {message}")]
@@ -161,11 +164,17 @@ pub enum Error {
 
 fn nvrtc_log_suffix(log: &str) -> String {
     if log.trim().is_empty() {
-        return String::new();
+        String::new()
+    } else {
+        format!(":\n{}", log.trim_end())
     }
-    match crate::nvrtc::missing_header_hint(log) {
-        Some(hint) => format!(":\n{}\n{hint}", log.trim_end()),
-        None => format!(":\n{}", log.trim_end()),
+}
+
+fn nvrtc_hint_suffix(hint: &str) -> String {
+    if hint.is_empty() {
+        String::new()
+    } else {
+        format!("\n{hint}")
     }
 }
 

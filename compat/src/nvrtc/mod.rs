@@ -537,6 +537,7 @@ mod tests {
             name: "NVRTC_ERROR_COMPILATION",
             options: vec!["--fmad=false".into()],
             log: "error: identifier \"nope\" is undefined".into(),
+            hint: String::new(),
         });
         let CompileError::CompileError { nvrtc, options, log } = e else {
             panic!("not a compile error");
