@@ -449,12 +449,13 @@ impl<S: Copy + Into<f64>> Gemm<S> {
 
     /// The kernel this GEMM would run on `C`'s stream for these operands, after the same checks
     /// as [`Gemm::run`] (so a call that would be refused is an error here too), without queueing
-    /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt` or `gemm_dmma90_f64_s2_tn`. A
-    /// split of k over blocks shows as `/splitN` (f32 `w` tiles), a tf32 operand packed first
-    /// as a `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer
-    /// first (for the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix; a GEMM with one row
-    /// or one column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch 0), which launch nothing,
-    /// give `""`. For tests, benches and tuning notes.
+    /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt`, `gemm_dmma90_f64_s2_tn` or
+    /// `gemm_small_f32` (m, n, k <= 32). A split of k over blocks shows as `/splitN` (the f32 `w`
+    /// and `v` tiles, the wgmma `n` and `l` tiles), a tf32 operand packed first as a
+    /// `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer first (for
+    /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix; a GEMM with one row or one
+    /// column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch
+    /// 0), which launch nothing, give `""`. For tests, benches and tuning notes.
     ///
     /// ```no_run
     /// use cudrv::blas::{Gemm, Transpose};
