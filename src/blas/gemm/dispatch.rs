@@ -292,23 +292,6 @@ pub(crate) fn choose_kernel(
         }
         Ok(())
     };
-    // m, n and k of at most 32 with every knob automatic: one block per matrix (a tile of the
-    // other kernels would be mostly empty).
-    let knobs_auto = forced == Kernel::Auto && tile == Tile::Auto && split == SplitK::Auto;
-    if knobs_auto && plan.m <= SMALL_MAX && plan.n <= SMALL_MAX && plan.k <= SMALL_MAX {
-        return Ok(Choice {
-            name: format!("gemm_small_{type_name}"),
-            family: Family::Small,
-            pack: [false; 2],
-            align: [false; 2],
-            swap: false,
-            tile: (SMALL_MAX, SMALL_MAX),
-            smem: 0,
-            threads: 256,
-            split_k: None,
-            cluster_k: 1,
-        });
-    }
     let wg_type = matches!(tc_name, Some("f16" | "bf16" | "tf32"));
     let wg_possible = wg_type && aligned && wgmma_ok && cc == (9, 0);
     // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
@@ -337,6 +320,17 @@ pub(crate) fn choose_kernel(
             } else {
                 Family::MmaSync
             }
+        }
+        // m, n and k of at most 32 with every knob automatic: one block per matrix (a tile of
+        // the other kernels would be mostly empty).
+        Kernel::Auto
+            if tile == Tile::Auto
+                && split == SplitK::Auto
+                && plan.m <= SMALL_MAX
+                && plan.n <= SMALL_MAX
+                && plan.k <= SMALL_MAX =>
+        {
+            Family::Small
         }
         Kernel::Auto => {
             if tc_name.is_none() || !aligned || cc < (8, 0) {
@@ -596,8 +590,14 @@ pub(crate) fn choose_kernel(
             }
             Ok(choice)
         }
-        // (Small is chosen above, before the family.)
-        Family::Simt | Family::Small => Ok(plain(
+        Family::Small => Ok(plain(
+            format!("gemm_small_{type_name}"),
+            Family::Small,
+            (SMALL_MAX, SMALL_MAX),
+            0,
+            256,
+        )),
+        Family::Simt => Ok(plain(
             format!("gemm_simt_{type_name}_s_{}", plan.ops),
             Family::Simt,
             (64, 64),
