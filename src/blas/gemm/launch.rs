@@ -5,7 +5,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::Plan;
-use super::dispatch::{operand_storage, packed_ld, tiles2, tma_element, tma_operands, Choice};
+use super::dispatch::{operand_storage, packed_ld, tiles2, tma_element, tma_operands, wg_parts, Choice};
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
@@ -39,6 +39,17 @@ struct WgSplitParams {
 // SAFETY: repr(C) plain data matching `struct WgSplit` (two pointers, two i32s, no padding);
 // every bit pattern is valid.
 unsafe impl DeviceRepr for WgSplitParams {}
+
+/// The scratch of a k split, freed in stream order once the launch that uses it is queued: `ws`
+/// floats of partial tiles (written by each part before any part reads them) and `counters`
+/// zeroed arrival counters.
+fn split_scratch(stream: &Arc<Stream>, ws: usize, counters: usize) -> Result<(DeviceBuffer<f32>, DeviceBuffer<u32>)> {
+    // SAFETY: the split kernels read an element of `ws` only after the block that writes it has
+    // written it and counted its arrival (ptx/gemm_simt.cu; `split_rule` in ptx/gemm_wg.cuh).
+    let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, ws) }?;
+    let counters = DeviceBuffer::<u32>::zeroed(stream, counters)?;
+    Ok((ws, counters))
+}
 
 pub(crate) fn run_kernel<T: GemmType>(
     stream: &Arc<Stream>,
@@ -79,10 +90,7 @@ pub(crate) fn run_kernel<T: GemmType>(
             let Some(len) = (tiles * splits as usize).checked_mul(bm * bn) else {
                 bail_invalid!("gemm: the split-k buffer for {m} x {n} overflows");
             };
-            // SAFETY: the kernel reads an element of `ws` only after the block that writes it
-            // has written it (the arrival counter orders the two, see ptx/gemm_simt.cu).
-            let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
-            let counters = DeviceBuffer::<u32>::zeroed(stream, tiles)?;
+            let (ws, counters) = split_scratch(stream, len, tiles)?;
             split = SplitKParams {
                 ws: ws.device_ptr(),
                 counters: counters.device_ptr(),
@@ -266,13 +274,11 @@ pub(crate) fn run_wgmma<T: GemmType>(
         // `counters` two zeroed arrival counters per tile (which the kernel leaves zeroed), both
         // freed in stream order after the launch.
         let ktiles = (params.k as usize).div_ceil(bk as usize);
-        let (parts, kper) = match choice.split_k {
-            Some(parts) if parts > 1 && bn <= 128 => {
-                let kper = ktiles.div_ceil(parts as usize).max(1);
-                (ktiles.div_ceil(kper), kper)
-            }
-            _ => (1, ktiles),
+        let parts = match choice.split_k {
+            Some(parts) if bn <= 128 => wg_parts(ktiles, parts as usize),
+            _ => 1,
         };
+        let kper = ktiles.div_ceil(parts).max(1);
         let units = tiles.saturating_mul(count).saturating_mul(parts);
         if units > i32::MAX as usize {
             bail_invalid!(
@@ -291,10 +297,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
             let Some(len) = tiles.saturating_mul(count).checked_mul(parts * bm * bn) else {
                 bail_invalid!("gemm: the split-k buffer for {} x {} overflows", params.m, params.n);
             };
-            // SAFETY: the kernel reads a partial tile only after the block that writes it has
-            // written it and counted its arrival (`split_rule` in ptx/gemm_wg.cuh).
-            let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
-            let counters = DeviceBuffer::<u32>::zeroed(stream, 2 * tiles * count)?;
+            let (ws, counters) = split_scratch(stream, len, 2 * tiles * count)?;
             split = WgSplitParams {
                 ws: ws.device_ptr(),
                 counters: counters.device_ptr(),
