@@ -94,6 +94,21 @@ fn headers_from_memory_and_defines() {
         .compile()
         .unwrap();
     assert!(c.ptx().contains(".entry k"));
+    // A CUDA header, found beside the loaded libnvrtc or in the toolkit, on the first compile
+    // of the process as on later ones (where the machine has the headers at all).
+    if nvrtc::cuda_include_dirs()
+        .iter()
+        .any(|d| d.join("cuda_fp16.h").is_file())
+    {
+        let c = Program::new(
+            "#include <cuda_fp16.h>\nextern \"C\" __global__ void h(__half* x) { x[0] = __hadd(x[0], x[0]); }",
+        )
+        .arch("compute_80")
+        .no_cache()
+        .compile()
+        .unwrap();
+        assert!(c.ptx().contains(".entry h"));
+    }
     // A header that is nowhere: the error says where cudrv looked.
     let err = Program::new("#include \"nowhere.h\"\n__global__ void k() {}")
         .compile()

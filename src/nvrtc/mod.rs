@@ -227,6 +227,21 @@ impl Program {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn compile(&self) -> Result<Compiled> {
+        // A hit is a hash and a look-up: nothing here reads the disk or loads libnvrtc before it.
+        let cache = KernelCache::global();
+        let key = (!self.no_cache && cache.enabled()).then(|| cache::key(self));
+        if let Some(hit) = key.as_ref().and_then(|k| cache.get(k)).and_then(|b| cache::decode(&b)) {
+            return Ok(hit);
+        }
+        let compiled = self.run_nvrtc()?;
+        if let Some(key) = key {
+            cache.put(&key, &cache::encode(&compiled));
+        }
+        Ok(compiled)
+    }
+
+    /// Creates the NVRTC program and compiles it.
+    fn run_nvrtc(&self) -> Result<Compiled> {
         let invalid = |what: &str| Error::InvalidArgument(format!("nvrtc: {what} contains a NUL byte"));
         let source = CString::new(self.source.as_str()).map_err(|_| invalid("the source"))?;
         let name = self
@@ -249,39 +264,19 @@ impl Program {
             .map_err(|_| invalid("a header name"))?;
         let source_ptrs: Vec<*const c_char> = header_sources.iter().map(|c| c.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
+        let lib = library()?;
         let mut options = self.options.clone();
         if headers::includes_headers(&self.source) {
-            // After the program's own paths, so that those win.
+            // After the program's own paths, so that those win (searched once libnvrtc is
+            // loaded: its directory is one of the places).
             options.extend(
                 cuda_include_dirs()
                     .iter()
                     .map(|d| format!("--include-path={}", d.display())),
             );
         }
-        let cache = KernelCache::global();
-        let key = (!self.no_cache && cache.enabled()).then(|| cache::key(self));
-        if let Some(hit) = key.as_ref().and_then(|k| cache.get(k)).and_then(|b| cache::decode(&b)) {
-            return Ok(hit);
-        }
-        let compiled = self.run_nvrtc(library()?, &source, name.as_ref(), &source_ptrs, &name_ptrs, options)?;
-        if let Some(key) = key {
-            cache.put(&key, &cache::encode(&compiled));
-        }
-        Ok(compiled)
-    }
-
-    /// Creates the NVRTC program and compiles it.
-    fn run_nvrtc(
-        &self,
-        lib: &'static Library,
-        source: &CStr,
-        name: Option<&CString>,
-        source_ptrs: &[*const c_char],
-        name_ptrs: &[*const c_char],
-        options: Vec<String>,
-    ) -> Result<Compiled> {
         let mut handle: ProgramHandle = std::ptr::null_mut();
-        // SAFETY: NUL-terminated source and name; `header_sources` and `header_names` hold as many
+        // SAFETY: NUL-terminated source and name; `source_ptrs` and `name_ptrs` hold as many
         // valid strings as the count passed; `handle` receives the program.
         let rc = unsafe {
             (lib.create)(
