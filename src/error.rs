@@ -56,7 +56,7 @@ pub enum Error {
         message: String,
     },
     /// Loading a module (PTX, cubin, fatbin) failed; `log` holds the JIT compiler's error log.
-    #[error("loading module `{module}` failed: {name} ({code}): {message}{}", log_suffix(.log))]
+    #[error("loading module `{module}` failed: {name} ({code}): {message}{}", suffix("\nJIT log:\n", .log))]
     ModuleLoad {
         /// The module's name (kernel-registry name, file path, or `<memory>`).
         module: String,
@@ -136,7 +136,7 @@ pub enum Error {
         reason: String,
     },
     /// An NVRTC call failed; for `nvrtcCompileProgram`, `log` holds the compiler's messages.
-    #[error("{api} failed: {name} ({code}) with options {options:?}{}{}", nvrtc_log_suffix(.log), nvrtc_hint_suffix(.hint))]
+    #[error("{api} failed: {name} ({code}) with options {options:?}{}{}", suffix(":\n", .log), suffix("\n", .hint))]
     Nvrtc {
         /// The NVRTC entry point that failed.
         api: &'static str,
@@ -162,22 +162,6 @@ pub enum Error {
     },
 }
 
-fn nvrtc_log_suffix(log: &str) -> String {
-    if log.trim().is_empty() {
-        String::new()
-    } else {
-        format!(":\n{}", log.trim_end())
-    }
-}
-
-fn nvrtc_hint_suffix(hint: &str) -> String {
-    if hint.is_empty() {
-        String::new()
-    } else {
-        format!("\n{hint}")
-    }
-}
-
 fn known_list(known: &[String]) -> String {
     if known.is_empty() {
         "(none)".into()
@@ -186,11 +170,13 @@ fn known_list(known: &[String]) -> String {
     }
 }
 
-fn log_suffix(log: &str) -> String {
-    if log.trim().is_empty() {
+/// `text` (trailing whitespace dropped) after `prefix`, or nothing when `text` is blank: the
+/// optional tail of a message (a compiler log, a hint).
+fn suffix(prefix: &str, text: &str) -> String {
+    if text.trim().is_empty() {
         String::new()
     } else {
-        format!("\nJIT log:\n{}", log.trim_end())
+        format!("{prefix}{}", text.trim_end())
     }
 }
 
