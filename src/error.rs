@@ -152,6 +152,17 @@ pub enum Error {
         /// otherwise.
         hint: String,
     },
+    /// Recording work into a graph failed; the capture was ended and discarded and the stream is
+    /// usable again. `reason` says what the driver's capture error means.
+    #[error("graph capture failed while {what}: {reason}{}", source_suffix(.source))]
+    Capture {
+        /// The step that failed: "the closure's work", "ending the capture", ...
+        what: String,
+        /// What went wrong, in words.
+        reason: String,
+        /// The error the failing call returned, if one did.
+        source: Option<Box<Error>>,
+    },
     /// Reading a file (a PTX or cubin module, a kernel directory) failed.
     #[error("cannot read {path}: {message}")]
     Io {
@@ -168,6 +179,11 @@ fn known_list(known: &[String]) -> String {
     } else {
         known.join(", ")
     }
+}
+
+/// " (cause: ...)" for an error that wraps another, or nothing.
+fn source_suffix(source: &Option<Box<Error>>) -> String {
+    source.as_ref().map(|e| format!(" (cause: {e})")).unwrap_or_default()
 }
 
 /// `text` (trailing whitespace dropped) after `prefix`, or nothing when `text` is blank: the
@@ -191,6 +207,7 @@ impl Error {
         match self {
             Error::Driver { code, .. } | Error::ModuleLoad { code, .. } => Some(*code),
             Error::ContextFaulted { fault } => fault.driver_code(),
+            Error::Capture { source: Some(e), .. } => e.driver_code(),
             _ => None,
         }
     }

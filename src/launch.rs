@@ -346,7 +346,7 @@ impl<'a> LaunchArgs<'a> {
 
 /// Compares the arguments' sizes with the kernel's parameters (as the driver reports them).
 #[inline]
-fn check_params(name: &str, kernel: &[usize], given: &[usize]) -> Result<()> {
+pub(crate) fn check_params(name: &str, kernel: &[usize], given: &[usize]) -> Result<()> {
     if kernel.len() != given.len() {
         return Err(Error::InvalidArgument(format!(
             "kernel `{name}` takes {} parameters; {} arguments were given",

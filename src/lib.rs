@@ -45,6 +45,7 @@
 //! - `CUDRV_LIBCUDA`: load this driver library instead of `libcuda.so.1` / `libcuda.so`.
 
 pub mod blas;
+mod capture;
 pub mod context;
 pub mod device;
 pub mod driver;

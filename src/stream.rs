@@ -1,13 +1,16 @@
 //! Streams: ordered queues of device work.
 
 use std::ptr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
+use crate::capture::CaptureState;
 use crate::context::Context;
 use crate::driver::{check, cu};
 use crate::error::Result;
 use crate::event::Event;
-use crate::graph::Graph;
 use crate::memory::buffer::stream_id;
 use crate::memory::device_pool::EventFence;
 use crate::memory::pool::ShardHandle;
@@ -55,6 +58,10 @@ pub struct Stream {
     owned: bool,
     /// This stream's shard of the context's caching pool, looked up on first allocation.
     pool_shard: OnceCell<ShardHandle<EventFence>>,
+    /// Whether a capture begun by cudrv is in progress (read on every buffer drop).
+    pub(crate) capturing: AtomicBool,
+    /// The capture in progress: memory its graph must keep.
+    pub(crate) capture_state: Mutex<Option<CaptureState>>,
 }
 
 // SAFETY: a CUstream handle may be used from any thread; the driver orders work on it.
@@ -70,6 +77,8 @@ impl Stream {
             ctx,
             owned: false,
             pool_shard: OnceCell::new(),
+            capturing: AtomicBool::new(false),
+            capture_state: Mutex::new(None),
         }
     }
 
@@ -89,6 +98,8 @@ impl Stream {
             ctx,
             owned: true,
             pool_shard: OnceCell::new(),
+            capturing: AtomicBool::new(false),
+            capture_state: Mutex::new(None),
         };
         // The driver may hand out the handle of a destroyed stream again.
         stream
@@ -126,6 +137,8 @@ impl Stream {
             ctx,
             owned: false,
             pool_shard: OnceCell::new(),
+            capturing: AtomicBool::new(false),
+            capture_state: Mutex::new(None),
         };
         // The handle may be that of a stream the pool saw destroyed before.
         stream
@@ -288,48 +301,6 @@ impl Stream {
         // SAFETY: writes one int through a valid pointer; the handle is live.
         unsafe { cu!(cuStreamGetPriority(self.raw, &mut p))? };
         Ok(p)
-    }
-
-    /// Starts capturing the work queued on this stream into a graph (thread-local mode).
-    ///
-    /// ```no_run
-    /// let ctx = cudrv::Context::new(0)?;
-    /// let stream = ctx.new_stream()?;
-    /// stream.begin_capture()?;
-    /// // ... queue kernels and copies on `stream` ...
-    /// let graph = stream.end_capture()?;
-    /// graph.launch(&stream)?;
-    /// # Ok::<(), cudrv::Error>(())
-    /// ```
-    pub fn begin_capture(&self) -> Result<()> {
-        self.ctx.bind_to_thread()?;
-        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-        // SAFETY: the handle is live; the mode is a valid enumerator.
-        unsafe { cu!(cuStreamBeginCapture_v2(self.raw, mode)) }
-    }
-
-    /// Ends the capture begun by [`Stream::begin_capture`] and instantiates the graph.
-    ///
-    /// ```no_run
-    /// use cudrv::{ops, DeviceBuffer, DeviceSlice};
-    /// let ctx = cudrv::Context::new(0)?;
-    /// let stream = ctx.new_stream()?;
-    /// let mut x = DeviceBuffer::from_slice(&stream, &[1.0f32; 4])?;
-    /// stream.begin_capture()?;
-    /// ops::scale_in_place(&mut x, 2.0)?; // recorded, not run
-    /// let graph = stream.end_capture()?;
-    /// for _ in 0..3 {
-    ///     graph.launch(&stream)?;
-    /// }
-    /// assert_eq!(x.to_vec()?, vec![8.0; 4]);
-    /// # Ok::<(), cudrv::Error>(())
-    /// ```
-    pub fn end_capture(&self) -> Result<Graph> {
-        self.ctx.bind_to_thread()?;
-        let mut graph = ptr::null_mut();
-        // SAFETY: writes one CUgraph through a valid pointer; the handle is live.
-        unsafe { cu!(cuStreamEndCapture(self.raw, &mut graph))? };
-        Graph::instantiate(self.ctx.clone(), graph)
     }
 }
 

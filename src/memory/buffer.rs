@@ -5,6 +5,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use crate::capture::KeptAllocation;
 use crate::driver::check;
 use crate::error::{bail_invalid, Error, Result};
 use crate::memory::pool::{Block, PoolError, StreamId};
@@ -276,21 +277,38 @@ impl<T> DeviceBuffer<T> {
 
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        match std::mem::replace(&mut self.alloc, Allocation::None) {
-            Allocation::None => {}
-            // Back to the cache of this buffer's stream: later work on the stream is ordered after
-            // the work already queued, and other streams wait for a fence (the pool's rules).
-            Allocation::Pooled(block) => self
-                .stream
-                .context()
-                .memory_pool()
-                .free_in(self.stream.pool_shard(), block),
-            Allocation::Driver => {
-                let _ = self.stream.context().bind_to_thread();
-                // SAFETY: the allocation is owned by this buffer and freed once, in order after
-                // all work queued on its stream; views borrow the buffer, so none outlives it.
-                let _ = unsafe { sys::cuMemFreeAsync(self.ptr, self.stream.raw()) };
+        let alloc = std::mem::replace(&mut self.alloc, Allocation::None);
+        if matches!(alloc, Allocation::None) {
+            return;
+        }
+        if self.stream.is_capturing() {
+            // Work recorded in the capture still uses this memory: its graph keeps it.
+            let kept = KeptAllocation {
+                stream: self.stream.clone(),
+                ptr: self.ptr,
+                alloc,
+            };
+            if let Some(kept) = self.stream.keep_for_capture(kept) {
+                drop(kept); // the capture ended meanwhile: freed as usual
             }
+            return;
+        }
+        release(&self.stream, self.ptr, alloc);
+    }
+}
+
+/// Gives a buffer's memory back: to the cache of its stream (later work on the stream is ordered
+/// after the work already queued, and other streams wait for a fence: the pool's rules), or to
+/// the driver in stream order.
+pub(crate) fn release(stream: &Arc<Stream>, ptr: CUdeviceptr, alloc: Allocation) {
+    match alloc {
+        Allocation::None => {}
+        Allocation::Pooled(block) => stream.context().memory_pool().free_in(stream.pool_shard(), block),
+        Allocation::Driver => {
+            let _ = stream.context().bind_to_thread();
+            // SAFETY: the allocation is owned by the caller and freed once, in order after all
+            // work queued on its stream; views borrow the buffer, so none outlives it.
+            let _ = unsafe { sys::cuMemFreeAsync(ptr, stream.raw()) };
         }
     }
 }

@@ -55,7 +55,7 @@ impl Backing for DriverBacking {
         let alloc = sys::resolve::cuMemAlloc_v2().map_err(|e| BackingError::Other(e.to_string()))?;
         let mut ptr = 0;
         // SAFETY: writes one device pointer through a valid pointer; the context is current.
-        match unsafe { alloc(&mut ptr, bytes) } {
+        match relaxed(|| unsafe { alloc(&mut ptr, bytes) }) {
             CUresult::CUDA_SUCCESS => Ok(ptr),
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(BackingError::OutOfBackingMemory),
             code => Err(BackingError::Other(
@@ -71,7 +71,7 @@ impl Backing for DriverBacking {
         let _ = bind_raw(self.ctx.0);
         // SAFETY: `addr` is a segment this backing reserved; the pool releases it once, when no
         // block in it is allocated. cuMemFree synchronises with the device first.
-        let _ = unsafe { sys::cuMemFree_v2(addr) };
+        let _ = relaxed(|| unsafe { sys::cuMemFree_v2(addr) });
     }
 }
 
@@ -180,6 +180,14 @@ impl FenceSource for EventFences {
         let Some(event) = &fence.event else { return };
         // The null stream means the current context's: make it this pool's.
         let _ = bind_raw(self.ctx.0);
+        if is_capturing(stream) {
+            // A capture cannot wait on an event recorded outside it (the wait would spoil the
+            // capture, or become a wait node on a recycled event): finish the fence on the host,
+            // once, before the recorded work is ever launched.
+            // SAFETY: the event is live (owned by the fence).
+            let _ = unsafe { sys::cuEventSynchronize(event.0) };
+            return;
+        }
         // SAFETY: the event is live (owned by the fence); the stream id is a live stream handle of
         // this context (the pool hands memory only to streams it is allocating on). The wait
         // captures the event's current record, so the event may be recycled afterwards.
@@ -190,6 +198,29 @@ impl FenceSource for EventFences {
             let _ = unsafe { sys::cuEventSynchronize(event.0) };
         }
     }
+}
+
+/// Whether `stream` is recording a graph (the driver's view: covers captures begun outside
+/// cudrv too).
+fn is_capturing(stream: StreamId) -> bool {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the stream id is a live stream handle of this context; writes one enum.
+    let code = unsafe { sys::cuStreamIsCapturing(stream.0 as sys::CUstream, &mut status) };
+    code == CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+/// Runs `f` with this thread's capture mode relaxed, so that the pool's own `cuMemAlloc` and
+/// `cuMemFree` (memory no recorded work uses yet) are allowed while a stream captures.
+fn relaxed<R>(f: impl FnOnce() -> R) -> R {
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: swaps this thread's mode through a valid pointer; restored below.
+    let swapped = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) } == CUresult::CUDA_SUCCESS;
+    let out = f();
+    if swapped {
+        // SAFETY: as above: puts the previous mode back.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    out
 }
 
 fn create_event(ctx: RawContext) -> Option<EventHandle> {

@@ -12,6 +12,7 @@
 
 mod bench;
 mod bench_blas;
+mod bench_graph;
 mod bench_suite;
 mod cache;
 mod cublas;
@@ -22,10 +23,10 @@ use std::process::ExitCode;
 use cudrv::{Context, Device, Result};
 
 const USAGE: &str =
-    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv] | cache [info|clear|warm]>";
+    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph] | cache [info|clear|warm]>";
 
 const HELP: &str = "\
-usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv] | cache [info|clear|warm]>
+usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph] | cache [info|clear|warm]>
 
   cudrv info [--memory]      the driver, every device and its limits; --memory adds the caching
                              pool's statistics
@@ -35,6 +36,8 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
                              beside the raw driver calls
   cudrv bench gemm [OPTIONS] GEMM TFLOP/s beside cuBLAS (loaded for the comparison only)
   cudrv bench gemv [OPTIONS] GEMV GB/s beside cuBLAS and the device copy bandwidth
+  cudrv bench graph [--trials N] a step of 170 small dependent kernels: plain launches, graphs
+                             recorded, updated in place and replayed
   cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
   cudrv cache clear          remove every entry
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
@@ -72,6 +75,7 @@ enum Command {
     Selftest { seed: Option<u64> },
     Bench(&'static str),
     BenchBlas(&'static str, Box<bench_blas::Options>),
+    BenchGraph { trials: usize },
     Cache(&'static str),
 }
 
@@ -106,6 +110,16 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                         other => bad(other.to_string()),
                     })
             }
+            (Some("graph"), rest) => match rest {
+                [] => Ok(Command::BenchGraph { trials: 9 }),
+                [flag, n] if flag == "--trials" => n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&t| t > 0)
+                    .map(|trials| Command::BenchGraph { trials })
+                    .ok_or_else(|| bad(format!("--trials takes a positive number, not {n:?}"))),
+                rest => Err(bad(format!("unexpected arguments {rest:?} to bench graph"))),
+            },
             (None, _) => Ok(Command::Bench("all")),
             (Some(what), []) => ["launch", "alloc", "copy", "all"]
                 .into_iter()
@@ -113,7 +127,7 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                 .map(Command::Bench)
                 .ok_or_else(|| {
                     bad(format!(
-                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm or gemv"
+                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm, gemv or graph"
                     ))
                 }),
             (Some(what), rest) => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
@@ -165,6 +179,7 @@ fn main() -> ExitCode {
         Ok(Command::Info { memory }) => info(memory),
         Ok(Command::Selftest { seed }) => selftest(seed),
         Ok(Command::Bench(what)) => bench::run(what),
+        Ok(Command::BenchGraph { trials }) => bench_graph::run(trials),
         Ok(Command::BenchBlas(what, options)) => bench_blas::run(what, *options),
         Ok(Command::Cache(what)) => cache::run(what),
     };
