@@ -52,6 +52,7 @@ pub mod driver;
 pub mod error;
 pub mod event;
 pub mod fault;
+pub mod fuse;
 pub mod graph;
 mod image;
 mod jit;

@@ -284,7 +284,7 @@ fn unknown_command_is_a_usage_error() {
         assert_eq!(run.code, Some(2), "{args:?}: {run}");
         assert_eq!(
             run.stderr,
-            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph] | cache [info|clear|warm]>\n",
+            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>\n",
             "{args:?}: {run}"
         );
         assert_eq!(run.stdout, "", "{args:?}: {run}");

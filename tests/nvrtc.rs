@@ -2,29 +2,11 @@
 //! with their log, in-memory headers, lowered names. Without libnvrtc (`CUDRV_LIBNVRTC` or the
 //! loader's path) each test says it skipped; with `REQUIRE_NVRTC=1` a missing library fails them.
 
-use cudrv::nvrtc::{self, Program};
+#[path = "support/nvrtc.rs"]
+mod support_nvrtc;
 
-/// Whether libnvrtc loads; prints why a test skips.
-fn nvrtc_or_skip(test: &str) -> bool {
-    match nvrtc::version() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(std::env::var("REQUIRE_NVRTC").as_deref() != Ok("1"), "{test}: {e}");
-            assert!(
-                matches!(
-                    e,
-                    cudrv::Error::NoLibrary {
-                        library: "libnvrtc",
-                        ..
-                    }
-                ),
-                "{e}"
-            );
-            println!("SKIPPED (no libnvrtc): {test}: {e}");
-            false
-        }
-    }
-}
+use cudrv::nvrtc::{self, Program};
+use support_nvrtc::nvrtc_or_skip;
 
 const TWICE: &str = r#"extern "C" __global__ void twice(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -12,6 +12,7 @@
 
 mod bench;
 mod bench_blas;
+mod bench_fuse;
 mod bench_graph;
 mod bench_suite;
 mod cache;
@@ -23,10 +24,10 @@ use std::process::ExitCode;
 use cudrv::{Context, Device, Result};
 
 const USAGE: &str =
-    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph] | cache [info|clear|warm]>";
+    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>";
 
 const HELP: &str = "\
-usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph] | cache [info|clear|warm]>
+usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>
 
   cudrv info [--memory]      the driver, every device and its limits; --memory adds the caching
                              pool's statistics
@@ -38,6 +39,8 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
   cudrv bench gemv [OPTIONS] GEMV GB/s beside cuBLAS and the device copy bandwidth
   cudrv bench graph [--trials N] a step of 170 small dependent kernels: plain launches, graphs
                              recorded, updated in place and replayed
+  cudrv bench fuse [--trials N] fused chains on 16M elements beside one kernel per operation and
+                             the device copy bandwidth
   cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
   cudrv cache clear          remove every entry
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
@@ -76,7 +79,17 @@ enum Command {
     Bench(&'static str),
     BenchBlas(&'static str, Box<bench_blas::Options>),
     BenchGraph { trials: usize },
+    BenchFuse { trials: usize },
     Cache(&'static str),
+}
+
+/// `bench graph` or `bench fuse` with `trials` batches.
+fn timed(what: &str, trials: usize) -> Command {
+    if what == "graph" {
+        Command::BenchGraph { trials }
+    } else {
+        Command::BenchFuse { trials }
+    }
 }
 
 /// The command, or the usage error to print (exit status 2).
@@ -110,15 +123,15 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                         other => bad(other.to_string()),
                     })
             }
-            (Some("graph"), rest) => match rest {
-                [] => Ok(Command::BenchGraph { trials: 9 }),
+            (Some(what @ ("graph" | "fuse")), rest) => match rest {
+                [] => Ok(timed(what, 9)),
                 [flag, n] if flag == "--trials" => n
                     .parse::<usize>()
                     .ok()
                     .filter(|&t| t > 0)
-                    .map(|trials| Command::BenchGraph { trials })
+                    .map(|trials| timed(what, trials))
                     .ok_or_else(|| bad(format!("--trials takes a positive number, not {n:?}"))),
-                rest => Err(bad(format!("unexpected arguments {rest:?} to bench graph"))),
+                rest => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
             },
             (None, _) => Ok(Command::Bench("all")),
             (Some(what), []) => ["launch", "alloc", "copy", "all"]
@@ -127,7 +140,7 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                 .map(Command::Bench)
                 .ok_or_else(|| {
                     bad(format!(
-                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm, gemv or graph"
+                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm, gemv, graph or fuse"
                     ))
                 }),
             (Some(what), rest) => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
@@ -180,6 +193,7 @@ fn main() -> ExitCode {
         Ok(Command::Selftest { seed }) => selftest(seed),
         Ok(Command::Bench(what)) => bench::run(what),
         Ok(Command::BenchGraph { trials }) => bench_graph::run(trials),
+        Ok(Command::BenchFuse { trials }) => bench_fuse::run(trials),
         Ok(Command::BenchBlas(what, options)) => bench_blas::run(what, *options),
         Ok(Command::Cache(what)) => cache::run(what),
     };

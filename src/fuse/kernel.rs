@@ -1,0 +1,492 @@
+//! A compiled fusion and its checked launches.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::codegen::{row_reductions, whole_reductions, Layout};
+use super::{FuseType, Fusion, OutputKind, Shape};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::launch::{KernelArg, LaunchConfig};
+use crate::memory::{use_on, DeviceBuffer, DeviceSlice, DeviceSliceMut};
+use crate::module::{Function, Module};
+use crate::nvrtc::Program;
+use crate::stream::Stream;
+
+/// Threads per block (the kernels' `__launch_bounds__`).
+const BLOCK: u32 = 256;
+/// Blocks per multiprocessor of the elementwise schedule, and of the row schedule.
+const ELEMENTWISE_BLOCKS_PER_SM: u32 = 8;
+const ROW_BLOCKS_PER_SM: u32 = 16;
+
+/// The first line of PTX written by [`super::emit_ptx`]: names the fusion and the hash of its
+/// source, so that a stale file is refused instead of run.
+pub(crate) fn signature(fusion: &Fusion, source: &str) -> String {
+    let key = crate::kernel_cache::CacheKey::for_parts("fusion", &[source.as_bytes()]);
+    format!("// cudrv fusion {} {}", fusion.name, key.hex())
+}
+
+impl Fusion {
+    /// Generates the kernel, compiles it for the device of `ctx` with NVRTC (a cubin; PTX for
+    /// the driver to finish where this NVRTC does not know the device) and loads it. A program
+    /// compiled before on this machine comes from cudrv's kernel cache without loading NVRTC.
+    ///
+    /// ```no_run
+    /// use cudrv::fuse::{DType, Fusion};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let mut f = Fusion::new("axpy_relu", DType::F16);
+    /// let (x, y, a) = (f.input("x"), f.input("y"), f.scalar("a"));
+    /// f.output("out", (a * x + y).relu());
+    /// let kernel = f.compile(&ctx)?;
+    /// # let _ = kernel;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn compile(&self, ctx: &Arc<Context>) -> Result<FusedKernel> {
+        let source = self.source()?;
+        let file = format!("{}.cu", self.name);
+        let cubin = Program::new(source.clone())
+            .name(file.clone())
+            .cubin()
+            .arch_for(ctx)
+            .compile();
+        let module = match cubin {
+            Ok(c) => match c.cubin() {
+                Some(image) => Module::from_image(ctx, image, &self.name)?,
+                None => Module::from_ptx(ctx, c.ptx(), &self.name)?,
+            },
+            // This NVRTC may not know the device (a newer GPU): PTX the driver compiles.
+            Err(Error::Nvrtc { .. }) => {
+                let (major, _) = ctx.compute_capability();
+                let arch = if major >= 8 { "compute_80" } else { "compute_70" };
+                let c = Program::new(source).name(file).arch(arch).compile()?;
+                Module::from_ptx(ctx, c.ptx(), &self.name)?
+            }
+            Err(e) => return Err(e),
+        };
+        FusedKernel::new(self, module.function(&self.name)?)
+    }
+}
+
+/// A fusion compiled for one context: launch it with [`FusedKernel::launch`].
+///
+/// ```no_run
+/// use cudrv::fuse::{DType, Fusion};
+/// use cudrv::{DeviceBuffer, DeviceSlice};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let mut f = Fusion::new("scaled_sum", DType::F64);
+/// let (x, s) = (f.input("x"), f.scalar("s"));
+/// f.sum("total", x * s);
+/// let k = f.compile(&ctx)?;
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f64, 2.0, 3.0])?;
+/// let mut total = DeviceBuffer::<f64>::zeroed(&stream, 1)?;
+/// k.launch(&stream, 1, 3).input("x", &x).scalar("s", 2.0).output("total", &mut total).run()?;
+/// assert_eq!(total.to_vec()?, vec![12.0]);
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FusedKernel {
+    fusion: Fusion,
+    function: Function,
+    layout: Layout,
+    by_rows: bool,
+    whole: usize,
+    /// Per stream: the whole reductions' partials and arrival counter (zeroed once; the kernel
+    /// puts the counter back to zero).
+    scratch: Mutex<HashMap<usize, DeviceBuffer<u64>>>,
+}
+
+impl FusedKernel {
+    fn new(fusion: &Fusion, function: Function) -> Result<FusedKernel> {
+        Ok(FusedKernel {
+            layout: Layout::of(fusion),
+            by_rows: !row_reductions(fusion).is_empty(),
+            whole: whole_reductions(fusion),
+            fusion: fusion.clone(),
+            function,
+            scratch: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Loads PTX that [`super::emit_ptx`] wrote for `fusion` (at build time, say), without
+    /// NVRTC. PTX written for another description of the fusion is refused.
+    ///
+    /// ```no_run
+    /// use cudrv::fuse::{DType, FusedKernel, Fusion};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let mut f = Fusion::new("twice", DType::F32);
+    /// let x = f.input("x");
+    /// f.output("y", x * 2.0);
+    /// let ptx = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/twice.ptx")).unwrap();
+    /// let k = FusedKernel::from_ptx(&ctx, &f, &ptx)?;
+    /// # let _ = k;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn from_ptx(ctx: &Arc<Context>, fusion: &Fusion, ptx: &str) -> Result<FusedKernel> {
+        let want = signature(fusion, &fusion.source()?);
+        if ptx.lines().next() != Some(want.as_str()) {
+            return Err(Error::InvalidArgument(format!(
+                "this PTX was not generated from this description of fusion `{}` (its first line \
+                 should be `{want}`); generate it again with cudrv::fuse::emit_ptx",
+                fusion.name
+            )));
+        }
+        let module = Module::from_ptx(ctx, ptx, &fusion.name)?;
+        FusedKernel::new(fusion, module.function(&fusion.name)?)
+    }
+
+    /// The description the kernel was made from.
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let mut f = Fusion::new("k", DType::F32);
+    /// # let x = f.input("x");
+    /// # f.output("y", x);
+    /// let k = f.compile(&ctx)?;
+    /// assert_eq!(k.fusion().name(), "k");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn fusion(&self) -> &Fusion {
+        &self.fusion
+    }
+
+    /// The loaded kernel function.
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let mut f = Fusion::new("k", DType::F32);
+    /// # let x = f.input("x");
+    /// # f.output("y", x);
+    /// let k = f.compile(&ctx)?;
+    /// assert_eq!(k.function().name(), "k");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// Starts a launch over `rows x cols` elements on `stream`; name every input, scalar and
+    /// output, then [`FusedLaunch::run`].
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # use cudrv::DeviceBuffer;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// # let mut f = Fusion::new("k", DType::F32);
+    /// # let x = f.input("x");
+    /// # f.output("y", x);
+    /// let k = f.compile(&ctx)?;
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 6])?;
+    /// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 5)?;
+    /// // y holds 5 elements, not 2 x 3: refused before anything runs.
+    /// assert!(k.launch(&stream, 2, 3).input("x", &x).output("y", &mut y).run().is_err());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn launch<'a>(&'a self, stream: &'a Arc<Stream>, rows: usize, cols: usize) -> FusedLaunch<'a> {
+        let mut words = vec![0u64; self.layout.words];
+        words[0] = rows as u64;
+        words[1] = cols as u64;
+        FusedLaunch {
+            kernel: self,
+            stream,
+            rows,
+            cols,
+            words,
+            set: vec![false; self.fusion.inputs.len() + self.fusion.outputs.len()],
+            error: None,
+            _borrows: PhantomData,
+        }
+    }
+
+    /// The reduction scratch of `stream`, made (zeroed) on first use.
+    fn scratch(&self, stream: &Arc<Stream>) -> Result<(u64, u64)> {
+        let mut map = self.scratch.lock();
+        let buf = match map.entry(stream.raw() as usize) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let max_grid = self.function.context().limits().multiprocessor_count * ROW_BLOCKS_PER_SM;
+                // Partials (8 bytes each) then one word holding the counter.
+                let words = self.whole * max_grid as usize + 1;
+                e.insert(DeviceBuffer::<u64>::zeroed(stream, words)?)
+            }
+        };
+        let base = buf.device_ptr();
+        Ok((base + 8, base))
+    }
+}
+
+/// One launch of a [`FusedKernel`] being put together: each argument is checked as it is given
+/// (its name, element type and length); the first mistake is returned by [`FusedLaunch::run`]
+/// and nothing runs.
+///
+/// ```no_run
+/// # use cudrv::fuse::{DType, Fusion};
+/// # use cudrv::DeviceBuffer;
+/// # let ctx = cudrv::Context::new(0)?;
+/// # let stream = ctx.new_stream()?;
+/// # let mut f = Fusion::new("k", DType::F32);
+/// # let x = f.input("x");
+/// # f.output("y", x);
+/// let k = f.compile(&ctx)?;
+/// let x = DeviceBuffer::from_slice(&stream, &[1.0f64; 4])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+/// let err = k.launch(&stream, 1, 4).input("x", &x).output("y", &mut y).run().unwrap_err();
+/// assert!(err.to_string().contains("f64"));
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub struct FusedLaunch<'a> {
+    kernel: &'a FusedKernel,
+    stream: &'a Arc<Stream>,
+    rows: usize,
+    cols: usize,
+    words: Vec<u64>,
+    /// Which inputs (then outputs) were given.
+    set: Vec<bool>,
+    error: Option<Error>,
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl<'a> FusedLaunch<'a> {
+    /// Binds the input buffer `name`.
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # use cudrv::DeviceBuffer;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// # let mut f = Fusion::new("k", DType::F32);
+    /// # let x = f.input("x");
+    /// # f.output("y", x);
+    /// # let k = f.compile(&ctx)?;
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 4])?;
+    /// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+    /// k.launch(&stream, 1, 4).input("x", &x).output("y", &mut y).run()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn input<T: FuseType>(mut self, name: &str, buffer: &'a impl DeviceSlice<T>) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let fusion = &self.kernel.fusion;
+        let found = fusion.inputs.iter().position(|i| i.name == name);
+        let result = match found {
+            None => Err(self.unknown(name, "input")),
+            Some(i) if fusion.inputs[i].shape == Shape::Scalar => {
+                Err(self.mistake(format!("`{name}` is a scalar; give it with .scalar(\"{name}\", value)")))
+            }
+            Some(i) => self
+                .check_buffer::<T>(name, buffer.len(), fusion.inputs[i].shape)
+                .and_then(|()| use_on(buffer, self.stream))
+                .map(|()| {
+                    self.words[self.kernel.layout.input[i]] = buffer.device_ptr();
+                    self.set[i] = true;
+                }),
+        };
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    /// Gives the scalar `name` its value for this launch.
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # use cudrv::DeviceBuffer;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// let mut f = Fusion::new("shift", DType::F32);
+    /// let (x, c) = (f.input("x"), f.scalar("c"));
+    /// f.output("y", x + c);
+    /// let k = f.compile(&ctx)?;
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 4])?;
+    /// let mut y = DeviceBuffer::<f32>::zeroed(&stream, 4)?;
+    /// k.launch(&stream, 1, 4).input("x", &x).scalar("c", 0.5).output("y", &mut y).run()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn scalar(mut self, name: &str, value: f64) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let fusion = &self.kernel.fusion;
+        match fusion.inputs.iter().position(|i| i.name == name) {
+            Some(i) if fusion.inputs[i].shape == Shape::Scalar => {
+                self.words[self.kernel.layout.input[i]] = value.to_bits();
+                self.set[i] = true;
+            }
+            Some(_) => self.error = Some(self.mistake(format!("`{name}` is a buffer input; give it with .input"))),
+            None => self.error = Some(self.unknown(name, "scalar")),
+        }
+        self
+    }
+
+    /// Binds the output buffer `name`: `rows x cols`, `cols`, `rows` or 1 element after the
+    /// shape of its value (1 for a whole reduction).
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # use cudrv::DeviceBuffer;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// let mut f = Fusion::new("row_sums", DType::F32);
+    /// let x = f.input("x");
+    /// f.output("s", x.sum_rows());
+    /// let k = f.compile(&ctx)?;
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 6])?;
+    /// let mut s = DeviceBuffer::<f32>::zeroed(&stream, 2)?; // one per row
+    /// k.launch(&stream, 2, 3).input("x", &x).output("s", &mut s).run()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn output<T: FuseType>(mut self, name: &str, buffer: &'a mut impl DeviceSliceMut<T>) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let fusion = &self.kernel.fusion;
+        let result = match fusion.outputs.iter().position(|o| o.name == name) {
+            None => Err(self.unknown(name, "output")),
+            Some(o) => {
+                let shape = match fusion.outputs[o].kind {
+                    OutputKind::Store => fusion.outputs[o].expr.shape(),
+                    OutputKind::Reduce(_) => Shape::Scalar,
+                };
+                self.check_buffer::<T>(name, buffer.len(), shape)
+                    .and_then(|()| use_on(&*buffer, self.stream))
+                    .map(|()| {
+                        self.words[self.kernel.layout.output[o]] = buffer.device_ptr();
+                        self.set[fusion.inputs.len() + o] = true;
+                    })
+            }
+        };
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    /// Checks that everything was given and launches the kernel.
+    ///
+    /// ```no_run
+    /// # use cudrv::fuse::{DType, Fusion};
+    /// # use cudrv::DeviceBuffer;
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// # let stream = ctx.new_stream()?;
+    /// # let mut f = Fusion::new("k", DType::F32);
+    /// # let x = f.input("x");
+    /// # f.output("y", x);
+    /// # let k = f.compile(&ctx)?;
+    /// let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 4])?;
+    /// // The output was not given: an error naming it.
+    /// let err = k.launch(&stream, 1, 4).input("x", &x).run().unwrap_err();
+    /// assert!(err.to_string().contains("`y`"));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn run(mut self) -> Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let fusion = &self.kernel.fusion;
+        let names = fusion
+            .inputs
+            .iter()
+            .map(|i| &i.name)
+            .chain(fusion.outputs.iter().map(|o| &o.name));
+        let missing: Vec<String> = names
+            .zip(&self.set)
+            .filter(|(_, &set)| !set)
+            .map(|(n, _)| format!("`{n}`"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(self.mistake(format!("not given: {}", missing.join(", "))));
+        }
+        let total = self.rows.checked_mul(self.cols).filter(|&t| t <= i64::MAX as usize);
+        let Some(total) = total else {
+            return Err(self.mistake(format!("{} x {} elements overflow", self.rows, self.cols)));
+        };
+        let sms = self.kernel.function.context().limits().multiprocessor_count.max(1);
+        let grid = if self.kernel.by_rows {
+            self.rows.clamp(1, (sms * ROW_BLOCKS_PER_SM) as usize)
+        } else {
+            total
+                .div_ceil(BLOCK as usize)
+                .clamp(1, (sms * ELEMENTWISE_BLOCKS_PER_SM) as usize)
+        } as u32;
+        if let Some((partials, counter)) = self.kernel.layout.scratch {
+            let (p, c) = self.kernel.scratch(self.stream)?;
+            self.words[partials] = p;
+            self.words[counter] = c;
+        }
+        let params = Words(&self.words);
+        let mut l = self.stream.launch_builder(&self.kernel.function);
+        l.arg(&params);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel takes one by-value array of `words` 64-bit words laid out by
+        // `Layout`; every buffer word points at a buffer of this context checked to hold the
+        // elements its shape reads or writes for `rows x cols`, and the scratch holds a partial
+        // per block of at most `sms * ROW_BLOCKS_PER_SM` blocks per whole reduction.
+        unsafe { l.launch(config) }
+    }
+
+    fn check_buffer<T: FuseType>(&self, name: &str, len: usize, shape: Shape) -> Result<()> {
+        let dtype = self.kernel.fusion.dtype;
+        if T::DTYPE != dtype {
+            return Err(self.mistake(format!(
+                "`{name}` holds {} elements; the fusion's type is {}",
+                T::DTYPE.name(),
+                dtype.name()
+            )));
+        }
+        let (want, what) = match shape {
+            Shape::Matrix => (self.rows.saturating_mul(self.cols), "rows x cols"),
+            Shape::Row => (self.cols, "cols"),
+            Shape::Col => (self.rows, "rows"),
+            Shape::Scalar => (1, "one value"),
+        };
+        if len != want {
+            return Err(self.mistake(format!(
+                "`{name}` holds {len} elements; it needs {want} ({what}, for {} x {})",
+                self.rows, self.cols
+            )));
+        }
+        Ok(())
+    }
+
+    fn unknown(&self, name: &str, what: &str) -> Error {
+        let fusion = &self.kernel.fusion;
+        let known: Vec<&str> = fusion
+            .inputs
+            .iter()
+            .map(|i| i.name.as_str())
+            .chain(fusion.outputs.iter().map(|o| o.name.as_str()))
+            .collect();
+        self.mistake(format!("no {what} named `{name}` (it has: {})", known.join(", ")))
+    }
+
+    fn mistake(&self, message: String) -> Error {
+        Error::InvalidArgument(format!("fused kernel `{}`: {message}", self.kernel.fusion.name))
+    }
+}
+
+/// The kernel's parameter: the array of words, passed by value.
+struct Words<'a>(&'a [u64]);
+
+// SAFETY: points at the words, which live as long as the borrow; the parameter is exactly
+// `len * 8` bytes.
+unsafe impl KernelArg for Words<'_> {
+    fn as_kernel_param(&self) -> *mut c_void {
+        self.0.as_ptr() as *mut c_void
+    }
+    fn param_size(&self) -> usize {
+        self.0.len() * 8
+    }
+}
