@@ -51,6 +51,7 @@ pub mod device;
 pub mod driver;
 pub mod error;
 pub mod event;
+pub mod exec;
 pub mod fault;
 pub mod fuse;
 pub mod graph;

@@ -16,10 +16,7 @@ use cudrv::selftest::{rel_error, FromF64, Rng};
 use cudrv::{Context, DeviceBuffer, DeviceSlice, Stream};
 
 fn seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
+    gpu::fresh_seed()
 }
 
 /// Relative error allowed between a result stored in `t` and the f64 reference.

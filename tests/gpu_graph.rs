@@ -12,10 +12,7 @@ use cudrv::selftest::{rel_error, Rng};
 use cudrv::{ops, DeviceBuffer, DeviceSlice, Error, LaunchConfig, Stream};
 
 fn seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
+    gpu::fresh_seed()
 }
 
 fn random(n: usize, seed: u64) -> Vec<f32> {

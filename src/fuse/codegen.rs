@@ -75,10 +75,8 @@ pub(crate) fn row_reductions(f: &Fusion) -> Vec<Expr> {
     order
 }
 
-/// The kernel's source.
+/// The kernel's source: the fusion's namespace and an entry point that calls its body.
 pub(crate) fn generate(f: &Fusion) -> String {
-    let layout = Layout::of(f);
-    let reds = row_reductions(f);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -86,13 +84,26 @@ pub(crate) fn generate(f: &Fusion) -> String {
         f.name,
         f.dtype.name()
     );
-    s.push_str(&prelude(f.dtype));
-    let _ = writeln!(s, "struct Params {{ unsigned long long w[{}]; }};", layout.words);
+    s.push_str(&namespace(f));
     let _ = writeln!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__(256) {}(const Params P) {{",
+        "extern \"C\" __global__ void __launch_bounds__(256) {0}(const fz_{0}::Params P) {{ fz_{0}::body(P); }}",
         f.name
     );
+    s
+}
+
+/// `namespace fz_<name>` holding the fusion's types, helpers, `Params` and
+/// `__device__ void body(const Params&)`, which any kernel whose blocks all call it may run (the
+/// fusion's own entry point, or the persistent executor).
+pub(crate) fn namespace(f: &Fusion) -> String {
+    let layout = Layout::of(f);
+    let reds = row_reductions(f);
+    let mut s = String::new();
+    let _ = writeln!(s, "namespace fz_{} {{", f.name);
+    s.push_str(&prelude(f.dtype));
+    let _ = writeln!(s, "struct Params {{ unsigned long long w[{}]; }};", layout.words);
+    s.push_str("static __device__ __forceinline__ void body(const Params& P) {\n");
     s.push_str("  __shared__ acc_t smem[32];\n");
     s.push_str("  const long long rows = (long long)P.w[0], cols = (long long)P.w[1];\n");
     let g = Gen {
@@ -121,6 +132,7 @@ pub(crate) fn generate(f: &Fusion) -> String {
         g.finish_whole(&mut s, &whole);
     }
     s.push_str("}\n");
+    let _ = writeln!(s, "}}  // namespace fz_{}", f.name);
     s
 }
 

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::binding::Binding;
 use super::codegen::{row_reductions, whole_reductions, Layout};
-use super::{FuseType, Fusion, OutputKind, Shape};
+use super::{FuseType, Fusion};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::{KernelArg, LaunchConfig};
@@ -46,28 +47,32 @@ impl Fusion {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn compile(&self, ctx: &Arc<Context>) -> Result<FusedKernel> {
-        let source = self.source()?;
-        let file = format!("{}.cu", self.name);
-        let cubin = Program::new(source.clone())
-            .name(file.clone())
-            .cubin()
-            .arch_for(ctx)
-            .compile();
-        let module = match cubin {
-            Ok(c) => match c.cubin() {
-                Some(image) => Module::from_image(ctx, image, &self.name)?,
-                None => Module::from_ptx(ctx, c.ptx(), &self.name)?,
-            },
-            // This NVRTC may not know the device (a newer GPU): PTX the driver compiles.
-            Err(Error::Nvrtc { .. }) => {
-                let (major, _) = ctx.compute_capability();
-                let arch = if major >= 8 { "compute_80" } else { "compute_70" };
-                let c = Program::new(source).name(file).arch(arch).compile()?;
-                Module::from_ptx(ctx, c.ptx(), &self.name)?
-            }
-            Err(e) => return Err(e),
-        };
+        let module = compile_module(ctx, self.source()?, &self.name)?;
         FusedKernel::new(self, module.function(&self.name)?)
+    }
+}
+
+/// Compiles generated CUDA C++ for the device of `ctx` and loads it: a cubin, or PTX for the
+/// driver to finish where this NVRTC does not know the device (a newer GPU).
+pub(crate) fn compile_module(ctx: &Arc<Context>, source: String, name: &str) -> Result<Arc<Module>> {
+    let file = format!("{name}.cu");
+    match Program::new(source.clone())
+        .name(file.clone())
+        .cubin()
+        .arch_for(ctx)
+        .compile()
+    {
+        Ok(c) => match c.cubin() {
+            Some(image) => Module::from_image(ctx, image, name),
+            None => Module::from_ptx(ctx, c.ptx(), name),
+        },
+        Err(Error::Nvrtc { .. }) => {
+            let (major, _) = ctx.compute_capability();
+            let arch = if major >= 8 { "compute_80" } else { "compute_70" };
+            let c = Program::new(source).name(file).arch(arch).compile()?;
+            Module::from_ptx(ctx, c.ptx(), name)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -190,17 +195,10 @@ impl FusedKernel {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn launch<'a>(&'a self, stream: &'a Arc<Stream>, rows: usize, cols: usize) -> FusedLaunch<'a> {
-        let mut words = vec![0u64; self.layout.words];
-        words[0] = rows as u64;
-        words[1] = cols as u64;
         FusedLaunch {
             kernel: self,
             stream,
-            rows,
-            cols,
-            words,
-            set: vec![false; self.fusion.inputs.len() + self.fusion.outputs.len()],
-            error: None,
+            binding: Binding::new(&self.fusion, &self.layout, rows, cols),
             _borrows: PhantomData,
         }
     }
@@ -244,12 +242,7 @@ impl FusedKernel {
 pub struct FusedLaunch<'a> {
     kernel: &'a FusedKernel,
     stream: &'a Arc<Stream>,
-    rows: usize,
-    cols: usize,
-    words: Vec<u64>,
-    /// Which inputs (then outputs) were given.
-    set: Vec<bool>,
-    error: Option<Error>,
+    binding: Binding<'a>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -271,26 +264,9 @@ impl<'a> FusedLaunch<'a> {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn input<T: FuseType>(mut self, name: &str, buffer: &'a impl DeviceSlice<T>) -> Self {
-        if self.error.is_some() {
-            return self;
-        }
-        let fusion = &self.kernel.fusion;
-        let found = fusion.inputs.iter().position(|i| i.name == name);
-        let result = match found {
-            None => Err(self.unknown(name, "input")),
-            Some(i) if fusion.inputs[i].shape == Shape::Scalar => {
-                Err(self.mistake(format!("`{name}` is a scalar; give it with .scalar(\"{name}\", value)")))
-            }
-            Some(i) => self
-                .check_buffer::<T>(name, buffer.len(), fusion.inputs[i].shape)
-                .and_then(|()| use_on(buffer, self.stream))
-                .map(|()| {
-                    self.words[self.kernel.layout.input[i]] = buffer.device_ptr();
-                    self.set[i] = true;
-                }),
-        };
-        if let Err(e) = result {
-            self.error = Some(e);
+        if self.binding.input::<T>(name, buffer.device_ptr(), buffer.len()) {
+            let joined = use_on(buffer, self.stream);
+            self.binding.fail(joined);
         }
         self
     }
@@ -312,18 +288,7 @@ impl<'a> FusedLaunch<'a> {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn scalar(mut self, name: &str, value: f64) -> Self {
-        if self.error.is_some() {
-            return self;
-        }
-        let fusion = &self.kernel.fusion;
-        match fusion.inputs.iter().position(|i| i.name == name) {
-            Some(i) if fusion.inputs[i].shape == Shape::Scalar => {
-                self.words[self.kernel.layout.input[i]] = value.to_bits();
-                self.set[i] = true;
-            }
-            Some(_) => self.error = Some(self.mistake(format!("`{name}` is a buffer input; give it with .input"))),
-            None => self.error = Some(self.unknown(name, "scalar")),
-        }
+        self.binding.scalar(name, value);
         self
     }
 
@@ -345,27 +310,9 @@ impl<'a> FusedLaunch<'a> {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn output<T: FuseType>(mut self, name: &str, buffer: &'a mut impl DeviceSliceMut<T>) -> Self {
-        if self.error.is_some() {
-            return self;
-        }
-        let fusion = &self.kernel.fusion;
-        let result = match fusion.outputs.iter().position(|o| o.name == name) {
-            None => Err(self.unknown(name, "output")),
-            Some(o) => {
-                let shape = match fusion.outputs[o].kind {
-                    OutputKind::Store => fusion.outputs[o].expr.shape(),
-                    OutputKind::Reduce(_) => Shape::Scalar,
-                };
-                self.check_buffer::<T>(name, buffer.len(), shape)
-                    .and_then(|()| use_on(&*buffer, self.stream))
-                    .map(|()| {
-                        self.words[self.kernel.layout.output[o]] = buffer.device_ptr();
-                        self.set[fusion.inputs.len() + o] = true;
-                    })
-            }
-        };
-        if let Err(e) = result {
-            self.error = Some(e);
+        if self.binding.output::<T>(name, buffer.device_ptr(), buffer.len()) {
+            let joined = use_on(&*buffer, self.stream);
+            self.binding.fail(joined);
         }
         self
     }
@@ -387,31 +334,13 @@ impl<'a> FusedLaunch<'a> {
     /// assert!(err.to_string().contains("`y`"));
     /// # Ok::<(), cudrv::Error>(())
     /// ```
-    pub fn run(mut self) -> Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        let fusion = &self.kernel.fusion;
-        let names = fusion
-            .inputs
-            .iter()
-            .map(|i| &i.name)
-            .chain(fusion.outputs.iter().map(|o| &o.name));
-        let missing: Vec<String> = names
-            .zip(&self.set)
-            .filter(|(_, &set)| !set)
-            .map(|(n, _)| format!("`{n}`"))
-            .collect();
-        if !missing.is_empty() {
-            return Err(self.mistake(format!("not given: {}", missing.join(", "))));
-        }
-        let total = self.rows.checked_mul(self.cols).filter(|&t| t <= i64::MAX as usize);
-        let Some(total) = total else {
-            return Err(self.mistake(format!("{} x {} elements overflow", self.rows, self.cols)));
-        };
+    pub fn run(self) -> Result<()> {
+        let bound = self.binding.finish()?;
+        let mut words = bound.words;
+        let total = bound.rows * bound.cols;
         let sms = self.kernel.function.context().limits().multiprocessor_count.max(1);
         let grid = if self.kernel.by_rows {
-            self.rows.clamp(1, (sms * ROW_BLOCKS_PER_SM) as usize)
+            bound.rows.clamp(1, (sms * ROW_BLOCKS_PER_SM) as usize)
         } else {
             total
                 .div_ceil(BLOCK as usize)
@@ -419,10 +348,10 @@ impl<'a> FusedLaunch<'a> {
         } as u32;
         if let Some((partials, counter)) = self.kernel.layout.scratch {
             let (p, c) = self.kernel.scratch(self.stream)?;
-            self.words[partials] = p;
-            self.words[counter] = c;
+            words[partials] = p;
+            words[counter] = c;
         }
-        let params = Words(&self.words);
+        let params = Words(&words);
         let mut l = self.stream.launch_builder(&self.kernel.function);
         l.arg(&params);
         let config = LaunchConfig {
@@ -435,45 +364,6 @@ impl<'a> FusedLaunch<'a> {
         // elements its shape reads or writes for `rows x cols`, and the scratch holds a partial
         // per block of at most `sms * ROW_BLOCKS_PER_SM` blocks per whole reduction.
         unsafe { l.launch(config) }
-    }
-
-    fn check_buffer<T: FuseType>(&self, name: &str, len: usize, shape: Shape) -> Result<()> {
-        let dtype = self.kernel.fusion.dtype;
-        if T::DTYPE != dtype {
-            return Err(self.mistake(format!(
-                "`{name}` holds {} elements; the fusion's type is {}",
-                T::DTYPE.name(),
-                dtype.name()
-            )));
-        }
-        let (want, what) = match shape {
-            Shape::Matrix => (self.rows.saturating_mul(self.cols), "rows x cols"),
-            Shape::Row => (self.cols, "cols"),
-            Shape::Col => (self.rows, "rows"),
-            Shape::Scalar => (1, "one value"),
-        };
-        if len != want {
-            return Err(self.mistake(format!(
-                "`{name}` holds {len} elements; it needs {want} ({what}, for {} x {})",
-                self.rows, self.cols
-            )));
-        }
-        Ok(())
-    }
-
-    fn unknown(&self, name: &str, what: &str) -> Error {
-        let fusion = &self.kernel.fusion;
-        let known: Vec<&str> = fusion
-            .inputs
-            .iter()
-            .map(|i| i.name.as_str())
-            .chain(fusion.outputs.iter().map(|o| o.name.as_str()))
-            .collect();
-        self.mistake(format!("no {what} named `{name}` (it has: {})", known.join(", ")))
-    }
-
-    fn mistake(&self, message: String) -> Error {
-        Error::InvalidArgument(format!("fused kernel `{}`: {message}", self.kernel.fusion.name))
     }
 }
 

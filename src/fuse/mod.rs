@@ -31,12 +31,27 @@
 //! # Ok::<(), cudrv::Error>(())
 //! ```
 
+mod binding;
 mod codegen;
 mod emit;
 mod expr;
 mod kernel;
 
 pub use emit::emit_ptx;
+
+pub(crate) use binding::{Access, Binding};
+pub(crate) use codegen::Layout;
+pub(crate) use kernel::compile_module;
+
+/// The number of whole reductions (outputs of `sum`, `max`, `min`) of a fusion.
+pub(crate) fn whole_reduction_count(f: &Fusion) -> usize {
+    codegen::whole_reductions(f)
+}
+
+/// The fusion's namespace (types, `Params`, `body`) for a kernel that embeds it.
+pub(crate) fn namespace_source(f: &Fusion) -> String {
+    codegen::namespace(f)
+}
 pub use expr::{Expr, Shape};
 pub use kernel::{FusedKernel, FusedLaunch};
 
@@ -193,6 +208,22 @@ impl Fusion {
     /// ```
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Renames the fusion (its kernel's name): the same chain under another name, e.g. in
+    /// several types inside one executor.
+    ///
+    /// ```
+    /// use cudrv::fuse::{DType, Fusion};
+    /// let mut f = Fusion::new("step", DType::F32);
+    /// f.set_name("step_f32");
+    /// assert_eq!(f.name(), "step_f32");
+    /// ```
+    pub fn set_name(&mut self, name: &str) {
+        if !valid_ident(name) {
+            self.note(format!("fusion name {name:?} must be a C identifier"));
+        }
+        self.name = name.into();
     }
 
     /// The element type.

@@ -39,3 +39,12 @@ macro_rules! gpu {
 /// The hand-written PTX test module (see tests/data/test_kernels.ptx).
 #[allow(dead_code)] // not every test file launches the hand-written kernels
 pub const TEST_PTX: &str = include_str!("../data/test_kernels.ptx");
+
+/// A seed from the clock: every run draws fresh inputs (tests print it on failure).
+#[allow(dead_code)] // not every test file draws random inputs
+pub fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
+}

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use std::time::Instant;
+
+use cudrv::exec::{Batch, Executor};
 use cudrv::{ops, DeviceBuffer, Result, Stream};
 
 use crate::timing::{time, Timing};
@@ -13,7 +16,7 @@ const OPS: usize = 170;
 const LEN: usize = 100_000;
 
 /// The four vectors one step works on.
-struct Vectors {
+pub(crate) struct Vectors {
     x: DeviceBuffer<f32>,
     y: DeviceBuffer<f32>,
     z: DeviceBuffer<f32>,
@@ -22,7 +25,11 @@ struct Vectors {
 
 impl Vectors {
     fn new(stream: &Arc<Stream>, seed: f32) -> Result<Self> {
-        let v = |k: f32| DeviceBuffer::from_slice(stream, &vec![seed * k; LEN]);
+        Self::with_len(stream, seed, LEN)
+    }
+
+    fn with_len(stream: &Arc<Stream>, seed: f32, len: usize) -> Result<Self> {
+        let v = |k: f32| DeviceBuffer::from_slice(stream, &vec![seed * k; len]);
         Ok(Vectors {
             x: v(1.0)?,
             y: v(0.5)?,
@@ -44,6 +51,76 @@ impl Vectors {
         }
         Ok(())
     }
+}
+
+impl Vectors {
+    /// The same step as items of one executor batch.
+    fn batch<'a>(&'a self, b: &mut Batch<'a>, alpha: f32) -> Result<()> {
+        for i in 0..OPS {
+            match i % 5 {
+                0 => b.axpy(&self.y, alpha, &self.x)?,
+                1 => b.scale(&self.y, 0.5, &self.y)?,
+                2 => b.add(&self.z, &self.y, &self.x)?,
+                3 => b.mul(&self.w, &self.z, &self.y)?,
+                _ => b.axpby(&self.x, 0.25, &self.w, 0.5)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Median wall time per step of `steps` executor batches submitted back to back (up to the
+/// queue's room ahead), over `trials` runs.
+fn executor_step(exec: &Executor, v: &Vectors, trials: usize, steps: usize) -> Result<f64> {
+    let mut times = Vec::new();
+    for _ in 0..trials + 1 {
+        let t = Instant::now();
+        let mut tickets = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let mut b = exec.batch();
+            v.batch(&mut b, 1.0)?;
+            tickets.push(b.submit()?);
+        }
+        for ticket in tickets {
+            ticket.wait()?;
+        }
+        times.push(t.elapsed().as_secs_f64() / steps as f64);
+    }
+    times.remove(0); // the first run warms up
+    Ok(crate::timing::median(times))
+}
+
+/// Wall time per step of 170 items that touch no memory: the executor's own cost of taking,
+/// decoding and sequencing items, with the queue and completion round trip.
+fn dispatch_only(exec: &Executor, trials: usize) -> Result<f64> {
+    let mut times = Vec::new();
+    for _ in 0..trials + 1 {
+        let t = Instant::now();
+        let mut tickets = Vec::new();
+        for _ in 0..50 {
+            let mut b = exec.batch();
+            for _ in 0..OPS {
+                b.sleep(std::time::Duration::ZERO);
+            }
+            tickets.push(b.submit()?);
+        }
+        for ticket in tickets {
+            ticket.wait()?;
+        }
+        times.push(t.elapsed().as_secs_f64() / 50.0);
+    }
+    times.remove(0);
+    Ok(crate::timing::median(times))
+}
+
+/// The executor's and a replayed graph's cost per step when the kernels have no work (one
+/// element per vector): what each adds beyond the kernels' own time.
+fn empty_steps(stream: &Arc<Stream>, exec: &Executor, trials: usize) -> Result<(f64, Timing)> {
+    let mut tiny = Vectors::with_len(stream, 1.0, 1)?;
+    let ex = executor_step(exec, &tiny, trials, 50)?;
+    let graph = stream.capture(|_| tiny.step(1.0))?;
+    let replay = time(stream, trials, || graph.launch(stream))?;
+    Ok((ex, replay))
 }
 
 pub fn run(trials: usize) -> Result<bool> {
@@ -98,6 +175,28 @@ pub fn run(trials: usize) -> Result<bool> {
         }
         graph.launch(&stream)
     })?;
+    let exec = Executor::builder(&ctx).start()?;
+    let executor = executor_step(&exec, &a, trials, 50)?;
+    // The host's share: building (checking, ordering, encoding) one step's batch.
+    let t = Instant::now();
+    for _ in 0..200 {
+        let mut b = exec.batch();
+        a.batch(&mut b, 1.0)?;
+        std::hint::black_box(b.len());
+    }
+    let encode = t.elapsed().as_secs_f64() / 200.0;
+    let (empty_exec, empty_graph) = empty_steps(&stream, &exec, trials)?;
+    let dispatch = dispatch_only(&exec, trials)?;
+    exec.shutdown()?;
+    let mut by_blocks = Vec::new();
+    for bps in [1u32, 2, 4] {
+        let e = Executor::builder(&ctx).blocks_per_sm(bps).start()?;
+        let full = executor_step(&e, &a, trials, 50)?;
+        let nop = dispatch_only(&e, trials)?;
+        e.shutdown()?;
+        by_blocks.push((bps, full, nop));
+    }
+
     if rebuilt > 0 {
         return Err(cudrv::Error::InvalidArgument(format!(
             "{rebuilt} updates rebuilt the graph instead of patching it"
@@ -118,7 +217,40 @@ pub fn run(trials: usize) -> Result<bool> {
     row("graph updated in place every step", update);
     row("graph with 2 kernels' arguments patched", patch);
     row("graph replayed unchanged", replay);
+    let wall = |name: &str, t: f64| {
+        println!(
+            "{name:<44} {:>9.1} us/step {:>17} {:>7.2} us/kernel",
+            t * 1e6,
+            "(wall time)",
+            t * 1e6 / OPS as f64
+        )
+    };
+    wall("persistent executor, one batch per step", executor);
+    println!(
+        "{:<44} {:>9.1} us/step (host: checks, barriers, encoding)",
+        "  of which building the batch",
+        encode * 1e6
+    );
     println!();
+    println!("with one element per vector (the kernels do no work: the cost of running the chain):");
+    wall("  persistent executor", empty_exec);
+    row("  graph replayed unchanged", empty_graph);
+    wall("  executor, 170 items touching no memory", dispatch);
+    println!();
+    for (bps, full, nop) in &by_blocks {
+        println!(
+            "executor with {bps} block(s) of 256 per SM: step {:.1} us, 170 items touching no memory {:.1} us",
+            full * 1e6,
+            nop * 1e6
+        );
+    }
+    println!();
+    println!("executor vs plain launches          {:>6.2}x", plain.device / executor);
+    println!(
+        "executor vs record + instantiate    {:>6.2}x",
+        recapture.device / executor
+    );
+    println!("executor vs graph replay            {:>6.2}x", replay.device / executor);
     println!(
         "replay vs plain launches            {:>6.2}x",
         plain.device / replay.device
