@@ -139,7 +139,9 @@ fn kl_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mu
 
 fn accuracy_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mut Rng, seed: u64) {
     let t = T::DTYPE;
-    let n = rng.uniform(1.0, 200_000.0) as usize;
+    // A count past 65504 does not fit an f16 (it becomes infinity): keep f16 sizes below that.
+    let most = if t == DType::F16 { 60_000.0 } else { 200_000.0 };
+    let n = rng.uniform(1.0, most) as usize;
     let (pred, pe) = draw::<T>(rng, n, -1.0, 1.0);
     let (target, te) = draw::<T>(rng, n, -1.0, 1.0);
     let tol = 0.37;
@@ -218,11 +220,23 @@ fn accuracy_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rn
         get(&err),
         "accuracy.err {t:?}: fused and unfused differ (seed {seed:#x})"
     );
-    assert_eq!(
-        get(&c1),
-        vec![got],
-        "accuracy.correct {t:?}: fused and unfused differ (seed {seed:#x})"
-    );
+    let unfused = get(&c1)[0];
+    if matches!(t, DType::F32 | DType::F64) {
+        assert_eq!(
+            unfused, got,
+            "accuracy.correct {t:?}: fused and unfused differ (seed {seed:#x})"
+        );
+    } else {
+        // The unfused chain compares the error after storing it in f16/bf16, the fused one before:
+        // errors within half a unit of `tol` (2^-12 for f16, 2^-9 for bf16 near 0.37) may fall on
+        // either side, and the counts themselves are rounded to the type.
+        let ulp = if t == DType::F16 { 2f64.powi(-12) } else { 2f64.powi(-9) };
+        let allowed = 3.0 + 2.0 * n as f64 * ulp + got.abs() * tolerance(t);
+        assert!(
+            (unfused - got).abs() <= allowed,
+            "accuracy.correct {t:?}: fused {got} vs unfused {unfused} (seed {seed:#x})"
+        );
+    }
 }
 
 fn belief_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mut Rng, seed: u64) {
