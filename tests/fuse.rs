@@ -82,3 +82,68 @@ fn emitted_ptx_carries_the_description_signature() {
     assert!(dir.join("kl_sum.cu").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Set in the child processes of `a_corrupted_cache_entry_is_compiled_again`.
+const CACHE_CHILD: &str = "CUDRV_FUSE_CACHE_TEST_CHILD";
+
+/// In a child process (its own cache directory): compiles a fusion's source and prints the
+/// cache's counters. Does nothing in the test run itself.
+#[test]
+fn cache_child() {
+    if std::env::var(CACHE_CHILD).is_err() {
+        return;
+    }
+    let source = chains::belief_update(DType::F32).source().unwrap();
+    let c = cudrv::nvrtc::Program::new(source).arch("compute_80").compile().unwrap();
+    assert!(c.ptx().contains(".entry belief_update"));
+    let s = cudrv::kernel_cache::KernelCache::global().stats();
+    println!("CHILD STATS hits={} misses={} corrupt={}", s.hits, s.misses, s.corrupt);
+}
+
+#[test]
+fn a_corrupted_cache_entry_is_compiled_again() {
+    if !nvrtc_or_skip("a_corrupted_cache_entry_is_compiled_again") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cudrv-fuse-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = || {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["cache_child", "--exact", "--nocapture", "--test-threads", "1"])
+            .env(CACHE_CHILD, "1")
+            .env("CUDRV_CACHE_DIR", &dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.contains("CHILD STATS"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let field = |name: &str| -> u64 {
+            let at = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+            line[at..].split_whitespace().next().unwrap().parse().unwrap()
+        };
+        (field("hits"), field("misses"), field("corrupt"), text)
+    };
+    let (hits, misses, _, text) = run();
+    assert_eq!((hits, misses), (0, 1), "first process compiles: {text}");
+    let (hits, misses, _, text) = run();
+    assert_eq!((hits, misses), (1, 0), "second process reads the cache: {text}");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let (hits, _, corrupt, text) = run();
+    assert_eq!(
+        (hits, corrupt),
+        (0, 1),
+        "a damaged entry is noticed and compiled again: {text}"
+    );
+    let (hits, misses, corrupt, text) = run();
+    assert_eq!((hits, misses, corrupt), (1, 0, 0), "and rewritten: {text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

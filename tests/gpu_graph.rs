@@ -273,3 +273,44 @@ fn graphs_failed_captures_are_clear_and_the_stream_recovers() {
     assert!(matches!(e, Error::Capture { .. }), "{e}");
     assert_usable(&s, seed ^ 5);
 }
+
+#[test]
+fn graphs_work_on_another_stream_during_a_capture() {
+    let Some(ctx) = gpu!("graphs_work_on_another_stream_during_a_capture") else {
+        return;
+    };
+    let s = ctx.new_stream().unwrap();
+    let other = ctx.new_stream().unwrap();
+    let seed = seed();
+    let xs = random(4096, seed);
+    let mut y = DeviceBuffer::from_slice(&s, &xs).unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&other, xs.len()).unwrap();
+    // Work queued on another stream that reads what the capture wrote: that stream joins the
+    // capture and is never joined back. A clear error, and both streams work afterwards.
+    let e = s
+        .capture(|_| {
+            ops::scale_in_place(&mut y, 2.0)?;
+            ops::axpy(&mut z, 1.0, &y)
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::Capture { .. }), "{e}");
+    assert!(e.to_string().contains("another stream"), "{e}");
+    assert_usable(&s, seed ^ 7);
+    assert_usable(&other, seed ^ 8);
+    // A buffer of another stream read inside the capture: either recorded (and then right on
+    // every replay) or refused clearly; never a wrong result or a stuck stream.
+    let x_other = DeviceBuffer::from_slice(&other, &xs).unwrap();
+    other.synchronize().unwrap();
+    let mut w = DeviceBuffer::<f32>::zeroed(&s, xs.len()).unwrap();
+    match s.capture(|_| ops::axpy(&mut w, 3.0, &x_other)) {
+        Ok(g) => {
+            g.launch(&s).unwrap();
+            g.launch(&s).unwrap();
+            let want: Vec<f64> = xs.iter().map(|&v| 6.0 * v as f64).collect();
+            assert!(rel_error(&w.to_vec().unwrap(), &want) < 1e-6, "seed {seed}");
+        }
+        Err(e) => assert!(matches!(e, Error::Capture { .. }), "{e}"),
+    }
+    assert_usable(&s, seed ^ 9);
+    assert_usable(&other, seed ^ 10);
+}

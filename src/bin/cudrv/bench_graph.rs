@@ -14,6 +14,9 @@ use crate::timing::{time, Timing};
 /// Kernels per step and elements per vector: the shape of the pipelines this measures.
 const OPS: usize = 170;
 const LEN: usize = 100_000;
+/// The large case: few kernels, much work each.
+const LARGE_OPS: usize = 10;
+const LARGE: usize = 16 << 20;
 
 /// The four vectors one step works on.
 pub(crate) struct Vectors {
@@ -40,7 +43,12 @@ impl Vectors {
 
     /// One step: OPS dependent elementwise kernels (each reads what an earlier one wrote).
     fn step(&mut self, alpha: f32) -> Result<()> {
-        for i in 0..OPS {
+        self.step_of(OPS, alpha)
+    }
+
+    /// The first `ops` kernels of a step.
+    fn step_of(&mut self, ops: usize, alpha: f32) -> Result<()> {
+        for i in 0..ops {
             match i % 5 {
                 0 => ops::axpy(&mut self.y, alpha, &self.x)?,
                 1 => ops::scale_in_place(&mut self.y, 0.5)?,
@@ -56,7 +64,12 @@ impl Vectors {
 impl Vectors {
     /// The same step as items of one executor batch.
     fn batch<'a>(&'a self, b: &mut Batch<'a>, alpha: f32) -> Result<()> {
-        for i in 0..OPS {
+        self.batch_of(b, OPS, alpha)
+    }
+
+    /// The first `ops` items of a step.
+    fn batch_of<'a>(&'a self, b: &mut Batch<'a>, ops: usize, alpha: f32) -> Result<()> {
+        for i in 0..ops {
             match i % 5 {
                 0 => b.axpy(&self.y, alpha, &self.x)?,
                 1 => b.scale(&self.y, 0.5, &self.y)?,
@@ -187,6 +200,22 @@ pub fn run(trials: usize) -> Result<bool> {
     let encode = t.elapsed().as_secs_f64() / 200.0;
     let (empty_exec, empty_graph) = empty_steps(&stream, &exec, trials)?;
     let dispatch = dispatch_only(&exec, trials)?;
+    // Where a graph wins: few kernels with much work each (10 kernels over 16M elements).
+    let mut large = Vectors::with_len(&stream, 1.0, LARGE)?;
+    let large_graph = stream.capture(|_| large.step_of(LARGE_OPS, 1.0))?;
+    let large_replay = time(&stream, trials, || large_graph.launch(&stream))?;
+    let mut times = Vec::new();
+    for _ in 0..trials + 1 {
+        let t = Instant::now();
+        let mut b = exec.batch();
+        large.batch_of(&mut b, LARGE_OPS, 1.0)?;
+        b.run()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.remove(0);
+    let large_exec = crate::timing::median(times);
+    drop(large_graph);
+    drop(large);
     exec.shutdown()?;
     let mut by_blocks = Vec::new();
     for bps in [1u32, 2, 4] {
@@ -236,6 +265,18 @@ pub fn run(trials: usize) -> Result<bool> {
     wall("  persistent executor", empty_exec);
     row("  graph replayed unchanged", empty_graph);
     wall("  executor, 170 items touching no memory", dispatch);
+    println!();
+    println!("{LARGE_OPS} kernels over {LARGE} elements (much work per kernel):");
+    println!(
+        "{:<44} {:>9.1} us/step",
+        "  graph replayed unchanged",
+        large_replay.device * 1e6
+    );
+    println!(
+        "{:<44} {:>9.1} us/step (wall time, one batch)",
+        "  persistent executor",
+        large_exec * 1e6
+    );
     println!();
     for (bps, full, nop) in &by_blocks {
         println!(
