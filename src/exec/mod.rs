@@ -309,6 +309,65 @@ impl ExecutorBuilder {
     }
 }
 
+/// Where one block's time went, from [`Executor::profile`].
+///
+/// ```
+/// use std::time::Duration;
+/// let p = cudrv::exec::BlockProfile {
+///     items: 100, refills: 1, waiting: Duration::from_micros(3), copying: Duration::from_micros(1),
+///     running: Duration::from_micros(50), barriers: Duration::from_micros(1),
+/// };
+/// assert_eq!(p.overhead_per_item(), Duration::from_nanos(20)); // (1 + 1) us over 100 items
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockProfile {
+    /// Items the block ran.
+    pub items: u64,
+    /// Times it read items into shared memory.
+    pub refills: u64,
+    /// Waiting for items (from the host, or for block 0 to fetch them).
+    pub waiting: Duration,
+    /// Copying items into shared memory.
+    pub copying: Duration,
+    /// Running items (their own work), barriers excluded.
+    pub running: Duration,
+    /// In grid barriers (before items that need one, and at the end of each batch).
+    pub barriers: Duration,
+}
+
+impl BlockProfile {
+    /// What the executor itself cost per item: copying and barriers (waiting for work that had
+    /// not been submitted yet is idle time, not cost).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let p = cudrv::exec::BlockProfile { items: 0, refills: 0, waiting: Duration::ZERO,
+    ///     copying: Duration::ZERO, running: Duration::ZERO, barriers: Duration::ZERO };
+    /// assert_eq!(p.overhead_per_item(), Duration::ZERO);
+    /// ```
+    pub fn overhead_per_item(&self) -> Duration {
+        Duration::from_secs_f64((self.copying + self.barriers).as_secs_f64() / self.items.max(1) as f64)
+    }
+}
+
+/// Where the executor's time went, from [`Executor::profile`].
+///
+/// ```no_run
+/// # let ctx = cudrv::Context::new(0)?;
+/// # let exec = cudrv::exec::Executor::builder(&ctx).start()?;
+/// let p = exec.profile()?;
+/// println!("block 0 waited {:?} for items, ran them for {:?}", p.fetcher.waiting, p.fetcher.running);
+/// # exec.shutdown()?;
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutorProfile {
+    /// Block 0, which also copies new items from the host.
+    pub fetcher: BlockProfile,
+    /// Block 1 (block 0 again when there is one block).
+    pub worker: BlockProfile,
+}
+
 /// Device memory the kernel uses for as long as it runs.
 #[derive(Debug)]
 struct DeviceMemory {
@@ -382,6 +441,44 @@ impl Executor {
             watchdog: Duration::from_secs(10),
             blocks_per_sm: 2,
         }
+    }
+
+    /// Where the kernel's time went so far (as of about the last finished batch): for block 0,
+    /// which also fetches items from the host, and for block 1, a plain worker. Times are SM clock
+    /// cycles at the device's maximum clock, so approximate.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let exec = cudrv::exec::Executor::builder(&ctx).start()?;
+    /// exec.batch().run()?;
+    /// let p = exec.profile()?;
+    /// println!("{:?} per item beyond the items' own work", p.worker.overhead_per_item());
+    /// # exec.shutdown()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn profile(&self) -> Result<ExecutorProfile> {
+        let khz = self
+            .function
+            .context()
+            .device()
+            .attribute(crate::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?
+            .max(1) as f64;
+        let block = |b: usize| {
+            let [wait, copy, items, bar, n, refills] = self.ring.profile(b);
+            let t = |cycles: u64| Duration::from_secs_f64(cycles as f64 / (khz * 1e3));
+            BlockProfile {
+                items: n,
+                refills,
+                waiting: t(wait),
+                copying: t(copy),
+                running: t(items.saturating_sub(bar)),
+                barriers: t(bar),
+            }
+        };
+        Ok(ExecutorProfile {
+            fetcher: block(0),
+            worker: block(if self.grid > 1 { 1 } else { 0 }),
+        })
     }
 
     /// Resident blocks of the kernel.

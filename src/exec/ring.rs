@@ -11,9 +11,10 @@ use crate::error::{Error, Result};
 use crate::sys;
 
 /// Words before the items.
-const HEADER: usize = 4;
+const HEADER: usize = 16;
 
-/// Pinned, device-mapped host memory: `[tail, completed, started, 0]`, then `capacity` items.
+/// Pinned, device-mapped host memory: `[tail, completed, started, 0]`, twelve profile counters,
+/// then `capacity` items.
 pub(crate) struct HostRing {
     ptr: *mut u64,
     device: sys::CUdeviceptr,
@@ -64,7 +65,7 @@ impl HostRing {
     }
 
     fn counter(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: words 0 to 2 are 8-byte aligned u64 counters that live as long as `self`;
+        // SAFETY: words 0 to 15 are 8-byte aligned u64 counters that live as long as `self`;
         // the device accesses them with system-scope acquire/release.
         unsafe { AtomicU64::from_ptr(self.ptr.add(i)) }
     }
@@ -77,6 +78,12 @@ impl HostRing {
     /// Whether the kernel has started (it sets the word first thing).
     pub(crate) fn started(&self) -> bool {
         self.counter(2).load(Ordering::Acquire) != 0
+    }
+
+    /// The profile counters of block `b` (0 or 1): wait, copy, items, barrier cycles, items,
+    /// refills.
+    pub(crate) fn profile(&self, b: usize) -> [u64; 6] {
+        std::array::from_fn(|i| self.counter(4 + 6 * b + i).load(Ordering::Acquire))
     }
 
     /// The number of the last batch the device finished.

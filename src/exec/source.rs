@@ -65,7 +65,7 @@ pub(crate) fn generate(fusions: &[Fusion]) -> String {
 }
 
 const COMMON: &str = r#"
-struct Host { unsigned long long tail; unsigned long long completed; unsigned long long started; unsigned long long pad; };
+struct Host { unsigned long long tail; unsigned long long completed; unsigned long long started; unsigned long long pad; unsigned long long prof[12]; };
 struct Ctl { unsigned long long dev_tail; unsigned int bar_count; unsigned int bar_gen; };
 
 static __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
@@ -143,6 +143,16 @@ static __device__ __forceinline__ void copy_items_to_cache(unsigned long long* c
   }
 }
 
+// Thread 0 of blocks 0 and 1 publishes its profile counters (plain stores; the host reads them
+// as of about the last batch).
+static __device__ __forceinline__ void report(Host* host, long long wait, long long copy, long long items,
+    long long bar, long long n, long long refills) {
+  if (threadIdx.x != 0 || blockIdx.x > 1) return;
+  volatile unsigned long long* o = host->prof + 6 * blockIdx.x;
+  o[0] = wait; o[1] = copy; o[2] = items; o[3] = bar; o[4] = n; o[5] = refills;
+  __threadfence_system();
+}
+
 static __device__ __forceinline__ float wf(unsigned long long w) { return (float)__longlong_as_double((long long)w); }
 "#;
 
@@ -158,8 +168,14 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
   unsigned long long cache_from = 0, cache_to = 0;  // the same in every thread
   if (threadIdx.x == 0) fetched = 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys(&host->started, 1ull);
+  // Where thread 0's time goes, in SM clock cycles (blocks 0 and 1 report it to the host at the
+  // end of each batch): waiting for items, copying them into shared memory, running items
+  // (barriers included), grid barriers; items and refills counted.
+  long long p_wait = 0, p_copy = 0, p_items = 0, p_bar = 0, p_n = 0, p_ref = 0;
   for (unsigned long long pos = 0;; ++pos) {
+    long long c_a = clock64();
     if (pos >= cache_to) {
+      p_ref++;
       __syncthreads();  // every thread is done with the cached items
       if (blockIdx.x == 0) {
         // Block 0 is the only writer of the device ring and its tail: it keeps the tail in
@@ -185,19 +201,25 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
         fetch_to = t;
       }
       __syncthreads();
+      long long c_b = clock64(); p_wait += c_b - c_a; c_a = c_b;
       const unsigned long long avail = fetch_to < pos + CACHE ? fetch_to : pos + CACHE;
       copy_items_to_cache(cache, dev_ring, pos, avail, capacity);
       __syncthreads();
       cache_from = pos;
       cache_to = avail;
+      long long c_c = clock64(); p_copy += c_c - c_a; c_a = c_c;
     }
     const unsigned long long* item = cache + (pos - cache_from) * 16;
     const unsigned long long code = item[0] & 0xffffffffull;
-    if (item[0] >> 32 & 1ull) grid_barrier(ctl);
+    if (item[0] >> 32 & 1ull) { long long b0 = clock64(); grid_barrier(ctl); p_bar += clock64() - b0; }
+    p_n++;
     switch (code) {
-      case 1: return;
+      case 1:
+        report(host, p_wait, p_copy, p_items, p_bar, p_n, p_ref);
+        return;
       case 2:
-        grid_barrier(ctl);
+        { long long b0 = clock64(); grid_barrier(ctl); p_bar += clock64() - b0; }
+        report(host, p_wait, p_copy, p_items, p_bar, p_n, p_ref);
         if (blockIdx.x == 0 && threadIdx.x == 0) { __threadfence_system(); st_release_sys(&host->completed, item[1]); }
         break;
       case 3:
@@ -239,6 +261,7 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
 
 const LOOP_TAIL: &str = r#"      default: break;
     }
+    p_items += clock64() - c_a;
   }
 }
 "#;

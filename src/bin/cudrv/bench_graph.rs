@@ -190,6 +190,7 @@ pub fn run(trials: usize) -> Result<bool> {
     })?;
     let exec = Executor::builder(&ctx).start()?;
     let executor = executor_step(&exec, &a, trials, 50)?;
+    let profile = exec.profile()?;
     // The host's share: building (checking, ordering, encoding) one step's batch.
     let t = Instant::now();
     for _ in 0..200 {
@@ -259,6 +260,18 @@ pub fn run(trials: usize) -> Result<bool> {
         "{:<44} {:>9.1} us/step (host: checks, barriers, encoding)",
         "  of which building the batch",
         encode * 1e6
+    );
+    // The profile counts every batch this executor ran (steps of the real chain and earlier ones).
+    let w = &profile.worker;
+    let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / w.items.max(1) as f64 * OPS as f64;
+    println!(
+        "  on the device, per {OPS} items (a worker block): their own work {:.1} us, the executor's \
+         {:.1} us (refills {:.1}, barriers {:.1}), idle waiting for items {:.1} us",
+        per(w.running),
+        per(w.copying + w.barriers),
+        per(w.copying),
+        per(w.barriers),
+        per(w.waiting)
     );
     println!();
     println!("with one element per vector (the kernels do no work: the cost of running the chain):");
