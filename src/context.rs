@@ -12,6 +12,7 @@ use crate::memory::device_pool::{new_device_pool, DevicePool};
 use crate::memory::pinned_pool::PinnedPool;
 use crate::memory::pool::PoolStats;
 use crate::memory::staging::Staging;
+use crate::profile::Profiler;
 use crate::registry::KernelRegistry;
 use crate::stream::{Stream, StreamFlags};
 use crate::sys;
@@ -39,6 +40,7 @@ pub struct Context {
     caching: AtomicBool,
     staging: Staging,
     pinned: PinnedPool,
+    profiler: Profiler,
 }
 
 impl std::fmt::Debug for Context {
@@ -83,8 +85,12 @@ impl Context {
             caching: AtomicBool::new(true),
             staging: Staging::default(),
             pinned: PinnedPool::new(raw),
+            profiler: Profiler::new(raw),
         });
         ctx.bind_to_thread()?;
+        if std::env::var(crate::profile::PROFILE_ENV).is_ok_and(|v| v == "1") {
+            ctx.profiler.enable()?;
+        }
         Ok(ctx)
     }
 
@@ -98,6 +104,20 @@ impl Context {
     /// ```
     pub fn raw(&self) -> sys::CUcontext {
         self.raw
+    }
+
+    /// The context's kernel profiler (off unless `CUDRV_PROFILE=1` or
+    /// [`Profiler::enable`](crate::profile::Profiler::enable)).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().enable()?;
+    /// // ... launches ...
+    /// print!("{}", ctx.profiler().report()?.table());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn profiler(&self) -> &Profiler {
+        &self.profiler
     }
 
     /// The device this context belongs to.
@@ -388,6 +408,7 @@ impl Drop for Context {
         unsafe { ManuallyDrop::drop(&mut self.pool) };
         self.pinned.trim();
         self.staging.release();
+        self.profiler.release();
         // SAFETY: balances the retain in `new`; every object that used the context held an Arc
         // to it, so none is left. A failure here cannot be reported and leaves only a reference.
         let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) };

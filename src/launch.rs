@@ -324,9 +324,10 @@ impl<'a> LaunchArgs<'a> {
         )?;
         ctx.bind_to_thread()?;
         let (g, b) = (config.grid_dim, config.block_dim);
+        let timed = ctx.profiler().begin(self.stream);
         // SAFETY: the configuration was checked against the limits; the parameter pointers are
         // valid for the borrow 'a; their agreement with the kernel is the caller's contract.
-        unsafe {
+        let launched = unsafe {
             cu!(cuLaunchKernel(
                 self.function.raw(),
                 g.0,
@@ -340,7 +341,14 @@ impl<'a> LaunchArgs<'a> {
                 self.params.as_mut_ptr(),
                 ptr::null_mut()
             ))
+        };
+        if let Some(t) = timed {
+            match launched {
+                Ok(()) => ctx.profiler().end(t, self.function.name_arc(), self.stream),
+                Err(_) => ctx.profiler().abandon(t),
+            }
         }
+        launched
     }
 }
 

@@ -63,6 +63,7 @@ pub mod memory;
 pub mod module;
 pub mod nvrtc;
 pub mod ops;
+pub mod profile;
 pub mod ptx_info;
 pub mod registry;
 pub mod selftest;

@@ -622,6 +622,11 @@ impl Function {
         &self.core.name
     }
 
+    /// The name, shared (what the profiler keys launches by).
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.core.name
+    }
+
     /// The module the kernel lives in.
     ///
     /// ```no_run

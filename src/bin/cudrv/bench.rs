@@ -99,46 +99,10 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
     ];
     let s = stream.raw();
     const BATCH: usize = 1000;
-    let (mut t_raw, mut t_ours) = (Vec::new(), Vec::new());
-    let (mut rt_raw, mut rt_ours) = (Vec::new(), Vec::new());
-    for round in 0..31 {
-        // Alternate which goes first so drift in the machine's state hits both alike.
-        for first in [round % 2 == 0, round % 2 == 1] {
-            if first {
-                let t = Instant::now();
-                for _ in 0..BATCH {
-                    raw!(
-                        raw_launch,
-                        "cuLaunchKernel",
-                        f.raw(),
-                        1,
-                        1,
-                        1,
-                        32,
-                        1,
-                        1,
-                        0,
-                        s,
-                        params.as_mut_ptr(),
-                        ptr::null_mut()
-                    );
-                }
-                t_raw.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
-                raw!(raw_sync, "cuStreamSynchronize", s);
-            } else {
-                let t = Instant::now();
-                for _ in 0..BATCH {
-                    let mut l = stream.launch_builder(&f);
-                    l.arg(&a).arg(&b).arg(&n).arg(&alpha);
-                    // SAFETY: cudrv_empty_args(const float*, float*, u64, float) matches.
-                    unsafe { l.launch(cfg)? };
-                }
-                t_ours.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
-                stream.synchronize()?;
-            }
-        }
-        for _ in 0..20 {
-            let t = Instant::now();
+    let p = params.as_mut_ptr();
+    // `k` raw launches, and `k` of cudrv's; and the microseconds per launch of a batch of each.
+    let raw_launches = |k: usize| -> Result<()> {
+        for _ in 0..k {
             raw!(
                 raw_launch,
                 "cuLaunchKernel",
@@ -151,16 +115,48 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
                 1,
                 0,
                 s,
-                params.as_mut_ptr(),
+                p,
                 ptr::null_mut()
             );
+        }
+        Ok(())
+    };
+    let our_launches = |k: usize| -> Result<()> {
+        for _ in 0..k {
+            let mut l = stream.launch_builder(&f);
+            l.arg(&a).arg(&b).arg(&n).arg(&alpha);
+            // SAFETY: cudrv_empty_args(const float*, float*, u64, float) matches.
+            unsafe { l.launch(cfg)? };
+        }
+        Ok(())
+    };
+    let per_launch = |launches: &dyn Fn(usize) -> Result<()>| -> Result<f64> {
+        let t = Instant::now();
+        launches(BATCH)?;
+        Ok(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64)
+    };
+    let raw_batch = || per_launch(&raw_launches);
+    let ours_batch = || per_launch(&our_launches);
+    let (mut t_raw, mut t_ours) = (Vec::new(), Vec::new());
+    let (mut rt_raw, mut rt_ours) = (Vec::new(), Vec::new());
+    for round in 0..31 {
+        // Alternate which goes first so drift in the machine's state hits both alike.
+        for first in [round % 2 == 0, round % 2 == 1] {
+            if first {
+                t_raw.push(raw_batch()?);
+                raw!(raw_sync, "cuStreamSynchronize", s);
+            } else {
+                t_ours.push(ours_batch()?);
+                stream.synchronize()?;
+            }
+        }
+        for _ in 0..20 {
+            let t = Instant::now();
+            raw_launches(1)?;
             raw!(raw_sync, "cuStreamSynchronize", s);
             rt_raw.push(t.elapsed().as_secs_f64() * 1e6);
             let t = Instant::now();
-            let mut l = stream.launch_builder(&f);
-            l.arg(&a).arg(&b).arg(&n).arg(&alpha);
-            // SAFETY: as above.
-            unsafe { l.launch(cfg)? };
+            our_launches(1)?;
             stream.synchronize()?;
             rt_ours.push(t.elapsed().as_secs_f64() * 1e6);
         }
@@ -178,6 +174,34 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
         cudrv: median(rt_ours),
         reference: median(rt_raw),
         reference_name: "raw launch + cuStreamSync",
+        unit: "us",
+        lower_is_better: true,
+    });
+    // The same launches with the profiler on (two event records each), alternating with raw
+    // launches so both see the same state of the machine.
+    ctx.profiler().enable()?;
+    let (mut t_prof, mut t_raw2) = (Vec::new(), Vec::new());
+    for _ in 0..15 {
+        t_prof.push(ours_batch()?);
+        stream.synchronize()?;
+        t_raw2.push(raw_batch()?);
+        stream.synchronize()?;
+    }
+    let profiled = ctx.profiler().report()?;
+    ctx.profiler().disable();
+    ctx.profiler().clear()?;
+    if profiled.samples.len() != 15 * BATCH {
+        return Err(cudrv::Error::InvalidArgument(format!(
+            "the profiler timed {} launches of {}",
+            profiled.samples.len(),
+            15 * BATCH
+        )));
+    }
+    rows.push(Row {
+        name: "launch enqueue, profiler on (per launch)".into(),
+        cudrv: median(t_prof),
+        reference: median(t_raw2),
+        reference_name: "raw cuLaunchKernel",
         unit: "us",
         lower_is_better: true,
     });

@@ -1,0 +1,76 @@
+//! The profiler's statistics, flags and exports, without a GPU.
+
+use cudrv::profile::{summarize, Flag, Report, Sample};
+
+fn sample(name: &str, stream: u64, start: f64, d: f64) -> Sample {
+    Sample {
+        name: name.into(),
+        stream,
+        start_us: start,
+        duration_us: d,
+    }
+}
+
+#[test]
+fn statistics_follow_their_definitions() {
+    let d: Vec<f64> = (1..=100).map(|i| i as f64).collect();
+    let samples: Vec<Sample> = d.iter().map(|&x| sample("k", 0, 0.0, x)).collect();
+    let s = &summarize(&samples)[0];
+    assert_eq!((s.count, s.min_us, s.max_us), (100, 1.0, 100.0));
+    assert_eq!(s.total_us, 5050.0);
+    assert_eq!(s.mean_us, 50.5);
+    assert_eq!((s.p50_us, s.p99_us), (50.0, 99.0));
+    let var: f64 = d.iter().map(|x| (x - 50.5) * (x - 50.5)).sum::<f64>() / 100.0;
+    assert!((s.std_us - var.sqrt()).abs() < 1e-12);
+    assert!((s.cv - var.sqrt() / 50.5).abs() < 1e-12);
+    // One sample: no spread, no flags from spread.
+    let one = &summarize(&[sample("k", 0, 0.0, 3.0)])[0];
+    assert_eq!((one.std_us, one.cv, one.p99_us), (0.0, 0.0, 3.0));
+    assert!(one.flags.is_empty());
+}
+
+#[test]
+fn flags_and_advice() {
+    let slow: Vec<Sample> = (0..5).map(|_| sample("slow", 0, 0.0, 6000.0)).collect();
+    let s = &summarize(&slow)[0];
+    assert_eq!(s.flags, vec![Flag::Slow]);
+    assert!(s.advice[0].contains("6.0 ms"), "{:?}", s.advice);
+    let noisy: Vec<Sample> = [10.0, 30.0, 10.0, 30.0]
+        .iter()
+        .map(|&d| sample("noisy", 0, 0.0, d))
+        .collect();
+    assert!(summarize(&noisy)[0].flags.contains(&Flag::HighVariance));
+    let tiny: Vec<Sample> = (0..200).map(|_| sample("tiny", 0, 0.0, 2.0)).collect();
+    let t = &summarize(&tiny)[0];
+    assert_eq!(t.flags, vec![Flag::LaunchBound]);
+    assert!(t.advice[0].contains("graph"), "{:?}", t.advice);
+    let steady: Vec<Sample> = (0..50).map(|_| sample("steady", 0, 0.0, 20.0)).collect();
+    assert!(summarize(&steady)[0].flags.is_empty());
+}
+
+#[test]
+fn kernels_are_ordered_by_total_time_and_exports_parse() {
+    let r = Report::from_samples(vec![
+        sample("a", 1, 0.0, 1.0),
+        sample("b", 2, 0.5, 10.0),
+        sample("a", 1, 2.0, 1.0),
+    ]);
+    assert_eq!(
+        r.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(),
+        ["b", "a"]
+    );
+    let table = r.table();
+    assert!(table.lines().count() >= 3 && table.contains("kernel"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(json["kernels"][1]["count"], 2);
+    let trace: serde_json::Value = serde_json::from_str(&r.chrome_trace()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let spans: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(spans.len(), 3);
+    assert_eq!(spans[1]["dur"], 10.0);
+    assert_eq!(
+        events.iter().filter(|e| e["ph"] == "M").count(),
+        2,
+        "a track per stream"
+    );
+}
