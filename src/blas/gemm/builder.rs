@@ -557,7 +557,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let aligned = align_operands::<T>(&stream, &plan, &choice, &mut params, self.batch)?;
         let run = match choice.family {
             Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch, self.activation),
-            Family::Small => run_small::<T>(&stream, &choice, &plan, params, self.batch),
+            Family::Small => run_small(&stream, &choice, &plan, params, self.batch),
             _ => run_kernel::<T>(&stream, &choice, params, self.batch),
         };
         drop(aligned);

@@ -25,6 +25,16 @@ pub(crate) enum Family {
 /// The largest m, n and k of the `gemm_small_<t>` kernels (ptx/gemm_small.cu).
 pub(crate) const SMALL_MAX: usize = 32;
 
+/// Threads per block and dynamic shared memory of `gemm_small_<t>` for an `m x n x k` product: a
+/// thread per 4 outputs (at least a warp, at most 256), and both operands in shared memory with
+/// a padding column (accumulator-type elements: 8 bytes for f64, else 4).
+pub(crate) fn small_launch(m: usize, n: usize, k: usize, f64_acc: bool) -> (u32, u32) {
+    let threads = ((m * n).div_ceil(4).div_ceil(32) * 32).clamp(32, 256);
+    let acc = if f64_acc { 8 } else { 4 };
+    let smem = (m * (k + 1) + k * (n + 1)) * acc;
+    (threads as u32, smem as u32)
+}
+
 /// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Choice {
@@ -590,13 +600,16 @@ pub(crate) fn choose_kernel(
             }
             Ok(choice)
         }
-        Family::Small => Ok(plain(
-            format!("gemm_small_{type_name}"),
-            Family::Small,
-            (SMALL_MAX, SMALL_MAX),
-            0,
-            256,
-        )),
+        Family::Small => {
+            let (threads, smem) = small_launch(plan.m, plan.n, plan.k, type_name == "f64");
+            Ok(plain(
+                format!("gemm_small_{type_name}"),
+                Family::Small,
+                (SMALL_MAX, SMALL_MAX),
+                smem,
+                threads,
+            ))
+        }
         Family::Simt => Ok(plain(
             format!("gemm_simt_{type_name}_s_{}", plan.ops),
             Family::Simt,

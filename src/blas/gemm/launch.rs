@@ -125,7 +125,7 @@ pub(crate) fn run_kernel<T: GemmType>(
 /// Runs `gemm_small_<t>` (ptx/gemm_small.cu): one block per batch entry, a thread per 4
 /// outputs (at least a warp, at most 256), shared memory sized to the matrices, so that as many
 /// blocks as possible are resident; blocks stride over the batch beyond that.
-pub(crate) fn run_small<T: GemmType>(
+pub(crate) fn run_small(
     stream: &Arc<Stream>,
     choice: &Choice,
     plan: &Plan,
@@ -140,10 +140,8 @@ pub(crate) fn run_small<T: GemmType>(
     let Ok(count) = i32::try_from(batch) else {
         bail_invalid!("gemm: a batch of {batch} small matrices is more than one launch holds");
     };
-    let (m, n, k) = (params.m as usize, params.n as usize, params.k as usize);
-    let threads = ((m * n).div_ceil(4).div_ceil(32) * 32).clamp(32, 256);
-    let acc = if T::NAME == "f64" { 8 } else { 4 };
-    let smem = (m * (k + 1) + k * (n + 1)) * acc;
+    // The dispatch sized the block and its shared memory for these m, n, k (`small_launch`).
+    let (threads, smem) = (choice.threads as usize, choice.smem as usize);
     // Blocks resident per multiprocessor: at most 32, 2048 threads, and the shared memory.
     let per_sm = (2048 / threads)
         .min(32)

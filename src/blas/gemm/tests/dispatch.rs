@@ -1,6 +1,7 @@
 //! The kernel choice: family, tile, k split, by type, alignment, size and device.
 
 use super::*;
+use crate::blas::gemm::dispatch::small_launch;
 
 #[test]
 fn dispatch_by_type_alignment_and_size() {
@@ -448,6 +449,43 @@ fn small_matrices_take_one_block_each() {
         assert!(!pick(ty, (16, 16, 16), Kernel::Simt, Tile::Auto, SplitK::Auto, 1).starts_with("gemm_small"));
         assert!(!pick(ty, (16, 16, 16), Kernel::Auto, Tile::Small, SplitK::Auto, 1).starts_with("gemm_small"));
         assert!(!pick(ty, (16, 16, 16), Kernel::Auto, Tile::Auto, SplitK::Off, 1).starts_with("gemm_small"));
+    }
+}
+
+#[test]
+fn the_small_kernels_choice_states_its_launch() {
+    use Transpose::{N, T};
+    // A thread per 4 outputs within [32, 256]; both operands in shared memory, padded.
+    assert_eq!(small_launch(2, 3, 5, false), (32, ((2 * 6 + 5 * 4) * 4) as u32));
+    assert_eq!(small_launch(32, 32, 32, false), (256, (2 * 32 * 33 * 4) as u32));
+    assert_eq!(small_launch(32, 32, 32, true), (256, (2 * 32 * 33 * 8) as u32));
+    assert_eq!(small_launch(16, 20, 1, true).0, 96);
+    for (ty, f64_acc) in [("f32", false), ("f64", true), ("f16", false)] {
+        for (m, n, k) in [(1, 1, 1), (7, 9, 3), (32, 32, 32), (16, 2, 30)] {
+            let p = plan(&Gemm::<f32>::new(N, T, m, n, k), [1 << 30; 3]).unwrap();
+            let ch = choose_kernel(
+                ty,
+                ty != "f32",
+                MathMode::Exact,
+                Kernel::Auto,
+                Tile::Auto,
+                SplitK::Auto,
+                &p,
+                true,
+                true,
+                (9, 0),
+                132,
+                1,
+            )
+            .unwrap();
+            assert_eq!(ch.name, format!("gemm_small_{ty}"));
+            // In the plan's own (row-major D) orientation, as the launch sees it.
+            assert_eq!(
+                (ch.threads, ch.smem),
+                small_launch(p.m, p.n, p.k, f64_acc),
+                "{ty} {m}x{n}x{k}"
+            );
+        }
     }
 }
 
