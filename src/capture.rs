@@ -135,6 +135,22 @@ impl Stream {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn begin_capture(&self) -> Result<()> {
+        self.begin_capture_in(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    }
+
+    /// [`Stream::begin_capture`] in another capture mode: `GLOBAL` refuses calls that would wait
+    /// for the device on every thread while the capture lasts, `RELAXED` on none.
+    ///
+    /// ```no_run
+    /// use cudrv::sys::CUstreamCaptureMode;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// stream.begin_capture_in(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+    /// let graph = stream.end_capture()?;
+    /// # let _ = graph;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn begin_capture_in(&self, mode: sys::CUstreamCaptureMode) -> Result<()> {
         if self.is_per_thread() || self.raw().is_null() {
             return Err(Error::Capture {
                 what: "beginning a capture".into(),
@@ -153,7 +169,6 @@ impl Stream {
             });
         }
         self.context().bind_to_thread()?;
-        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         // SAFETY: the handle is live; the mode is a valid enumerator.
         unsafe { cu!(cuStreamBeginCapture_v2(self.raw(), mode)) }.map_err(|e| explain(e, "beginning a capture"))?;
         *state = Some(CaptureState::default());
@@ -178,8 +193,24 @@ impl Stream {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn end_capture(&self) -> Result<Graph> {
+        self.end_capture_with(0)
+    }
+
+    /// [`Stream::end_capture`] with `cuGraphInstantiateWithFlags` flags (e.g. auto-free on
+    /// launch, device launch).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// stream.begin_capture()?;
+    /// let auto_free = cudrv::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+    /// let graph = stream.end_capture_with(auto_free.0 as u64)?;
+    /// # let _ = graph;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn end_capture_with(&self, flags: u64) -> Result<Graph> {
         let (graph, kept) = self.end_capture_raw().map_err(|e| explain(e, "ending the capture"))?;
-        Graph::instantiate(self.context().clone(), graph, kept, self)
+        Graph::instantiate_with(self.context().clone(), graph, kept, self, flags)
     }
 
     /// Whether a capture begun by cudrv is in progress on this stream.

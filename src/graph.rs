@@ -128,7 +128,17 @@ impl Graph {
         kept: Vec<KeptAllocation>,
         home: &Stream,
     ) -> Result<Graph> {
-        let exec = match instantiate_exec(graph) {
+        Self::instantiate_with(ctx, graph, kept, home, 0)
+    }
+
+    pub(crate) fn instantiate_with(
+        ctx: Arc<Context>,
+        graph: sys::CUgraph,
+        kept: Vec<KeptAllocation>,
+        home: &Stream,
+        flags: u64,
+    ) -> Result<Graph> {
+        let exec = match instantiate_exec_with(graph, flags) {
             Ok(exec) => exec,
             Err(e) => {
                 // SAFETY: the graph is ours and no exec refers to it.
@@ -261,6 +271,40 @@ impl Graph {
         self.kept = kept;
         self.home = stream.raw();
         Ok(how)
+    }
+
+    /// Uploads the graph to the device on `stream` ahead of its first launch there.
+    ///
+    /// ```no_run
+    /// use cudrv::{ops, DeviceBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut x = DeviceBuffer::from_slice(&stream, &[1.0f32; 16])?;
+    /// let g = stream.capture(|_| ops::scale_in_place(&mut x, 2.0))?;
+    /// g.upload(&stream)?; // the first launch then starts sooner
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: both handles are live.
+        unsafe { cu!(cuGraphUpload(self.exec, stream.raw())) }
+    }
+
+    /// The driver's handles: the graph last recorded and the executable graph (for driver
+    /// calls cudrv does not wrap; both stay owned by this value).
+    ///
+    /// ```no_run
+    /// use cudrv::{ops, DeviceBuffer};
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut x = DeviceBuffer::from_slice(&stream, &[1.0f32; 16])?;
+    /// let g = stream.capture(|_| ops::scale_in_place(&mut x, 2.0))?;
+    /// let (graph, exec) = g.raw();
+    /// assert!(!graph.is_null() && !exec.is_null());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn raw(&self) -> (sys::CUgraph, sys::CUgraphExec) {
+        (self.graph, self.exec)
     }
 
     /// The graph's kernel nodes in the order the graph lists them (for a recorded graph, the
@@ -446,13 +490,16 @@ fn kernel_nodes_of(graph: sys::CUgraph) -> Result<Vec<sys::CUgraphNode>> {
 }
 
 fn instantiate_exec(graph: sys::CUgraph) -> Result<sys::CUgraphExec> {
+    instantiate_exec_with(graph, 0)
+}
+
+fn instantiate_exec_with(graph: sys::CUgraph, flags: u64) -> Result<sys::CUgraphExec> {
     let mut exec = ptr::null_mut();
     // SAFETY: writes one CUgraphExec through a valid pointer; `graph` is a live graph.
-    unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, 0)) }
+    unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, flags)) }
         .map_err(|e| explain(e, "instantiating the graph"))?;
     Ok(exec)
 }
-
 fn node_params(node: sys::CUgraphNode) -> Result<sys::CUDA_KERNEL_NODE_PARAMS> {
     let mut p = sys::CUDA_KERNEL_NODE_PARAMS::default();
     // SAFETY: the node is a live kernel node; writes one parameter struct.

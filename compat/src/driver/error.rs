@@ -153,6 +153,12 @@ impl DriverError {
             E::InvalidArgument(_) | E::InvalidLaunch(_) => CUresult::CUDA_ERROR_INVALID_VALUE,
             E::OutOfMemory { .. } | E::AllocationFailed { .. } => CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             E::Io { .. } => CUresult::CUDA_ERROR_FILE_NOT_FOUND,
+            // A refused capture carries the driver's code; a misused one (ending a capture that
+            // was not begun) is an illegal state.
+            E::Capture { .. } => e
+                .driver_code()
+                .and_then(CUresult::from_raw)
+                .unwrap_or(CUresult::CUDA_ERROR_ILLEGAL_STATE),
             _ => CUresult::CUDA_ERROR_UNKNOWN,
         };
         DriverError::with_detail(code, e.to_string())

@@ -1,6 +1,5 @@
 //! Stream capture into [`CudaGraph`].
 
-use std::ptr;
 use std::sync::Arc;
 
 use super::error::DriverError;
@@ -22,27 +21,14 @@ use super::{cu, sys};
 /// graph.launch()?;
 /// # Ok::<(), DriverError>(())
 /// ```
+///
+/// It is cudrv's [`cudrv::Graph`] underneath: memory freed on the stream while it captures is
+/// kept until the graph drops (the captured work still uses it), and a capture the driver
+/// refuses is ended so that the stream works again.
 #[derive(Debug)]
 pub struct CudaGraph {
-    cu_graph: sys::CUgraph,
-    cu_graph_exec: sys::CUgraphExec,
+    graph: cudrv::Graph,
     stream: Arc<CudaStream>,
-}
-
-// SAFETY: graph handles may be used from any thread; launches are ordered on the stream.
-unsafe impl Send for CudaGraph {}
-// SAFETY: as above.
-unsafe impl Sync for CudaGraph {}
-
-impl Drop for CudaGraph {
-    fn drop(&mut self) {
-        let ctx = &self.stream.ctx;
-        ctx.record_err(ctx.bind_to_thread());
-        // SAFETY: both were created by end_capture and are destroyed once.
-        ctx.record_err(unsafe { cu!(cuGraphExecDestroy(self.cu_graph_exec)) });
-        // SAFETY: as above.
-        ctx.record_err(unsafe { cu!(cuGraphDestroy(self.cu_graph)) });
-    }
 }
 
 impl CudaStream {
@@ -62,9 +48,9 @@ impl CudaStream {
     /// # Ok::<(), DriverError>(())
     /// ```
     pub fn begin_capture(&self, mode: sys::CUstreamCaptureMode) -> Result<(), DriverError> {
-        self.ctx.bind_to_thread()?;
-        // SAFETY: a live stream and a capture mode.
-        unsafe { cu!(cuStreamBeginCapture_v2(self.cu_stream, mode)) }
+        self.inner
+            .begin_capture_in(mode.into())
+            .map_err(DriverError::from_cudrv)
     }
 
     /// Ends the capture and instantiates the graph (`None` if nothing was captured).
@@ -87,23 +73,12 @@ impl CudaStream {
         self: &Arc<Self>,
         flags: sys::CUgraphInstantiate_flags,
     ) -> Result<Option<CudaGraph>, DriverError> {
-        self.ctx.bind_to_thread()?;
-        let mut graph = ptr::null_mut();
-        // SAFETY: writes one graph handle; the stream is capturing.
-        unsafe { cu!(cuStreamEndCapture(self.cu_stream, &mut graph))? };
-        if graph.is_null() {
-            return Ok(None);
-        }
-        let mut exec = ptr::null_mut();
-        // SAFETY: writes one exec handle for a live graph.
-        if let Err(e) = unsafe { cu!(cuGraphInstantiateWithFlags(&mut exec, graph, flags as u64)) } {
-            // SAFETY: the graph was created above and is not used again.
-            self.ctx.record_err(unsafe { cu!(cuGraphDestroy(graph)) });
-            return Err(e);
-        }
+        let graph = self
+            .inner
+            .end_capture_with(flags as u64)
+            .map_err(DriverError::from_cudrv)?;
         Ok(Some(CudaGraph {
-            cu_graph: graph,
-            cu_graph_exec: exec,
+            graph,
             stream: self.clone(),
         }))
     }
@@ -148,9 +123,7 @@ impl CudaGraph {
     /// # Ok::<(), DriverError>(())
     /// ```
     pub fn launch(&self) -> Result<(), DriverError> {
-        self.stream.ctx.bind_to_thread()?;
-        // SAFETY: a live exec graph and stream.
-        unsafe { cu!(cuGraphLaunch(self.cu_graph_exec, self.stream.cu_stream)) }
+        self.graph.launch(&self.stream.inner).map_err(DriverError::from_cudrv)
     }
 
     /// Uploads the graph to the device ahead of its first launch.
@@ -169,9 +142,7 @@ impl CudaGraph {
     /// # Ok::<(), DriverError>(())
     /// ```
     pub fn upload(&self) -> Result<(), DriverError> {
-        self.stream.ctx.bind_to_thread()?;
-        // SAFETY: a live exec graph and stream.
-        unsafe { cu!(cuGraphUpload(self.cu_graph_exec, self.stream.cu_stream)) }
+        self.graph.upload(&self.stream.inner).map_err(DriverError::from_cudrv)
     }
 
     /// The driver's graph handle.
@@ -190,7 +161,7 @@ impl CudaGraph {
     /// # Ok::<(), DriverError>(())
     /// ```
     pub fn cu_graph(&self) -> sys::CUgraph {
-        self.cu_graph
+        self.graph.raw().0 as sys::CUgraph
     }
 
     /// The driver's executable graph handle.
@@ -209,6 +180,6 @@ impl CudaGraph {
     /// # Ok::<(), DriverError>(())
     /// ```
     pub fn cu_graph_exec(&self) -> sys::CUgraphExec {
-        self.cu_graph_exec
+        self.graph.raw().1 as sys::CUgraphExec
     }
 }
