@@ -66,6 +66,7 @@ pub mod ops;
 pub mod profile;
 pub mod ptx_info;
 pub mod registry;
+mod sealed;
 pub mod selftest;
 mod selftest_blas;
 pub mod stream;

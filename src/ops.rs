@@ -31,7 +31,7 @@ use crate::stream::Stream;
 /// }
 /// assert_eq!(kernel_for::<f32>("axpy"), "axpy_f32");
 /// ```
-pub trait Float: DeviceRepr + ValidAsZeroBits + PartialOrd + Send + Sync + sealed::Sealed {
+pub trait Float: DeviceRepr + ValidAsZeroBits + PartialOrd + Send + Sync + crate::sealed::Sealed {
     /// The kernel-name suffix, `f32` or `f64`.
     ///
     /// ```
@@ -46,12 +46,6 @@ impl Float for f32 {
 impl Float for f64 {
     const SUFFIX: &'static str = "f64";
 }
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-}
-
 /// Threads per block of the elementwise and reduction kernels (their `__launch_bounds__`).
 const BLOCK: u32 = 256;
 /// Most blocks an elementwise launch uses; the kernels loop over the rest.

@@ -52,6 +52,22 @@ fn stage(ctx: &Arc<Context>, t: DType, name: &str, build: impl FnOnce(&mut Fusio
     f.compile(ctx).unwrap()
 }
 
+/// The unfused stage `s = sum of x`.
+fn sum_all(ctx: &Arc<Context>, t: DType) -> FusedKernel {
+    stage(ctx, t, "sum_all", |f| {
+        let x = f.input("x");
+        f.sum("s", x);
+    })
+}
+
+/// The unfused stage `y = a - b`.
+fn difference(ctx: &Arc<Context>, t: DType) -> FusedKernel {
+    stage(ctx, t, "sub", |f| {
+        let (a, b) = (f.input("a"), f.input("b"));
+        f.output("y", a - b);
+    })
+}
+
 fn check(what: &str, got: &[f64], want: &[f64], tol: f64, seed: u64) {
     let e = rel_error(got, want);
     assert!(e <= tol, "{what}: relative error {e:e} > {tol:e} (seed {seed:#x})");
@@ -97,10 +113,7 @@ fn kl_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mu
         let (p, q) = (f.input("p"), f.input("q"));
         f.output("y", &p * (&p / &q).ln());
     });
-    let sum = stage(ctx, t, "sum_all", |f| {
-        let x = f.input("x");
-        f.sum("s", x);
-    });
+    let sum = sum_all(ctx, t);
     let mut mid = poisoned::<T>(s, n);
     term.launch(s, 1, n)
         .input("p", &p)
@@ -188,18 +201,12 @@ fn accuracy_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rn
         );
     }
     // Unfused: error, then the indicator, then the sum.
-    let sub = stage(ctx, t, "sub", |f| {
-        let (a, b) = (f.input("a"), f.input("b"));
-        f.output("y", a - b);
-    });
+    let sub = difference(ctx, t);
     let below = stage(ctx, t, "below", |f| {
         let (x, tol) = (f.input("x"), f.scalar("tol"));
         f.output("y", x.abs().lt(tol));
     });
-    let sum = stage(ctx, t, "sum_all", |f| {
-        let x = f.input("x");
-        f.sum("s", x);
-    });
+    let sum = sum_all(ctx, t);
     let (mut e1, mut ind, mut c1) = (poisoned::<T>(s, n), poisoned::<T>(s, n), poisoned::<T>(s, 1));
     sub.launch(s, 1, n)
         .input("a", &pred)
@@ -285,10 +292,7 @@ fn belief_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng:
         );
     }
     // Unfused: error vector, GEMV, update.
-    let sub = stage(ctx, t, "sub", |f| {
-        let (a, b) = (f.input("a"), f.input("b"));
-        f.output("y", a - b);
-    });
+    let sub = difference(ctx, t);
     let gemv = stage(ctx, t, "gemv", |f| {
         let (w, x) = (f.input("w"), f.row_input("x"));
         f.output("y", (w * x).sum_rows());

@@ -198,14 +198,6 @@ impl Activation {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-    impl Sealed for half::f16 {}
-    impl Sealed for half::bf16 {}
-}
-
 /// Elements a column-major `rows x cols` matrix with leading dimension `ld` spans:
 /// `(cols - 1) * ld + rows`, or 0 when it is empty. `None` on overflow.
 pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> Option<usize> {

@@ -145,14 +145,7 @@ impl<'a> Batch<'a> {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn scale(&mut self, y: &'a impl DeviceSlice<f32>, alpha: f32, x: &'a impl DeviceSlice<f32>) -> Result<()> {
-        let n = same_len("scale", &[y.len(), x.len()])?;
-        let acc = [self.access(y, true, true)?, self.access(x, false, true)?];
-        self.push_item(
-            [op::SCALE, y.device_ptr(), x.device_ptr(), n, (alpha as f64).to_bits()],
-            &acc,
-            false,
-        );
-        Ok(())
+        self.yx(op::SCALE, "scale", y, x, &[alpha])
     }
 
     /// `y[i] += alpha x[i]`.
@@ -170,14 +163,7 @@ impl<'a> Batch<'a> {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn axpy(&mut self, y: &'a impl DeviceSlice<f32>, alpha: f32, x: &'a impl DeviceSlice<f32>) -> Result<()> {
-        let n = same_len("axpy", &[y.len(), x.len()])?;
-        let acc = [self.access(y, true, true)?, self.access(x, false, true)?];
-        self.push_item(
-            [op::AXPY, y.device_ptr(), x.device_ptr(), n, (alpha as f64).to_bits()],
-            &acc,
-            false,
-        );
-        Ok(())
+        self.yx(op::AXPY, "axpy", y, x, &[alpha])
     }
 
     /// `y[i] = alpha x[i] + beta y[i]`.
@@ -201,11 +187,7 @@ impl<'a> Batch<'a> {
         x: &'a impl DeviceSlice<f32>,
         beta: f32,
     ) -> Result<()> {
-        let n = same_len("axpby", &[y.len(), x.len()])?;
-        let acc = [self.access(y, true, true)?, self.access(x, false, true)?];
-        let (a, b) = ((alpha as f64).to_bits(), (beta as f64).to_bits());
-        self.push_item([op::AXPBY, y.device_ptr(), x.device_ptr(), n, a, b], &acc, false);
-        Ok(())
+        self.yx(op::AXPBY, "axpby", y, x, &[alpha, beta])
     }
 
     /// `out[i] = a[i] + b[i]`.
@@ -384,6 +366,26 @@ impl<'a> Batch<'a> {
     /// ```
     pub fn run(self) -> Result<()> {
         self.submit()?.wait()
+    }
+
+    /// An elementwise item `code(y, x, n, scalars...)` over y and x of one length (at most two
+    /// scalars).
+    fn yx(
+        &mut self,
+        code: u64,
+        what: &str,
+        y: &'a impl DeviceSlice<f32>,
+        x: &'a impl DeviceSlice<f32>,
+        scalars: &[f32],
+    ) -> Result<()> {
+        let n = same_len(what, &[y.len(), x.len()])?;
+        let acc = [self.access(y, true, true)?, self.access(x, false, true)?];
+        let mut words = [code, y.device_ptr(), x.device_ptr(), n, 0, 0];
+        for (w, &v) in words[4..].iter_mut().zip(scalars) {
+            *w = (v as f64).to_bits();
+        }
+        self.push_item(&words[..4 + scalars.len()], &acc, false);
+        Ok(())
     }
 
     fn binary(
@@ -607,19 +609,15 @@ impl<'a> FusedItem<'_, 'a> {
         for s in &self.streams {
             self.batch.note_stream(s);
         }
-        let fusion = &exec.fusions[self.index];
+        let layout = &exec.layouts[self.index];
         let mut words = bound.words;
-        if let (Some((partials, counter)), Some(scratch)) =
-            (exec.layouts[self.index].scratch, exec.scratch[self.index].as_ref())
-        {
-            let base = scratch.device_ptr();
-            words[partials] = base + 8;
-            words[counter] = base;
+        if let Some(scratch) = exec.scratch[self.index].as_ref() {
+            layout.bind_scratch(&mut words, scratch.device_ptr());
         }
         let mut item = Vec::with_capacity(1 + words.len());
         item.push(op::FUSED + self.index as u64);
         item.extend_from_slice(&words);
-        let global = crate::fuse::whole_reduction_count(fusion) > 0 || bound.accesses.iter().any(|a| !a.aligned);
+        let global = layout.whole > 0 || bound.accesses.iter().any(|a| !a.aligned);
         self.batch.push_item(item, &bound.accesses, global);
         Ok(())
     }

@@ -218,13 +218,10 @@ impl ExecutorBuilder {
         let ctl = DeviceBuffer::<u64>::zeroed(&stream, 2)?;
         let partials = DeviceBuffer::<f32>::zeroed(&stream, grid as usize)?;
         let mut scratch = Vec::new();
-        for (f, layout) in self.fusions.iter().zip(&layouts) {
-            scratch.push(match layout.scratch {
-                Some(_) => {
-                    let whole = crate::fuse::whole_reduction_count(f);
-                    Some(DeviceBuffer::<u64>::zeroed(&stream, whole * grid as usize + 1)?)
-                }
-                None => None,
+        for layout in &layouts {
+            scratch.push(match layout.scratch_words(grid as usize) {
+                0 => None,
+                words => Some(DeviceBuffer::<u64>::zeroed(&stream, words)?),
             });
         }
         if let Err(e) = stream.synchronize_timeout(self.watchdog) {

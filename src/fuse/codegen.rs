@@ -29,6 +29,8 @@ pub(crate) struct Layout {
     pub(crate) output: Vec<usize>,
     /// Words of the partials pointer and the counter pointer, if there are whole reductions.
     pub(crate) scratch: Option<(usize, usize)>,
+    /// Whole reductions (outputs of `sum`, `max`, `min`).
+    pub(crate) whole: usize,
     /// Total words.
     pub(crate) words: usize,
 }
@@ -42,12 +44,34 @@ impl Layout {
         };
         let input = f.inputs.iter().map(|_| take()).collect();
         let output = f.outputs.iter().map(|_| take()).collect();
-        let scratch = (whole_reductions(f) > 0).then(|| (take(), take()));
+        let whole = whole_reductions(f);
+        let scratch = (whole > 0).then(|| (take(), take()));
         Layout {
             input,
             output,
             scratch,
+            whole,
             words: next,
+        }
+    }
+
+    /// 64-bit words of a whole-reduction scratch buffer for launches of at most `blocks` blocks:
+    /// the arrival counter's word (zero between launches: the last block resets it), then a
+    /// partial per block and whole reduction. 0 without whole reductions.
+    pub(crate) fn scratch_words(&self, blocks: usize) -> usize {
+        if self.whole == 0 {
+            0
+        } else {
+            self.whole * blocks + 1
+        }
+    }
+
+    /// Points the parameter words at a scratch buffer (of [`Layout::scratch_words`] words) at
+    /// device address `base`.
+    pub(crate) fn bind_scratch(&self, words: &mut [u64], base: u64) {
+        if let Some((partials, counter)) = self.scratch {
+            words[partials] = base + 8;
+            words[counter] = base;
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::binding::Binding;
-use super::codegen::{row_reductions, whole_reductions, Layout};
+use super::codegen::{row_reductions, Layout};
 use super::{FuseType, Fusion};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -99,7 +99,6 @@ pub struct FusedKernel {
     function: Function,
     layout: Layout,
     by_rows: bool,
-    whole: usize,
     /// Per stream: the whole reductions' partials and arrival counter (zeroed once; the kernel
     /// puts the counter back to zero).
     scratch: Mutex<HashMap<usize, DeviceBuffer<u64>>>,
@@ -110,7 +109,6 @@ impl FusedKernel {
         Ok(FusedKernel {
             layout: Layout::of(fusion),
             by_rows: !row_reductions(fusion).is_empty(),
-            whole: whole_reductions(fusion),
             fusion: fusion.clone(),
             function,
             scratch: Mutex::new(HashMap::new()),
@@ -204,19 +202,17 @@ impl FusedKernel {
     }
 
     /// The reduction scratch of `stream`, made (zeroed) on first use.
-    fn scratch(&self, stream: &Arc<Stream>) -> Result<(u64, u64)> {
+    fn scratch(&self, stream: &Arc<Stream>) -> Result<u64> {
         let mut map = self.scratch.lock();
         let buf = match map.entry(stream.raw() as usize) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let max_grid = self.function.context().limits().multiprocessor_count * ROW_BLOCKS_PER_SM;
-                // Partials (8 bytes each) then one word holding the counter.
-                let words = self.whole * max_grid as usize + 1;
+                let words = self.layout.scratch_words(max_grid as usize);
                 e.insert(DeviceBuffer::<u64>::zeroed(stream, words)?)
             }
         };
-        let base = buf.device_ptr();
-        Ok((base + 8, base))
+        Ok(buf.device_ptr())
     }
 }
 
@@ -346,10 +342,9 @@ impl<'a> FusedLaunch<'a> {
                 .div_ceil(BLOCK as usize)
                 .clamp(1, (sms * ELEMENTWISE_BLOCKS_PER_SM) as usize)
         } as u32;
-        if let Some((partials, counter)) = self.kernel.layout.scratch {
-            let (p, c) = self.kernel.scratch(self.stream)?;
-            words[partials] = p;
-            words[counter] = c;
+        if self.kernel.layout.scratch.is_some() {
+            let base = self.kernel.scratch(self.stream)?;
+            self.kernel.layout.bind_scratch(&mut words, base);
         }
         let params = Words(&words);
         let mut l = self.stream.launch_builder(&self.kernel.function);

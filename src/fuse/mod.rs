@@ -40,19 +40,9 @@ mod kernel;
 pub use emit::emit_ptx;
 
 pub(crate) use binding::{Access, Binding};
-pub(crate) use codegen::Layout;
-pub(crate) use kernel::compile_module;
-
-/// The number of whole reductions (outputs of `sum`, `max`, `min`) of a fusion.
-pub(crate) fn whole_reduction_count(f: &Fusion) -> usize {
-    codegen::whole_reductions(f)
-}
-
-/// The fusion's namespace (types, `Params`, `body`) for a kernel that embeds it.
-pub(crate) fn namespace_source(f: &Fusion) -> String {
-    codegen::namespace(f)
-}
+pub(crate) use codegen::{namespace as namespace_source, Layout};
 pub use expr::{Expr, Shape};
+pub(crate) use kernel::compile_module;
 pub use kernel::{FusedKernel, FusedLaunch};
 
 use crate::error::{Error, Result};
@@ -112,7 +102,7 @@ impl DType {
 /// use cudrv::fuse::{DType, FuseType};
 /// assert_eq!(<half::bf16 as FuseType>::DTYPE, DType::BF16);
 /// ```
-pub trait FuseType: crate::memory::DeviceRepr + sealed::Sealed {
+pub trait FuseType: crate::memory::DeviceRepr + crate::sealed::Sealed {
     /// The matching [`DType`].
     const DTYPE: DType;
 }
@@ -128,14 +118,6 @@ impl FuseType for half::f16 {
 impl FuseType for half::bf16 {
     const DTYPE: DType = DType::BF16;
 }
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-    impl Sealed for half::f16 {}
-    impl Sealed for half::bf16 {}
-}
-
 /// What an output receives.
 #[derive(Clone, Debug)]
 pub(crate) enum OutputKind {

@@ -82,16 +82,22 @@ impl Vectors {
     }
 }
 
-/// Median wall time per step of `steps` executor batches submitted back to back (up to the
-/// queue's room ahead), over `trials` runs.
-fn executor_step(exec: &Executor, v: &Vectors, trials: usize, steps: usize) -> Result<f64> {
+/// Median wall time per step of `steps` executor batches, each filled by `fill`, submitted back
+/// to back (up to the queue's room ahead) and then waited for, over `trials` runs after one that
+/// warms up.
+fn executor_wall<'a>(
+    exec: &'a Executor,
+    trials: usize,
+    steps: usize,
+    fill: impl Fn(&mut Batch<'a>) -> Result<()>,
+) -> Result<f64> {
     let mut times = Vec::new();
     for _ in 0..trials + 1 {
         let t = Instant::now();
         let mut tickets = Vec::with_capacity(steps);
         for _ in 0..steps {
             let mut b = exec.batch();
-            v.batch(&mut b, 1.0)?;
+            fill(&mut b)?;
             tickets.push(b.submit()?);
         }
         for ticket in tickets {
@@ -99,31 +105,24 @@ fn executor_step(exec: &Executor, v: &Vectors, trials: usize, steps: usize) -> R
         }
         times.push(t.elapsed().as_secs_f64() / steps as f64);
     }
-    times.remove(0); // the first run warms up
+    times.remove(0);
     Ok(crate::timing::median(times))
+}
+
+/// Wall time per step of the chain as executor batches.
+fn executor_step(exec: &Executor, v: &Vectors, trials: usize, steps: usize) -> Result<f64> {
+    executor_wall(exec, trials, steps, |b| v.batch(b, 1.0))
 }
 
 /// Wall time per step of 170 items that touch no memory: the executor's own cost of taking,
 /// decoding and sequencing items, with the queue and completion round trip.
 fn dispatch_only(exec: &Executor, trials: usize) -> Result<f64> {
-    let mut times = Vec::new();
-    for _ in 0..trials + 1 {
-        let t = Instant::now();
-        let mut tickets = Vec::new();
-        for _ in 0..50 {
-            let mut b = exec.batch();
-            for _ in 0..OPS {
-                b.sleep(std::time::Duration::ZERO);
-            }
-            tickets.push(b.submit()?);
+    executor_wall(exec, trials, 50, |b| {
+        for _ in 0..OPS {
+            b.sleep(std::time::Duration::ZERO);
         }
-        for ticket in tickets {
-            ticket.wait()?;
-        }
-        times.push(t.elapsed().as_secs_f64() / 50.0);
-    }
-    times.remove(0);
-    Ok(crate::timing::median(times))
+        Ok(())
+    })
 }
 
 /// The executor's and a replayed graph's cost per step when the kernels have no work (one
@@ -205,16 +204,7 @@ pub fn run(trials: usize) -> Result<bool> {
     let mut large = Vectors::with_len(&stream, 1.0, LARGE)?;
     let large_graph = stream.capture(|_| large.step_of(LARGE_OPS, 1.0))?;
     let large_replay = time(&stream, trials, || large_graph.launch(&stream))?;
-    let mut times = Vec::new();
-    for _ in 0..trials + 1 {
-        let t = Instant::now();
-        let mut b = exec.batch();
-        large.batch_of(&mut b, LARGE_OPS, 1.0)?;
-        b.run()?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.remove(0);
-    let large_exec = crate::timing::median(times);
+    let large_exec = executor_wall(&exec, trials, 1, |b| large.batch_of(b, LARGE_OPS, 1.0))?;
     drop(large_graph);
     drop(large);
     exec.shutdown()?;

@@ -15,7 +15,7 @@ use crate::memory::DeviceRepr;
 /// assert_eq!(one::<half::f16>(), 1.0f32);
 /// assert_eq!(one::<f64>(), 1.0f64);
 /// ```
-pub trait GemmType: DeviceRepr + Send + Sync + as_gemv::AsGemv + crate::blas::sealed::Sealed {
+pub trait GemmType: DeviceRepr + Send + Sync + as_gemv::AsGemv + crate::sealed::Sealed {
     /// The type of `alpha` and `beta`: `f64` for `f64`, `f32` for the others.
     type Scalar: Copy + Debug + PartialEq + Into<f64> + From<u8> + Send + Sync + 'static;
     /// The kernel-name part of the type.

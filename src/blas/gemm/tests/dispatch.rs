@@ -463,19 +463,15 @@ fn the_small_kernels_choice_states_its_launch() {
     for (ty, f64_acc) in [("f32", false), ("f64", true), ("f16", false)] {
         for (m, n, k) in [(1, 1, 1), (7, 9, 3), (32, 32, 32), (16, 2, 30)] {
             let p = plan(&Gemm::<f32>::new(N, T, m, n, k), [1 << 30; 3]).unwrap();
-            let ch = choose_kernel(
+            let ch = on_h100(
                 ty,
                 ty != "f32",
                 MathMode::Exact,
                 Kernel::Auto,
                 Tile::Auto,
-                SplitK::Auto,
                 &p,
                 true,
                 true,
-                (9, 0),
-                132,
-                1,
             )
             .unwrap();
             assert_eq!(ch.name, format!("gemm_small_{ty}"));
