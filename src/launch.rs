@@ -18,7 +18,7 @@ use crate::stream::Stream;
 /// assert_eq!(cfg.block_dim, (1024, 1, 1));
 /// assert_eq!(cfg.grid_dim, (1, 1, 1));
 /// ```
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LaunchConfig {
     /// Blocks along x, y, z.
     pub grid_dim: (u32, u32, u32),
@@ -344,7 +344,7 @@ impl<'a> LaunchArgs<'a> {
         };
         if let Some(t) = timed {
             match launched {
-                Ok(()) => ctx.profiler().end(t, self.function.name_arc(), self.stream),
+                Ok(()) => ctx.profiler().end(t, self.function, &config, self.stream),
                 Err(_) => ctx.profiler().abandon(t),
             }
         }

@@ -61,7 +61,9 @@ pub mod kernel_cache;
 pub mod launch;
 pub mod memory;
 pub mod module;
+pub mod monitor;
 pub mod nvrtc;
+pub mod nvtx;
 pub mod ops;
 pub mod profile;
 pub mod ptx_info;
@@ -71,6 +73,7 @@ pub mod selftest;
 mod selftest_blas;
 pub mod stream;
 pub mod sys;
+pub mod tune;
 
 pub use context::Context;
 pub use device::{Device, DeviceLimits};

@@ -28,6 +28,7 @@ pub struct Module {
     raw: sys::CUmodule,
     ctx: ModuleContext,
     name: String,
+    digest: [u8; 32],
 }
 
 /// How a module refers to its context (docs/ownership.md): a module a program loads holds the
@@ -105,7 +106,7 @@ impl Module {
         if is_binary_image(image) {
             // The driver takes no length: an image whose headers reach past the slice is refused.
             crate::image::validate(image, name)?;
-            return Self::load(ctx, image, name, None);
+            return Self::load(ctx, image, name, None, digest_of(b"image", &[image]));
         }
         let text = std::str::from_utf8(image).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -133,8 +134,8 @@ impl Module {
         Self::from_image(ctx, &image, &path.display().to_string())
     }
 
-    fn load(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>) -> Result<Arc<Module>> {
-        Self::load_as(ctx, image, name, ptx, false)
+    fn load(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>, digest: [u8; 32]) -> Result<Arc<Module>> {
+        Self::load_as(ctx, image, name, ptx, digest, false)
     }
 
     /// Loads PTX text for `ctx`'s kernel registry: the module refers to `ctx` weakly.
@@ -175,17 +176,18 @@ impl Module {
         registry: bool,
     ) -> Result<Arc<Module>> {
         let name = format!("{}:{kernel}", module.name);
+        let digest = digest_of(b"embedded", &[&module.digest, kernel.as_bytes()]);
         let key = cache_key(ctx, |cc, driver| {
             CacheKey::for_embedded(&module.digest, kernel, cc, driver)
         });
-        if let Some(loaded) = Self::cached(ctx, key.as_ref(), &name, registry) {
+        if let Some(loaded) = Self::cached(ctx, key.as_ref(), &name, digest, registry) {
             return Ok(loaded);
         }
         let ptx = module.ptx()?;
         let key = key.filter(|_| !module.tensor_cores);
         match ptx_info::entry_module(ptx, kernel) {
-            Some(one) => Self::compile_and_keep(ctx, key, &one, &name, registry),
-            None => Self::compile_and_keep(ctx, key, ptx, module.name, registry),
+            Some(one) => Self::compile_and_keep(ctx, key, &one, &name, digest, registry),
+            None => Self::compile_and_keep(ctx, key, ptx, module.name, digest, registry),
         }
     }
 
@@ -193,17 +195,24 @@ impl Module {
     /// otherwise compile, keep the cubin, and load it.
     fn load_ptx(ctx: &Arc<Context>, ptx: &str, name: &str, registry: bool) -> Result<Arc<Module>> {
         let key = cache_key(ctx, |cc, driver| CacheKey::new(ptx, cc, driver));
-        if let Some(loaded) = Self::cached(ctx, key.as_ref(), name, registry) {
+        let digest = digest_of(b"ptx", &[ptx.trim_end_matches('\0').as_bytes()]);
+        if let Some(loaded) = Self::cached(ctx, key.as_ref(), name, digest, registry) {
             return Ok(loaded);
         }
         let key = key.filter(|_| !ptx_info::uses_tensor_cores(ptx));
-        Self::compile_and_keep(ctx, key, ptx, name, registry)
+        Self::compile_and_keep(ctx, key, ptx, name, digest, registry)
     }
 
     /// The module of the cubin cached under `key`, if there is one the driver accepts.
-    fn cached(ctx: &Arc<Context>, key: Option<&CacheKey>, name: &str, registry: bool) -> Option<Arc<Module>> {
+    fn cached(
+        ctx: &Arc<Context>,
+        key: Option<&CacheKey>,
+        name: &str,
+        digest: [u8; 32],
+        registry: bool,
+    ) -> Option<Arc<Module>> {
         let cubin = KernelCache::global().get(key?)?;
-        Self::load_as(ctx, &cubin, name, None, registry).ok()
+        Self::load_as(ctx, &cubin, name, None, digest, registry).ok()
     }
 
     /// Compiles `ptx` with the JIT linker, keeps the cubin under `key` and loads it. Without a
@@ -217,19 +226,27 @@ impl Module {
         key: Option<CacheKey>,
         ptx: &str,
         name: &str,
+        digest: [u8; 32],
         registry: bool,
     ) -> Result<Arc<Module>> {
         let text = nul_terminated(ptx, name)?;
         if let Some(key) = key {
             if let Ok(cubin) = crate::jit::compile_to_cubin(ctx, &text, name) {
                 KernelCache::global().put(&key, &cubin);
-                return Self::load_as(ctx, &cubin, name, Some(ptx), registry);
+                return Self::load_as(ctx, &cubin, name, Some(ptx), digest, registry);
             }
         }
-        Self::load_as(ctx, &text, name, Some(ptx), registry)
+        Self::load_as(ctx, &text, name, Some(ptx), digest, registry)
     }
 
-    fn load_as(ctx: &Arc<Context>, image: &[u8], name: &str, ptx: Option<&str>, registry: bool) -> Result<Arc<Module>> {
+    fn load_as(
+        ctx: &Arc<Context>,
+        image: &[u8],
+        name: &str,
+        ptx: Option<&str>,
+        digest: [u8; 32],
+        registry: bool,
+    ) -> Result<Arc<Module>> {
         ctx.bind_to_thread()?;
         let mut log = vec![0u8; JIT_LOG_BYTES];
         let mut options = [
@@ -272,7 +289,24 @@ impl Module {
             raw,
             ctx,
             name: name.to_string(),
+            digest,
         }))
+    }
+
+    /// A SHA-256 of the code the module was loaded from (its PTX text, its binary image, or the
+    /// embedded module and kernel): what [`crate::tune`] keys remembered launch configurations
+    /// by, so that changed code is tuned afresh.
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let ptx = include_str!("../examples/kernels/add_one.ptx");
+    /// let a = cudrv::Module::from_ptx(&ctx, ptx, "a")?;
+    /// let b = cudrv::Module::from_ptx(&ctx, ptx, "b")?;
+    /// assert_eq!(a.digest(), b.digest()); // same code, whatever the name
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.digest
     }
 
     /// The module's name.
@@ -428,6 +462,18 @@ fn module_error(code: CUresult, module: &str, ptx: Option<&str>, log: String) ->
 
 /// The cache key `make` gives for `ctx`'s device and the driver, or `None` when the kernel
 /// cache is off.
+/// SHA-256 over `kind` and each part with its length.
+fn digest_of(kind: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(kind);
+    for part in parts {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.finalize().into()
+}
+
 fn cache_key(ctx: &Arc<Context>, make: impl FnOnce((u32, u32), i32) -> CacheKey) -> Option<CacheKey> {
     if !KernelCache::global().enabled() {
         return None;
@@ -619,11 +665,6 @@ impl Function {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn name(&self) -> &str {
-        &self.core.name
-    }
-
-    /// The name, shared (what the profiler keys launches by).
-    pub(crate) fn name_arc(&self) -> &Arc<str> {
         &self.core.name
     }
 

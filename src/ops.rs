@@ -20,6 +20,7 @@ use crate::error::{bail_invalid, Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ValidAsZeroBits};
 use crate::module::Function;
+use crate::profile::scope::{Op, OpScope};
 use crate::stream::Stream;
 
 /// Element types the bundled kernels are built for.
@@ -57,6 +58,26 @@ fn kernel<T: Float>(stream: &Stream, op: &str) -> Result<Function> {
     stream.context().kernel(&format!("{op}_{}", T::SUFFIX))
 }
 
+/// The scope the profiler and NVTX see an operation on `n` elements in: labelled with the
+/// operation, type and size, credited with `arrays` passes over `n` elements of `T`.
+fn scope<T: Float>(stream: &Stream, op: &str, n: usize, arrays: usize) -> OpScope {
+    scope_2d::<T>(stream, op, (1, n), arrays)
+}
+
+/// [`scope`] of an operation on a `rows x cols` matrix, credited with `arrays` passes over it.
+fn scope_2d<T: Float>(stream: &Stream, op: &str, (rows, cols): (usize, usize), arrays: usize) -> OpScope {
+    OpScope::enter(stream.context(), || Op {
+        label: if rows == 1 {
+            format!("{op} {} {cols}", T::SUFFIX)
+        } else {
+            format!("{op} {} {rows}x{cols}", T::SUFFIX)
+        },
+        flops: 0.0,
+        bytes: (arrays * rows * cols * std::mem::size_of::<T>()) as f64,
+        credited: Default::default(),
+    })
+}
+
 fn elementwise_config(n: usize, max_grid: u32) -> LaunchConfig {
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, max_grid as usize) as u32;
     LaunchConfig {
@@ -86,6 +107,7 @@ fn same_len(what: &str, a: usize, b: usize) -> Result<()> {
 /// ```
 pub fn fill<T: Float>(out: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> {
     let n = out.len();
+    let _scope = scope::<T>(out.stream(), "fill", n, 1);
     let f = kernel::<T>(out.stream(), "fill")?;
     let stream = out.stream().clone();
     let ptr = out.device_ptr();
@@ -168,6 +190,8 @@ pub fn axpby<T: Float>(y: &mut impl DeviceSliceMut<T>, alpha: T, x: &impl Device
 /// Launches `<op>_<t>(T* y, const T* x, scalars..., size_t n)`.
 fn launch_yx<T: Float>(y: &mut impl DeviceSliceMut<T>, x_ptr: u64, op: &str, scalars: &[&T]) -> Result<()> {
     let n = y.len();
+    // scale reads x and writes y; axpy and axpby read y too.
+    let _scope = scope::<T>(y.stream(), op, n, if op == "scale" { 2 } else { 3 });
     let f = kernel::<T>(y.stream(), op)?;
     let y_ptr = y.device_ptr();
     let stream = y.stream().clone();
@@ -231,6 +255,7 @@ pub fn binary<T: Float>(
     use_on(a, out.stream())?;
     use_on(b, out.stream())?;
     let n = out.len();
+    let _scope = scope::<T>(out.stream(), name, n, 3);
     let f = kernel::<T>(out.stream(), name)?;
     let (o, pa, pb) = (out.device_ptr(), a.device_ptr(), b.device_ptr());
     let stream = out.stream().clone();
@@ -363,6 +388,7 @@ pub fn activation<T: Float>(act: Activation, out: &mut impl DeviceSliceMut<T>, x
     same_len(act.name(), out.len(), x.len())?;
     use_on(x, out.stream())?;
     let n = out.len();
+    let _scope = scope::<T>(out.stream(), act.name(), n, 2);
     let f = kernel::<T>(out.stream(), act.name())?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
     let stream = out.stream().clone();
@@ -405,6 +431,7 @@ pub fn reduce<T: Float>(op: Reduction, x: &impl DeviceSlice<T>) -> Result<T> {
         Reduction::Sum => "reduce_sum",
         Reduction::Max => "reduce_max",
     };
+    let _scope = scope::<T>(x.stream(), name, x.len(), 1);
     let f = kernel::<T>(x.stream(), name)?;
     let stream = x.stream();
     let first = elementwise_config(x.len(), MAX_REDUCE_BLOCKS);
@@ -419,10 +446,17 @@ pub fn reduce<T: Float>(op: Reduction, x: &impl DeviceSlice<T>) -> Result<T> {
     // SAFETY: reduce_<op>_<t>(T* partials, const T* x, size_t n) with block 256 writes
     // partials[blockIdx.x] for each block; `partials` has one slot per block.
     unsafe { l.launch(first)? };
+    // The second pass is a launch of the same kernel with another shape: its own profiler row.
+    let final_name = match op {
+        Reduction::Sum => "reduce_sum partials",
+        Reduction::Max => "reduce_max partials",
+    };
+    let final_pass = scope::<T>(stream, final_name, blocks, 1);
     let mut l = stream.launch_builder(&f);
     l.arg(&result).arg(&partials).arg(&blocks);
     // SAFETY: as above with one block over the `blocks` partials.
     unsafe { l.launch(elementwise_config(1, 1))? };
+    drop(final_pass);
     Ok(result.to_vec()?[0])
 }
 
@@ -489,6 +523,7 @@ pub fn softmax_rows<T: Float>(
         return Ok(());
     }
     use_on(x, out.stream())?;
+    let _scope = scope_2d::<T>(out.stream(), "softmax_rows", (rows, cols), 2);
     let f = kernel::<T>(out.stream(), "softmax_rows")?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
     let stream = out.stream().clone();
@@ -529,6 +564,7 @@ pub fn transpose<T: Float>(
         return Ok(());
     }
     use_on(x, out.stream())?;
+    let _scope = scope_2d::<T>(out.stream(), "transpose", (rows, cols), 2);
     let f = kernel::<T>(out.stream(), "transpose")?;
     let (o, px) = (out.device_ptr(), x.device_ptr());
     let stream = out.stream().clone();

@@ -112,6 +112,9 @@ fn selftest_and_bench_without_a_driver_fail_with_one_line() {
         &["selftest", "--seed", "7"],
         &["bench"],
         &["bench", "launch"],
+        &["bench", "tune"],
+        &["profile"],
+        &["monitor", "--count", "1"],
     ] {
         let run = cudrv(Some(&missing), args);
         let line = assert_one_line_failure(&run);
@@ -284,7 +287,7 @@ fn unknown_command_is_a_usage_error() {
         assert_eq!(run.code, Some(2), "{args:?}: {run}");
         assert_eq!(
             run.stderr,
-            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>\n",
+            "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse|tune] | profile [OPTIONS] | monitor [OPTIONS] | cache [info|clear|warm]>\n",
             "{args:?}: {run}"
         );
         assert_eq!(run.stdout, "", "{args:?}: {run}");
@@ -389,6 +392,12 @@ fn bad_bench_arguments_are_usage_errors() {
         (&["bench", "gemm", "--shapes", "8x8"], "bad shape \"8x8\""),
         (&["bench", "gemm", "--epilogue", "swish"], "bad epilogue \"swish\""),
         (&["bench", "gemm", "--trials"], "--trials needs a value"),
+        (&["bench", "tune", "--fast"], "unexpected arguments"),
+        (&["profile", "--runs", "0"], "--runs takes a number"),
+        (&["profile", "--ptx", "k.ptx"], "a user kernel needs"),
+        (&["profile", "--arg", "q8:1"], "--arg \"q8:1\""),
+        (&["monitor", "--interval", "0"], "--interval takes seconds"),
+        (&["monitor", "--top"], "unknown option \"--top\" to monitor"),
     ] {
         let run = cudrv(Some(&missing), args);
         let line = assert_usage_error(&run);

@@ -4,6 +4,8 @@
 
 #[path = "support/fuse_chains.rs"]
 mod chains;
+#[path = "support/child.rs"]
+mod child;
 #[path = "support/nvrtc.rs"]
 mod support_nvrtc;
 
@@ -108,23 +110,16 @@ fn a_corrupted_cache_entry_is_compiled_again() {
     let dir = std::env::temp_dir().join(format!("cudrv-fuse-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = || {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["cache_child", "--exact", "--nocapture", "--test-threads", "1"])
-            .env(CACHE_CHILD, "1")
-            .env("CUDRV_CACHE_DIR", &dir)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{text}");
-        let line = text
-            .lines()
-            .find(|l| l.contains("CHILD STATS"))
-            .unwrap_or_else(|| panic!("{text}"));
+        let line = child::run(
+            "cache_child",
+            &[(CACHE_CHILD, "1".as_ref()), ("CUDRV_CACHE_DIR", dir.as_os_str())],
+            &[],
+        );
         let field = |name: &str| -> u64 {
             let at = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
             line[at..].split_whitespace().next().unwrap().parse().unwrap()
         };
-        (field("hits"), field("misses"), field("corrupt"), text)
+        (field("hits"), field("misses"), field("corrupt"), line.clone())
     };
     let (hits, misses, _, text) = run();
     assert_eq!((hits, misses), (0, 1), "first process compiles: {text}");

@@ -5,7 +5,7 @@
 #[path = "support/gpu.rs"]
 mod gpu;
 
-use cudrv::{ops, DeviceBuffer};
+use cudrv::{ops, DeviceBuffer, DeviceSlice};
 
 #[test]
 fn profiler_times_every_launch_and_exports_a_trace() {
@@ -67,4 +67,73 @@ fn profiler_times_every_launch_and_exports_a_trace() {
     prof.clear().unwrap();
     assert!(prof.report().unwrap().table().contains("no kernel launches"));
     prof.disable();
+}
+
+#[test]
+fn blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work() {
+    let Some(ctx) = gpu!("blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work") else {
+        return;
+    };
+    use cudrv::blas::{Gemm, Transpose};
+    let s = ctx.new_stream().unwrap();
+    let prof = ctx.profiler();
+    let (m, n, k) = (384, 256, 512);
+    let a = DeviceBuffer::from_slice(&s, &vec![0.5f32; m * k]).unwrap();
+    let b = DeviceBuffer::from_slice(&s, &vec![0.25f32; k * n]).unwrap();
+    let mut c = DeviceBuffer::from_slice(&s, &vec![f32::NAN; m * n]).unwrap();
+    let g = Gemm::new(Transpose::N, Transpose::N, m, n, k);
+    g.run(&a, &b, &mut c).unwrap(); // first-use costs outside the profile
+    prof.enable().unwrap();
+    prof.clear().unwrap();
+    for _ in 0..10 {
+        g.run(&a, &b, &mut c).unwrap();
+    }
+    // Not waited for: whatever has finished (a subset of what the full report holds).
+    let partial = prof.finished().unwrap();
+    let r = prof.report().unwrap();
+    prof.disable();
+    assert!(partial.samples.len() <= r.samples.len());
+    assert!(
+        c.to_vec().unwrap().iter().all(|&v| v == 0.125 * k as f32),
+        "the product itself"
+    );
+    let row = r
+        .kernels
+        .iter()
+        .find(|row| row.name.starts_with("gemm f32 nn 384x256x512 / "))
+        .unwrap_or_else(|| panic!("{}", r.table()));
+    assert_eq!(row.count, 10, "{}", r.table());
+    let tflops = row.tflops.expect("a product's work is known");
+    let want = 2.0 * (m * n * k) as f64 * 10.0 / row.total_us / 1e6;
+    assert!((tflops - want).abs() < 1e-9 * want, "{tflops} vs {want}");
+    assert!(row.gbps.is_some_and(|g| g > 0.0));
+    assert!(r.table().contains("TFLOP/s"));
+    prof.enable().unwrap();
+    prof.clear().unwrap();
+    ops::fill(&mut c, 1.0f32).unwrap();
+    let r = prof.report().unwrap();
+    prof.disable();
+    // An elementwise operation is keyed by its size and carries its bytes, not FLOPs.
+    let fill = &r.kernels[0];
+    assert_eq!(fill.name, format!("fill f32 {} / fill_f32", m * n));
+    assert!(fill.tflops.is_none() && fill.gbps.is_some_and(|g| g > 0.0), "{fill:?}");
+    assert_eq!(fill.block, Some([256, 1, 1]));
+    assert!(fill.occupancy.is_some_and(|o| o > 0.0 && o <= 1.0), "{fill:?}");
+    // Four rows of softmax: four blocks on a device with many more SMs, flagged.
+    let rows = 4;
+    let cols = 1 << 20;
+    let x = DeviceBuffer::from_slice(&s, &vec![0.5f32; rows * cols]).unwrap();
+    let mut p = DeviceBuffer::<f32>::zeroed(&s, rows * cols).unwrap();
+    ops::softmax_rows(&mut p, &x, rows, cols).unwrap();
+    prof.enable().unwrap();
+    prof.clear().unwrap();
+    ops::softmax_rows(&mut p, &x, rows, cols).unwrap();
+    let r = prof.report().unwrap();
+    prof.disable();
+    let soft = &r.kernels[0];
+    assert_eq!(soft.grid, Some([4, 1, 1]), "{}", r.table());
+    if soft.p50_us >= 10.0 && ctx.limits().multiprocessor_count > 16 {
+        assert!(soft.flags.contains(&cudrv::profile::Flag::SmallGrid), "{}", r.table());
+        assert!(r.table().contains("4 blocks for"), "{}", r.table());
+    }
 }

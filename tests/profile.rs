@@ -8,6 +8,8 @@ fn sample(name: &str, stream: u64, start: f64, d: f64) -> Sample {
         stream,
         start_us: start,
         duration_us: d,
+        flops: 0.0,
+        bytes: 0.0,
     }
 }
 

@@ -6,6 +6,7 @@ use super::{span, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::profile::scope::{Op, OpScope};
 
 /// Element types GEMV is built for: `f32`, `f64`, and `f16` / `bf16` (f32 accumulation; `alpha`
 /// and `beta` are then taken as `f16` / `bf16` values).
@@ -273,6 +274,16 @@ pub fn gemv<T: GemvType>(
         return Ok(());
     }
     let stream = y.stream().clone();
+    let _scope = OpScope::enter(stream.context(), || {
+        let (mf, nf) = (m as f64, n as f64);
+        let reads_y = if beta.into() != 0.0 { 2.0 } else { 1.0 };
+        Op {
+            label: format!("gemv {} {} {m}x{n}", T::NAME, trans.letter()),
+            flops: 2.0 * mf * nf,
+            bytes: (mf * nf + len_x as f64 + reads_y * len_y as f64) * size_of::<T>() as f64,
+            credited: Default::default(),
+        }
+    });
     use_on(a, &stream)?;
     use_on(x, &stream)?;
     let sz = size_of::<T>() as u64;

@@ -75,7 +75,7 @@ pub enum Transpose {
 }
 
 impl Transpose {
-    fn letter(self) -> char {
+    pub(crate) fn letter(self) -> char {
         match self {
             Transpose::N => 'n',
             Transpose::T => 't',

@@ -23,8 +23,10 @@
 //! ```
 
 mod report;
+pub(crate) mod scope;
 mod stats;
 
+use std::collections::HashMap;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -37,6 +39,8 @@ pub use stats::{summarize, Flag, KernelStats, Sample, HIGH_CV, OUTLIER_FACTOR, S
 use crate::context::bind_raw;
 use crate::driver::cu;
 use crate::error::Result;
+use crate::launch::LaunchConfig;
+use crate::module::Function;
 use crate::stream::Stream;
 use crate::sys;
 
@@ -49,9 +53,49 @@ pub(crate) struct Begun {
     end: sys::CUevent,
 }
 
+/// Adds the occupancy and grid advice for a kernel's last launch `cfg` of `f`.
+fn advise(k: &mut KernelStats, f: &Function, cfg: &LaunchConfig) {
+    use crate::sys::CUdevice_attribute as A;
+    let (g, b) = (cfg.grid_dim, cfg.block_dim);
+    let threads = b.0 * b.1 * b.2;
+    let smem = cfg.shared_mem_bytes as usize;
+    let Ok(blocks) = f.max_active_blocks_per_multiprocessor(threads, smem) else {
+        return;
+    };
+    let device = f.context().device();
+    let Ok(per_sm) = device.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) else {
+        return;
+    };
+    // The suggestion for the launch's own dynamic shared memory (the kernel may size it by the
+    // block; then the suggestion is only a hint).
+    let better = f.max_potential_block_size(smem).ok().and_then(|(_, suggested)| {
+        let keeps = f.max_active_blocks_per_multiprocessor(suggested, smem).ok()? * suggested;
+        (suggested != threads).then_some((suggested, keeps))
+    });
+    k.judge_launch(
+        [g.0, g.1, g.2],
+        [b.0, b.1, b.2],
+        (blocks * threads, per_sm.max(1) as u32),
+        better,
+        f.context().limits().multiprocessor_count,
+    );
+}
+
+/// Whether the GPU has reached `event` (an error counts as reached: reading it reports it).
+fn finished(event: sys::CUevent) -> bool {
+    // SAFETY: the event is live.
+    let code = unsafe { sys::cuEventQuery(event) };
+    code != sys::CUresult::CUDA_ERROR_NOT_READY
+}
+
 /// A timed launch whose events the report has not read yet.
 struct Pending {
-    name: Arc<str>,
+    function: Function,
+    config: LaunchConfig,
+    /// The operation the launch belongs to (BLAS), if any.
+    op: Option<Arc<scope::Op>>,
+    /// Whether this launch carries the operation's work (its first launch does).
+    credit: bool,
     stream: u64,
     start: sys::CUevent,
     end: sys::CUevent,
@@ -63,6 +107,8 @@ struct State {
     origin: Option<sys::CUevent>,
     pending: Vec<Pending>,
     done: Vec<Sample>,
+    /// Each key's last launch (for the occupancy and grid advice).
+    shapes: HashMap<String, (Function, LaunchConfig)>,
     spare: Vec<sys::CUevent>,
 }
 
@@ -156,11 +202,35 @@ impl Profiler {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn report(&self) -> Result<Report> {
+        self.collect(true)
+    }
+
+    /// Like [`Profiler::report`], without waiting: the launches whose end the GPU has reached;
+    /// those still queued or running are read by a later call (the device monitor's view).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().enable()?;
+    /// let so_far = ctx.profiler().finished()?;
+    /// assert!(so_far.samples.len() <= ctx.profiler().report()?.samples.len());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn finished(&self) -> Result<Report> {
+        self.collect(false)
+    }
+
+    /// Reads the pending launches' events (all of them, waiting, or those already finished).
+    fn collect(&self, wait: bool) -> Result<Report> {
         let mut state = self.state.lock();
         bind_raw(self.ctx)?;
         let pending = std::mem::take(&mut state.pending);
         let origin = state.origin;
+        let mut first_error = None;
         for p in pending {
+            if first_error.is_some() || (!wait && !finished(p.end)) {
+                state.pending.push(p);
+                continue;
+            }
             let mut ms = 0.0f32;
             let mut since = 0.0f32;
             // SAFETY: the events are live and were recorded (end after start) on one stream.
@@ -173,15 +243,35 @@ impl Profiler {
             }
             state.spare.push(p.start);
             state.spare.push(p.end);
-            timed?;
-            state.done.push(Sample {
-                name: p.name.to_string(),
-                stream: p.stream,
-                start_us: since as f64 * 1e3,
-                duration_us: ms as f64 * 1e3,
-            });
+            let name = match &p.op {
+                Some(op) => format!("{} / {}", op.label, p.function.name()),
+                None => p.function.name().to_string(),
+            };
+            match timed {
+                Ok(()) => {
+                    state.done.push(Sample {
+                        name: name.clone(),
+                        stream: p.stream,
+                        start_us: since as f64 * 1e3,
+                        duration_us: ms as f64 * 1e3,
+                        flops: p.op.as_ref().filter(|_| p.credit).map_or(0.0, |op| op.flops),
+                        bytes: p.op.as_ref().filter(|_| p.credit).map_or(0.0, |op| op.bytes),
+                    });
+                    state.shapes.insert(name, (p.function, p.config));
+                }
+                Err(e) => first_error = Some(e),
+            }
         }
-        Ok(Report::from_samples(state.done.clone()))
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let mut report = Report::from_samples(state.done.clone());
+        for k in &mut report.kernels {
+            if let Some((f, cfg)) = state.shapes.get(&k.name) {
+                advise(k, f, cfg);
+            }
+        }
+        Ok(report)
     }
 
     /// Forgets the launches timed so far.
@@ -194,7 +284,9 @@ impl Profiler {
     /// ```
     pub fn clear(&self) -> Result<()> {
         self.report()?;
-        self.state.lock().done.clear();
+        let mut state = self.state.lock();
+        state.done.clear();
+        state.shapes.clear();
         Ok(())
     }
 
@@ -224,15 +316,20 @@ impl Profiler {
 
     /// After a successful launch: records its end event and keeps the pair for the report.
     #[inline]
-    pub(crate) fn end(&self, begun: Begun, name: &Arc<str>, stream: &Stream) {
+    pub(crate) fn end(&self, begun: Begun, function: &Function, config: &LaunchConfig, stream: &Stream) {
         let mut state = self.state.lock();
         // SAFETY: the event and the stream are live.
         if unsafe { cu!(cuEventRecord(begun.end, stream.raw())) }.is_err() {
             state.spare.extend([begun.start, begun.end]);
             return;
         }
+        let op = scope::current();
+        let credit = op.as_ref().is_some_and(|o| !o.credited.swap(true, Ordering::Relaxed));
         state.pending.push(Pending {
-            name: name.clone(),
+            function: function.clone(),
+            config: *config,
+            op,
+            credit,
             stream: stream.raw() as u64,
             start: begun.start,
             end: begun.end,

@@ -11,7 +11,7 @@ use super::stats::{summarize, KernelStats, Sample};
 ///
 /// ```
 /// use cudrv::profile::{Report, Sample};
-/// let s = |d: f64| Sample { name: "k".into(), stream: 7, start_us: d, duration_us: 2.0 };
+/// let s = |d: f64| Sample { name: "k".into(), stream: 7, start_us: d, duration_us: 2.0, flops: 0.0, bytes: 0.0 };
 /// let r = Report::from_samples(vec![s(0.0), s(5.0)]);
 /// assert_eq!(r.kernels[0].count, 2);
 /// assert!(r.table().contains("k"));
@@ -52,13 +52,13 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}",
-            "kernel", "count", "total us", "mean us", "std us", "min us", "max us", "p99 us", "CV %"
+            "{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>7}",
+            "kernel", "count", "total us", "mean us", "std us", "min us", "max us", "p99 us", "CV %", "TFLOP/s", "GB/s"
         );
         for k in &self.kernels {
             let _ = writeln!(
                 s,
-                "{:<40} {:>7} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1}",
+                "{:<40} {:>7} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1} {:>8} {:>7}",
                 k.name,
                 k.count,
                 k.total_us,
@@ -67,7 +67,9 @@ impl Report {
                 k.min_us,
                 k.max_us,
                 k.p99_us,
-                k.cv * 100.0
+                k.cv * 100.0,
+                k.tflops.map_or("-".into(), |t| format!("{t:.1}")),
+                k.gbps.map_or("-".into(), |g| format!("{g:.0}"))
             );
             for (flag, advice) in k.flags.iter().zip(&k.advice) {
                 let _ = writeln!(s, "    {flag}: {advice}");
@@ -91,7 +93,7 @@ impl Report {
     ///
     /// ```
     /// use cudrv::profile::{Report, Sample};
-    /// let r = Report::from_samples(vec![Sample { name: "k".into(), stream: 3, start_us: 1.0, duration_us: 2.0 }]);
+    /// let r = Report::from_samples(vec![Sample { name: "k".into(), stream: 3, start_us: 1.0, duration_us: 2.0, flops: 0.0, bytes: 0.0 }]);
     /// let trace: serde_json::Value = serde_json::from_str(&r.chrome_trace()).unwrap();
     /// assert_eq!(trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 1);
     /// ```

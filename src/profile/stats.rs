@@ -5,7 +5,7 @@ use serde::Serialize;
 /// One timed launch.
 ///
 /// ```
-/// let s = cudrv::profile::Sample { name: "axpy_f32".into(), stream: 1, start_us: 10.0, duration_us: 2.5 };
+/// let s = cudrv::profile::Sample { name: "axpy_f32".into(), stream: 1, start_us: 10.0, duration_us: 2.5, flops: 0.0, bytes: 0.0 };
 /// assert_eq!(s.duration_us, 2.5);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -18,6 +18,10 @@ pub struct Sample {
     pub start_us: f64,
     /// Device time, microseconds.
     pub duration_us: f64,
+    /// Floating-point operations the launch did, where cudrv knows them (BLAS); 0 otherwise.
+    pub flops: f64,
+    /// Bytes the launch had to move at least, where cudrv knows them (BLAS); 0 otherwise.
+    pub bytes: f64,
 }
 
 /// What a kernel's figures suggest looking at.
@@ -37,6 +41,10 @@ pub enum Flag {
     Outliers,
     /// Many launches of a few microseconds each: launch overhead dominates.
     LaunchBound,
+    /// The occupancy API's block size would keep a quarter more threads resident.
+    LowOccupancy,
+    /// Fewer blocks than a quarter of the device's SMs: most of the GPU idles.
+    SmallGrid,
 }
 
 impl std::fmt::Display for Flag {
@@ -46,6 +54,8 @@ impl std::fmt::Display for Flag {
             Flag::HighVariance => "high variance",
             Flag::Outliers => "outliers",
             Flag::LaunchBound => "launch-bound",
+            Flag::LowOccupancy => "low occupancy",
+            Flag::SmallGrid => "small grid",
         })
     }
 }
@@ -55,7 +65,7 @@ impl std::fmt::Display for Flag {
 /// ```
 /// use cudrv::profile::{KernelStats, Sample};
 /// let samples: Vec<Sample> = [1.0, 2.0, 3.0].iter().map(|&d| Sample {
-///     name: "k".into(), stream: 0, start_us: 0.0, duration_us: d,
+///     name: "k".into(), stream: 0, start_us: 0.0, duration_us: d, flops: 0.0, bytes: 0.0,
 /// }).collect();
 /// let s = KernelStats::of("k", &samples.iter().collect::<Vec<_>>());
 /// assert_eq!((s.count, s.mean_us, s.min_us, s.max_us, s.p50_us), (3, 2.0, 1.0, 3.0, 2.0));
@@ -82,6 +92,16 @@ pub struct KernelStats {
     pub p99_us: f64,
     /// Standard deviation over mean.
     pub cv: f64,
+    /// Achieved TFLOP/s (total operations over total time), where cudrv knows the operations.
+    pub tflops: Option<f64>,
+    /// Achieved GB/s of the bytes the launches had to move, where cudrv knows them.
+    pub gbps: Option<f64>,
+    /// The last launch's grid, where the profiler saw the launch.
+    pub grid: Option<[u32; 3]>,
+    /// The last launch's block.
+    pub block: Option<[u32; 3]>,
+    /// Resident threads per SM over the most an SM holds, for that launch (occupancy API).
+    pub occupancy: Option<f64>,
     /// What the figures suggest looking at.
     pub flags: Vec<Flag>,
     /// What to do about the flags, in words.
@@ -103,7 +123,7 @@ impl KernelStats {
     /// let mut d = vec![10.0; 20];
     /// d[7] = 40.0; // one launch four times the others
     /// let samples: Vec<Sample> = d.iter().map(|&d| Sample {
-    ///     name: "k".into(), stream: 0, start_us: 0.0, duration_us: d,
+    ///     name: "k".into(), stream: 0, start_us: 0.0, duration_us: d, flops: 0.0, bytes: 0.0,
     /// }).collect();
     /// let s = KernelStats::of("k", &samples.iter().collect::<Vec<_>>());
     /// assert!(s.flags.contains(&Flag::Outliers));
@@ -129,6 +149,9 @@ impl KernelStats {
         };
         let (min, max) = (d.first().copied().unwrap_or(0.0), d.last().copied().unwrap_or(0.0));
         let cv = if mean > 0.0 { std / mean } else { 0.0 };
+        let rate = |per: f64, work: f64| (work > 0.0 && total > 0.0).then(|| work / total / per);
+        let tflops = rate(1e6, samples.iter().map(|s| s.flops).sum());
+        let gbps = rate(1e3, samples.iter().map(|s| s.bytes).sum());
         let mut stats = KernelStats {
             name: name.into(),
             count,
@@ -140,11 +163,68 @@ impl KernelStats {
             p50_us: rank(0.5),
             p99_us: rank(0.99),
             cv,
+            tflops,
+            gbps,
+            grid: None,
+            block: None,
+            occupancy: None,
             flags: Vec::new(),
             advice: Vec::new(),
         };
         stats.judge();
         stats
+    }
+
+    /// Adds what the launch's shape says. `resident`: threads per SM resident with its block
+    /// size, of `per_sm`; `better`: the occupancy API's suggested block size with the threads it
+    /// keeps resident, if that keeps at least a quarter more; `sms`: the device's SMs. Flags
+    /// kernels whose median launch takes 10 us or more: low occupancy when the suggestion would
+    /// raise it (a kernel whose registers or shared memory hold it low by design is not
+    /// flagged), a small grid when the grid has fewer blocks than a quarter of the SMs.
+    ///
+    /// ```
+    /// use cudrv::profile::{Flag, KernelStats, Sample};
+    /// let s = Sample { name: "k".into(), stream: 0, start_us: 0.0, duration_us: 80.0, flops: 0.0, bytes: 0.0 };
+    /// let mut k = KernelStats::of("k", &[&s]);
+    /// k.judge_launch([16, 1, 1], [1024, 1, 1], (1024, 2048), Some((256, 2048)), 132);
+    /// assert!(k.flags.contains(&Flag::LowOccupancy) && k.flags.contains(&Flag::SmallGrid));
+    /// assert_eq!(k.occupancy, Some(0.5));
+    /// ```
+    pub fn judge_launch(
+        &mut self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        (resident, per_sm): (u32, u32),
+        better: Option<(u32, u32)>,
+        sms: u32,
+    ) {
+        self.grid = Some(grid);
+        self.block = Some(block);
+        let threads = block.iter().product::<u32>();
+        let per_sm = f64::from(per_sm.max(1));
+        let occupancy = f64::from(resident) / per_sm;
+        self.occupancy = Some(occupancy);
+        if self.p50_us < 10.0 {
+            return;
+        }
+        if let Some((suggested, keeps)) = better.filter(|&(_, keeps)| f64::from(keeps) >= 1.25 * f64::from(resident)) {
+            self.flags.push(Flag::LowOccupancy);
+            self.advice.push(format!(
+                "occupancy {:.0}%: {resident} threads per SM resident with blocks of {threads}; blocks of \
+                 {suggested} (the occupancy API's suggestion) keep {keeps} ({:.0}%); cudrv::tune measures which is \
+                 faster",
+                occupancy * 100.0,
+                f64::from(keeps) / per_sm * 100.0
+            ));
+        }
+        let blocks = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
+        if blocks * 4 < u64::from(sms) {
+            self.flags.push(Flag::SmallGrid);
+            self.advice.push(format!(
+                "{blocks} blocks for {sms} SMs: most of the GPU idles; launch at least {sms} blocks (smaller blocks, \
+                 more work items, or a split of the work)"
+            ));
+        }
     }
 
     fn judge(&mut self) {
@@ -201,7 +281,7 @@ impl KernelStats {
 ///
 /// ```
 /// use cudrv::profile::{summarize, Sample};
-/// let s = |n: &str, d: f64| Sample { name: n.into(), stream: 0, start_us: 0.0, duration_us: d };
+/// let s = |n: &str, d: f64| Sample { name: n.into(), stream: 0, start_us: 0.0, duration_us: d, flops: 0.0, bytes: 0.0 };
 /// let stats = summarize(&[s("a", 1.0), s("b", 5.0), s("a", 1.0)]);
 /// assert_eq!((stats[0].name.as_str(), stats[1].count), ("b", 2));
 /// ```

@@ -30,6 +30,8 @@ pub enum Fixture {
     OneDeviceUuidV1,
     /// A shared library with no `cu*` symbol at all.
     NotCuda,
+    /// Not a driver: `nvtxRangePushA` / `nvtxRangePop` logging to `$FAKE_NVTX_LOG`.
+    FakeNvtx,
 }
 
 impl Fixture {
@@ -40,6 +42,7 @@ impl Fixture {
             Fixture::OneDevice => "one_device",
             Fixture::OneDeviceUuidV1 => "one_device_uuid_v1",
             Fixture::NotCuda => "not_cuda",
+            Fixture::FakeNvtx => "fake_nvtx",
         }
     }
 
@@ -49,6 +52,7 @@ impl Fixture {
             Fixture::InitFails => include_str!("../fixtures/init_fails.c"),
             Fixture::OneDevice | Fixture::OneDeviceUuidV1 => include_str!("../fixtures/one_device.c"),
             Fixture::NotCuda => include_str!("../fixtures/not_cuda.c"),
+            Fixture::FakeNvtx => include_str!("../fixtures/fake_nvtx.c"),
         }
     }
 

@@ -4,6 +4,8 @@
 //! cudrv info [--memory]       driver, devices and their limits (and the caching pool's state)
 //! cudrv selftest [--seed N]   every bundled kernel against its CPU reference; exit 1 on a failure
 //! cudrv bench [WHAT]          launch, alloc, copy (default: all), gemm, gemv; each beside its reference
+//! cudrv profile [OPTIONS]     the bundled operations, or a user's kernel, under the profiler
+//! cudrv monitor [OPTIONS]     device memory, the pool, and NVML's readings, as text, JSON or Prometheus
 //! cudrv help                  every command and the bench options (also -h / --help anywhere)
 //! ```
 //! Errors (no driver, no device) print one line and exit with status 1. Bad usage (an unknown
@@ -15,8 +17,11 @@ mod bench_blas;
 mod bench_fuse;
 mod bench_graph;
 mod bench_suite;
+mod bench_tune;
 mod cache;
 mod cublas;
+mod monitor;
+mod profile;
 mod timing;
 
 use std::process::ExitCode;
@@ -24,10 +29,10 @@ use std::process::ExitCode;
 use cudrv::{Context, Device, Result};
 
 const USAGE: &str =
-    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>";
+    "usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse|tune] | profile [OPTIONS] | monitor [OPTIONS] | cache [info|clear|warm]>";
 
 const HELP: &str = "\
-usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse] | cache [info|clear|warm]>
+usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|all|gemm|gemv|graph|fuse|tune] | profile [OPTIONS] | monitor [OPTIONS] | cache [info|clear|warm]>
 
   cudrv info [--memory]      the driver, every device and its limits; --memory adds the caching
                              pool's statistics
@@ -41,6 +46,13 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
                              recorded, updated in place and replayed
   cudrv bench fuse [--trials N] fused chains on 16M elements beside one kernel per operation and
                              the device copy bandwidth
+  cudrv bench tune           the autotuner on three block-size-sensitive kernels: its choice
+                             beside an exhaustive sweep and the occupancy API's suggestion
+  cudrv profile [OPTIONS]    the bundled operations and BLAS at a range of sizes (or a user's
+                             kernel) under the profiler: per-kernel count, total, mean, std,
+                             min, max, p99, CV, TFLOP/s, GB/s, flags and advice
+  cudrv monitor [OPTIONS]    a snapshot of device 0 every interval: memory, the caching pool,
+                             GPU utilization, clocks, temperature and power (NVML)
   cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
   cudrv cache clear          remove every entry
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
@@ -67,9 +79,27 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
   --splits LIST     gemm: auto, off, or a part count: force the split of k (default auto)
 
+profile options:
+  --runs N          profiled runs of each launch (default 20), after
+  --warmup N        unprofiled runs (default 3)
+  --json            the report as JSON instead of a table
+  --trace FILE      write the launches as a Chrome trace (ui.perfetto.dev, chrome://tracing)
+  --ptx FILE --kernel NAME --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--arg SPEC]...
+                    profile one kernel of a PTX (or cubin) file instead; each --arg is
+                    TYPE:VALUE (i32, u32, i64, u64, f32, f64), buf:TYPE:N (a device buffer of N
+                    random floats or zero integers: f32, f64, f16, bf16, i32, u32, i64, u64, u8)
+                    or zeros:TYPE:N, in the kernel's parameter order
+
+monitor options:
+  --interval S      seconds between snapshots (default 1)
+  --count N         stop after N snapshots (default: run until interrupted)
+  --json            one JSON object per snapshot
+  --prometheus      the Prometheus text exposition format
+
 Environment: CUDRV_LIBCUDA (the driver library to load), CUDRV_LIBCUBLAS (the cuBLAS the
 benches compare with), CUDRV_CACHE_DIR (the kernel cache's directory), CUDRV_CACHE_DISABLE=1
-(no kernel cache), CUDRV_CACHE_MAX_BYTES (its size bound, default 1 GiB).";
+(no kernel cache), CUDRV_CACHE_MAX_BYTES (its size bound, default 1 GiB), CUDRV_LIBNVML (the NVML library),
+CUDRV_PROFILE=1 (profile every context), CUDRV_NVTX=1 (NVTX ranges without a tool attached).";
 
 /// What the command line asks for; bad usage is found before any driver call.
 enum Command {
@@ -80,6 +110,9 @@ enum Command {
     BenchBlas(&'static str, Box<bench_blas::Options>),
     BenchGraph { trials: usize },
     BenchFuse { trials: usize },
+    BenchTune,
+    Profile(Box<profile::Options>),
+    Monitor(monitor::Options),
     Cache(&'static str),
 }
 
@@ -133,6 +166,7 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                     .ok_or_else(|| bad(format!("--trials takes a positive number, not {n:?}"))),
                 rest => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
             },
+            (Some("tune"), []) => Ok(Command::BenchTune),
             (None, _) => Ok(Command::Bench("all")),
             (Some(what), []) => ["launch", "alloc", "copy", "all"]
                 .into_iter()
@@ -140,11 +174,15 @@ fn command(args: &[String]) -> std::result::Result<Command, String> {
                 .map(Command::Bench)
                 .ok_or_else(|| {
                     bad(format!(
-                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm, gemv, graph or fuse"
+                        "unknown bench {what:?}; choose launch, alloc, copy, all, gemm, gemv, graph, fuse or tune"
                     ))
                 }),
             (Some(what), rest) => Err(bad(format!("unexpected arguments {rest:?} to bench {what}"))),
         },
+        Some("profile") => profile::options(&args[1..])
+            .map(|o| Command::Profile(Box::new(o)))
+            .map_err(bad),
+        Some("monitor") => monitor::options(&args[1..]).map(Command::Monitor).map_err(bad),
         Some("cache") => match &args[1..] {
             [] => Ok(Command::Cache("info")),
             [what] => ["info", "clear", "warm"]
@@ -195,6 +233,9 @@ fn main() -> ExitCode {
         Ok(Command::BenchGraph { trials }) => bench_graph::run(trials),
         Ok(Command::BenchFuse { trials }) => bench_fuse::run(trials),
         Ok(Command::BenchBlas(what, options)) => bench_blas::run(what, *options),
+        Ok(Command::BenchTune) => bench_tune::run(),
+        Ok(Command::Profile(options)) => profile::run(&options),
+        Ok(Command::Monitor(options)) => monitor::run(&options),
         Ok(Command::Cache(what)) => cache::run(what),
     };
     match result {
@@ -205,6 +246,12 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Owned command-line words, for the option parsers' tests.
+#[cfg(test)]
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 /// The error on one line (module-load errors carry a multi-line JIT log).

@@ -9,6 +9,7 @@ use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::memory::{use_on, DeviceSlice, DeviceSliceMut};
+use crate::profile::scope::{Op, OpScope};
 
 /// A GEMM description: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, built with
 /// [`Gemm::new`] and the setters, run with [`Gemm::run`] or [`Gemm::run_with_bias`].
@@ -524,6 +525,36 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         }
     }
 
+    /// What the profiler and NVTX call this product, and its work.
+    fn op<T: GemmType<Scalar = S>>(&self) -> Op {
+        let (m, n, k, batch) = (self.m as f64, self.n as f64, self.k as f64, self.batch as f64);
+        let reads_c = if self.beta.into() != 0.0 { 2.0 } else { 1.0 };
+        let batched = if self.batch > 1 {
+            format!(" x{}", self.batch)
+        } else {
+            String::new()
+        };
+        let tf32 = if T::NAME == "f32" && self.math == MathMode::Tf32 {
+            " tf32"
+        } else {
+            ""
+        };
+        Op {
+            label: format!(
+                "gemm {}{tf32} {}{} {}x{}x{}{batched}",
+                T::NAME,
+                self.trans_a.letter(),
+                self.trans_b.letter(),
+                self.m,
+                self.n,
+                self.k
+            ),
+            flops: 2.0 * m * n * k * batch,
+            bytes: (m * k + k * n + reads_c * m * n) * batch * size_of::<T>() as f64,
+            credited: Default::default(),
+        }
+    }
+
     fn launch<T: GemmType<Scalar = S>>(
         &self,
         a: &impl DeviceSlice<T>,
@@ -535,6 +566,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(());
         }
+        let _scope = OpScope::enter(c.stream().context(), || self.op::<T>());
         if bias.is_none() {
             if let Some(route) = vector::route::<T, S>(self, self.lds()) {
                 return vector::run(&route, a, b, c);
