@@ -59,6 +59,18 @@ fn mistakes_in_a_description_are_clear_errors() {
     let c = f.col_input("c");
     f.output("y", c.sum_rows());
     assert!(err(&f).contains("row reduction"), "{}", err(&f));
+    let mut f = Fusion::new("kth_of_col", DType::F32);
+    let c = f.col_input("c");
+    f.output("y", c.kth_smallest_rows(1.0));
+    assert!(
+        err(&f).contains("k-th smallest value needs a value that varies"),
+        "{}",
+        err(&f)
+    );
+    let mut f = Fusion::new("kth_by_row", DType::F32);
+    let (x, k) = (f.input("x"), f.row_input("k"));
+    f.output("y", x.kth_smallest_rows(k));
+    assert!(err(&f).contains("must be a scalar"), "{}", err(&f));
     let mut other = Fusion::new("other", DType::F32);
     let foreign = other.input("z");
     let mut f = Fusion::new("mixed", DType::F32);

@@ -55,7 +55,8 @@ fn gemm_f32_exact() {
 /// 128 x 64 tile (v) with k split over 2 blocks (k = 2100, a short last k-tile) or 4 (k = 4100)
 /// per tile (src/blas/gemm.rs asserts the choice). Every op, both layouts, aligned and unaligned
 /// leading dimensions (full tiles from the registers or through shared memory), bias, beta,
-/// alpha, one activation; and v forced in 3 parts on a small problem.
+/// alpha, one activation; deep splits (8-64 parts) of few tiles over long k; and v forced in 3
+/// parts on a small problem.
 fn v_split_cases() -> Vec<Case> {
     let mut v = Vec::new();
     for (i, &(ta, tb)) in OPS.iter().enumerate() {
@@ -71,6 +72,14 @@ fn v_split_cases() -> Vec<Case> {
             (c.alpha, c.beta) = if j == 1 { (0.75, -0.5) } else { (1.0, 0.0) };
             v.push(c);
         }
+        // Deep splits (8-64 parts): few tiles, long k; one tile, a few, edges, both layouts.
+        let (m, n, k) = [(64, 64, 40000), (96, 200, 20000), (257, 130, 16384), (33, 70, 30001)][i];
+        let mut c = Case::new(ta, tb, m, n, k);
+        c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };
+        c.ld_align = if i < 2 { 4 } else { 1 };
+        c.bias = i == 1;
+        (c.alpha, c.beta) = if i == 3 { (-1.5, 0.25) } else { (1.0, 0.0) };
+        v.push(c);
         // Forced: 3 parts on an edge-only problem (k = 333: 21 k-tiles, 7 per block).
         let mut c = Case::new(ta, tb, 130, 70, 333);
         (c.tile, c.split, c.bias, c.beta) = (Tile::Narrow, SplitK::Parts(3), true, 0.5);

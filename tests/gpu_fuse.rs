@@ -11,7 +11,7 @@ mod chains;
 
 use std::sync::Arc;
 
-use cudrv::fuse::{DType, FuseType, FusedKernel, Fusion};
+use cudrv::fuse::{DType, FuseType, FusedKernel, FusedLaunch, Fusion};
 use cudrv::selftest::{rel_error, FromF64, Rng};
 use cudrv::{Context, DeviceBuffer, DeviceSlice, Stream};
 
@@ -66,6 +66,29 @@ fn difference(ctx: &Arc<Context>, t: DType) -> FusedKernel {
         let (a, b) = (f.input("a"), f.input("b"));
         f.output("y", a - b);
     })
+}
+
+/// The unfused stage `d = |p_i - p_j|`: points per row (`xi`, `yi`) against points per column
+/// (`xj`, `yj`).
+fn distances(ctx: &Arc<Context>, t: DType, name: &str) -> FusedKernel {
+    stage(ctx, t, name, |f| {
+        let (xi, yi, xj, yj) = (
+            f.col_input("xi"),
+            f.col_input("yi"),
+            f.row_input("xj"),
+            f.row_input("yj"),
+        );
+        let (dx, dy) = (&xi - &xj, &yi - &yj);
+        f.output("d", (&dx * &dx + &dy * &dy).sqrt());
+    })
+}
+
+/// Binds the four point buffers `[xi, yi, xj, yj]` of the neighbour chains.
+fn points<'a, T: FuseType>(l: FusedLaunch<'a>, p: &'a [DeviceBuffer<T>; 4]) -> FusedLaunch<'a> {
+    l.input("xi", &p[0])
+        .input("yi", &p[1])
+        .input("xj", &p[2])
+        .input("yj", &p[3])
 }
 
 fn check(what: &str, got: &[f64], want: &[f64], tol: f64, seed: u64) {
@@ -355,15 +378,10 @@ fn neighbour_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, r
         })
         .collect();
     let up = |v: &[T]| DeviceBuffer::from_slice(s, v).unwrap();
-    let (xi, yi, xj, yj) = (up(&xi), up(&yi), up(&xj), up(&yj));
+    let pts = [up(&xi), up(&yi), up(&xj), up(&yj)];
     let fused = chains::neighbours(t).compile(ctx).unwrap();
     let (mut counts, mut total) = (poisoned::<T>(s, rows), poisoned::<T>(s, 1));
-    fused
-        .launch(s, rows, cols)
-        .input("xi", &xi)
-        .input("yi", &yi)
-        .input("xj", &xj)
-        .input("yj", &yj)
+    points(fused.launch(s, rows, cols), &pts)
         .scalar("r", r)
         .output("counts", &mut counts)
         .output("total", &mut total)
@@ -387,27 +405,14 @@ fn neighbour_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, r
         }
     }
     // Unfused: distances into a rows x cols buffer, counts, total.
-    let dist = stage(ctx, t, "dist", |f| {
-        let (xi, yi, xj, yj) = (
-            f.col_input("xi"),
-            f.col_input("yi"),
-            f.row_input("xj"),
-            f.row_input("yj"),
-        );
-        let (dx, dy) = (&xi - &xj, &yi - &yj);
-        f.output("d", (&dx * &dx + &dy * &dy).sqrt());
-    });
+    let dist = distances(ctx, t, "dist");
     let count = stage(ctx, t, "count_below", |f| {
         let (d, r) = (f.input("d"), f.scalar("r"));
         f.output("c", d.lt(r).sum_rows());
     });
     let mut d = poisoned::<T>(s, rows * cols);
     let mut c = poisoned::<T>(s, rows);
-    dist.launch(s, rows, cols)
-        .input("xi", &xi)
-        .input("yi", &yi)
-        .input("xj", &xj)
-        .input("yj", &yj)
+    points(dist.launch(s, rows, cols), &pts)
         .output("d", &mut d)
         .run()
         .unwrap();
@@ -426,6 +431,151 @@ fn neighbour_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, r
             "neighbours {t:?}: fused and unfused counts differ (seed {seed:#x})"
         );
     }
+}
+
+/// The k-th smallest of `row` (1-based) in f64.
+fn kth_smallest(row: &[f64], k: usize) -> f64 {
+    let mut v = row.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[k - 1]
+}
+
+fn knn_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mut Rng, seed: u64) {
+    let t = T::DTYPE;
+    let rows = rng.uniform(1.0, 300.0) as usize;
+    let cols = rng.uniform(1.0, 1500.0) as usize;
+    // k from 1 to the row length, both ends included now and then.
+    let k = match rng.uniform(0.0, 1.0) {
+        u if u < 0.15 => 1,
+        u if u < 0.3 => cols,
+        _ => rng.uniform(1.0, cols as f64 + 1.0).min(cols as f64) as usize,
+    };
+    let (xi, xie) = draw::<T>(rng, rows, 0.0, 1.0);
+    let (yi, yie) = draw::<T>(rng, rows, 0.0, 1.0);
+    let (xj, xje) = draw::<T>(rng, cols, 0.0, 1.0);
+    let (yj, yje) = draw::<T>(rng, cols, 0.0, 1.0);
+    let dist = |i: usize, j: usize| ((xie[i] - xje[j]).powi(2) + (yie[i] - yje[j]).powi(2)).sqrt();
+    let kth_want: Vec<f64> = (0..rows)
+        .map(|i| kth_smallest(&(0..cols).map(|j| dist(i, j)).collect::<Vec<_>>(), k))
+        .collect();
+    let counts_want: Vec<f64> = (0..rows)
+        .map(|i| (0..cols).filter(|&j| dist(i, j) <= 1.5 * kth_want[i]).count() as f64)
+        .collect();
+    let up = |v: &[T]| DeviceBuffer::from_slice(s, v).unwrap();
+    let pts = [up(&xi), up(&yi), up(&xj), up(&yj)];
+    let fused = chains::knn_counts(t).compile(ctx).unwrap();
+    let run = || {
+        let (mut kth, mut counts, mut total) = (poisoned::<T>(s, rows), poisoned::<T>(s, rows), poisoned::<T>(s, 1));
+        points(fused.launch(s, rows, cols), &pts)
+            .scalar("k", k as f64)
+            .output("kth", &mut kth)
+            .output("counts", &mut counts)
+            .output("total", &mut total)
+            .run()
+            .unwrap();
+        (get(&kth), get(&counts), get(&total)[0])
+    };
+    let (kth, counts, total) = run();
+    assert_eq!(
+        run(),
+        (kth.clone(), counts.clone(), total),
+        "knn {t:?}: two launches differ (seed {seed:#x})"
+    );
+    // Distances are computed in the accumulation type (f32 for f16 and bf16 inputs), then the
+    // k-th is stored in T.
+    let tol = match t {
+        DType::F64 => 1e-12,
+        _ => tolerance(t).max(1e-6),
+    };
+    check(
+        &format!("knn.kth {t:?} {rows}x{cols} k={k}"),
+        &kth,
+        &kth_want,
+        tol,
+        seed,
+    );
+    if matches!(t, DType::F32 | DType::F64) || cols < 256 {
+        check_counts(&format!("knn.counts {t:?} k={k}"), &counts, &counts_want, seed);
+        assert!(
+            counts.iter().all(|&c| c >= k as f64),
+            "knn {t:?}: a count below k (seed {seed:#x})"
+        );
+    }
+    if matches!(t, DType::F32 | DType::F64) {
+        assert_eq!(total, counts.iter().sum::<f64>(), "knn.total {t:?} (seed {seed:#x})");
+    }
+    // Unfused: distances into a buffer, the k-th per row, the counts, the total.
+    let dist_k = distances(ctx, t, "knn_dist");
+    let kth_k = stage(ctx, t, "knn_kth", |f| {
+        let (d, k) = (f.input("d"), f.scalar("k"));
+        f.output("kth", d.kth_smallest_rows(k));
+    });
+    let count_k = stage(ctx, t, "knn_count", |f| {
+        let (d, kth) = (f.input("d"), f.col_input("kth"));
+        f.output("c", d.le(kth * 1.5).sum_rows());
+    });
+    let (mut d, mut kth_u, mut c, mut tot) = (
+        poisoned::<T>(s, rows * cols),
+        poisoned::<T>(s, rows),
+        poisoned::<T>(s, rows),
+        poisoned::<T>(s, 1),
+    );
+    points(dist_k.launch(s, rows, cols), &pts)
+        .output("d", &mut d)
+        .run()
+        .unwrap();
+    kth_k
+        .launch(s, rows, cols)
+        .input("d", &d)
+        .scalar("k", k as f64)
+        .output("kth", &mut kth_u)
+        .run()
+        .unwrap();
+    count_k
+        .launch(s, rows, cols)
+        .input("d", &d)
+        .input("kth", &kth_u)
+        .output("c", &mut c)
+        .run()
+        .unwrap();
+    sum_all(ctx, t)
+        .launch(s, 1, rows)
+        .input("x", &c)
+        .output("s", &mut tot)
+        .run()
+        .unwrap();
+    if matches!(t, DType::F32 | DType::F64) {
+        // The same distances in the same precision: the same k-th values and counts.
+        assert_eq!(
+            get(&kth_u),
+            kth,
+            "knn {t:?}: fused and unfused k-th differ (seed {seed:#x})"
+        );
+        assert_eq!(
+            get(&c),
+            counts,
+            "knn {t:?}: fused and unfused counts differ (seed {seed:#x})"
+        );
+        assert_eq!(get(&tot)[0], total, "knn {t:?}: totals differ (seed {seed:#x})");
+    } else {
+        check(
+            &format!("knn {t:?} unfused k-th"),
+            &get(&kth_u),
+            &kth,
+            2.0 * tolerance(t),
+            seed,
+        );
+    }
+    // A k outside 1..=cols gives NaN, not a wrong value.
+    let mut bad = poisoned::<T>(s, rows);
+    kth_k
+        .launch(s, rows, cols)
+        .input("d", &d)
+        .scalar("k", (cols + 1) as f64)
+        .output("kth", &mut bad)
+        .run()
+        .unwrap();
+    assert!(get(&bad).iter().all(|v| v.is_nan()), "knn {t:?}: k past the row is NaN");
 }
 
 fn softmax_chain<T: FromF64 + FuseType>(ctx: &Arc<Context>, s: &Arc<Stream>, rng: &mut Rng, seed: u64) {
@@ -503,6 +653,11 @@ fn fused_prediction_error_gemv_belief_update() {
 #[test]
 fn fused_distances_neighbour_counts_sum() {
     each_type("fused_distances_neighbour_counts_sum", typed!(neighbour_chain));
+}
+
+#[test]
+fn fused_distances_kth_neighbour_counts_sum() {
+    each_type("fused_distances_kth_neighbour_counts_sum", typed!(knn_chain));
 }
 
 #[test]

@@ -91,7 +91,8 @@ pub(crate) fn row_reductions(f: &Fusion) -> Vec<Expr> {
     let mut order = Vec::new();
     for o in &f.outputs {
         o.expr.visit(&mut |e| {
-            if matches!(e.node(), Node::RowReduce(..)) && seen.insert(e.id(), order.len()).is_none() {
+            if matches!(e.node(), Node::RowReduce(..) | Node::RowKth(..)) && seen.insert(e.id(), order.len()).is_none()
+            {
                 order.push(e.clone());
             }
         });
@@ -179,9 +180,21 @@ fn prelude(dtype: DType) -> String {
         ),
     };
     let f = if acc == "float" { "f" } else { "" };
+    let (key, bits, to_bits, from_bits) = if acc == "float" {
+        ("unsigned int", 32, "__float_as_uint(v)", "__uint_as_float(u)")
+    } else {
+        (
+            "unsigned long long",
+            64,
+            "(unsigned long long)__double_as_longlong(v)",
+            "__longlong_as_double((long long)u)",
+        )
+    };
     format!(
         r#"typedef {acc} acc_t;
 typedef {store} store_t;
+typedef {key} sel_key_t;
+#define KEY_BITS {bits}
 static __device__ __forceinline__ acc_t ld(const store_t* __restrict__ p, long long i) {{ {ld} }}
 static __device__ __forceinline__ void st(store_t* __restrict__ p, long long i, acc_t v) {{ {st} }}
 static __device__ __forceinline__ acc_t scalar_arg(unsigned long long w) {{ return (acc_t)__longlong_as_double((long long)w); }}
@@ -206,6 +219,28 @@ static __device__ __forceinline__ acc_t NAME(acc_t v, acc_t* smem) {{ \
   v = smem[0]; \
   __syncthreads(); \
   return v; \
+}}
+// Order-preserving keys of acc_t values (a < b as numbers: key(a) < key(b)), for selection.
+static __device__ __forceinline__ sel_key_t bits_of(acc_t v) {{ return {to_bits}; }}
+static __device__ __forceinline__ acc_t of_bits(sel_key_t u) {{ return {from_bits}; }}
+static __device__ __forceinline__ sel_key_t key_of(acc_t v) {{ const sel_key_t u = bits_of(v); return (u >> (KEY_BITS - 1)) ? ~u : (u | ((sel_key_t)1 << (KEY_BITS - 1))); }}
+static __device__ __forceinline__ acc_t value_of(sel_key_t k) {{ return of_bits((k >> (KEY_BITS - 1)) ? (k & ~((sel_key_t)1 << (KEY_BITS - 1))) : ~k); }}
+static __device__ __forceinline__ long long block_count(long long v) {{
+  __shared__ long long counts[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) counts[warp] = v;
+  __syncthreads();
+  if (warp == 0) {{
+    v = lane < warps ? counts[lane] : 0;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) counts[0] = v;
+  }}
+  __syncthreads();
+  v = counts[0];
+  __syncthreads();
+  return v;
 }}
 BLOCK_REDUCE(block_sum, r_sum, (acc_t)0)
 BLOCK_REDUCE(block_max, r_max, (acc_t)(-__longlong_as_double(0x7ff0000000000000LL)))
@@ -316,7 +351,7 @@ impl Gen<'_> {
                 let (c, a, b) = (sub(c, scope), sub(a, scope), sub(b, scope));
                 format!("{c} != (acc_t)0 ? {a} : {b}")
             }
-            Node::RowReduce(..) => {
+            Node::RowReduce(..) | Node::RowKth(..) => {
                 let k = self
                     .reds
                     .iter()
@@ -414,18 +449,23 @@ impl Gen<'_> {
     fn by_rows(&self, s: &mut String, whole: &[(usize, ReduceOp)]) {
         s.push_str("  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n");
         for (k, r) in self.reds.iter().enumerate() {
-            let Node::RowReduce(op, arg) = r.node() else {
-                unreachable!()
+            let (op, arg) = match r.node() {
+                Node::RowReduce(op, arg) => (*op, arg),
+                Node::RowKth(arg, kth) => {
+                    self.kth(s, k, arg, kth);
+                    continue;
+                }
+                _ => unreachable!("row_reductions lists row reductions only"),
             };
             let _ = writeln!(s, "    acc_t rr{k};");
-            let _ = writeln!(s, "    {{\n      acc_t acc = {};", identity(*op));
+            let _ = writeln!(s, "    {{\n      acc_t acc = {};", identity(op));
             s.push_str("      for (long long col = threadIdx.x; col < cols; col += blockDim.x) {\n");
             let mut scope = Self::scope("        ");
             let v = self.value(arg, &mut scope);
             s.push_str(&scope.body);
-            let _ = writeln!(s, "        acc = {}(acc, {v});", combine(*op));
+            let _ = writeln!(s, "        acc = {}(acc, {v});", combine(op));
             s.push_str("      }\n");
-            let _ = writeln!(s, "      rr{k} = {}(acc, smem);\n    }}", block(*op));
+            let _ = writeln!(s, "      rr{k} = {}(acc, smem);\n    }}", block(op));
         }
         // Values that vary along the row, then those of the row (stored once, by thread 0).
         s.push_str("    for (long long col = threadIdx.x; col < cols; col += blockDim.x) {\n");
@@ -435,6 +475,38 @@ impl Gen<'_> {
         let mut scope = Self::scope("      ");
         self.outputs(s, &mut scope, &[Shape::Col, Shape::Scalar], whole);
         s.push_str("    }\n  }\n");
+    }
+
+    /// `rr{k}`: the `kth`-th smallest of `arg` along the row, by radix selection over the
+    /// values' order-preserving keys (`key_of`): from the top bit down, count the row's values
+    /// whose key agrees with the bits chosen so far and has a 0 at this bit; if that count
+    /// reaches the rank still wanted, the bit is 0, otherwise it is 1 and the count is passed.
+    fn kth(&self, s: &mut String, k: usize, arg: &Expr, kth: &Expr) {
+        let _ = writeln!(s, "    acc_t rr{k};\n    {{");
+        let mut scope = Self::scope("      ");
+        let kv = self.value(kth, &mut scope);
+        s.push_str(&scope.body);
+        let _ = writeln!(
+            s,
+            "      const long long want0 = (long long){kv};\n      \
+             if (!({kv} >= (acc_t)1) || (acc_t)want0 != {kv} || want0 > cols) {{\n        \
+             rr{k} = (acc_t)__longlong_as_double(0x7ff8000000000000LL);\n      }} else {{\n        \
+             long long want = want0;\n        sel_key_t prefix = 0;\n        \
+             for (int bit = KEY_BITS - 1; bit >= 0; --bit) {{\n          \
+             const sel_key_t above = bit == KEY_BITS - 1 ? (sel_key_t)0 : (~(sel_key_t)0 << (bit + 1));\n          \
+             const sel_key_t probe = above | ((sel_key_t)1 << bit);\n          long long count = 0;"
+        );
+        s.push_str("          for (long long col = threadIdx.x; col < cols; col += blockDim.x) {\n");
+        let mut scope = Self::scope("            ");
+        let v = self.value(arg, &mut scope);
+        s.push_str(&scope.body);
+        let _ = writeln!(
+            s,
+            "            count += (key_of({v}) & probe) == prefix;\n          }}\n          \
+             count = block_count(count);\n          \
+             if (want > count) {{ want -= count; prefix |= (sel_key_t)1 << bit; }}\n        }}\n        \
+             rr{k} = value_of(prefix);\n      }}\n    }}"
+        );
     }
 
     fn finish_whole(&self, s: &mut String, whole: &[(usize, ReduceOp)]) {

@@ -94,6 +94,8 @@ pub(crate) enum Node {
     Select(Expr, Expr, Expr),
     /// A row's values reduced to one (a `Col` value).
     RowReduce(ReduceOp, Expr),
+    /// The k-th smallest of a row's values (a `Col` value); k is a scalar value.
+    RowKth(Expr, Expr),
 }
 
 pub(crate) struct Inner {
@@ -144,6 +146,20 @@ impl Expr {
                     Shape::Matrix | Shape::Row => a.error(),
                     other => Some(format!(
                         "a row reduction needs a value that varies along the row (a matrix or row \
+                         value), not a {other:?} value"
+                    )),
+                };
+                (Shape::Col, error)
+            }
+            Node::RowKth(a, k) => {
+                let error = match (a.shape(), k.shape()) {
+                    (Shape::Matrix | Shape::Row, Shape::Scalar) => a.error().or_else(|| k.error()),
+                    (Shape::Matrix | Shape::Row, other) => Some(format!(
+                        "the k of a row's k-th smallest value must be a scalar (a constant or a scalar input), \
+                         not a {other:?} value"
+                    )),
+                    (other, _) => Some(format!(
+                        "a row's k-th smallest value needs a value that varies along the row (a matrix or row \
                          value), not a {other:?} value"
                     )),
                 };
@@ -383,6 +399,24 @@ impl Expr {
     pub fn min_rows(&self) -> Expr {
         Expr::new(Node::RowReduce(ReduceOp::Min, self.clone()))
     }
+    /// The `k`-th smallest value of each row (k = 1: the smallest), counting repeated values
+    /// once each; NaN where `k` is not a whole number from 1 to the row's length. `k` is a
+    /// scalar: a constant, or a [`Fusion::scalar`](super::Fusion::scalar) input so that one
+    /// kernel serves every k. NaNs order after +infinity (with the sign bit set, before
+    /// -infinity). Computed by a radix selection over the values' bits (32 passes along the row
+    /// for f32, f16 and bf16, 64 for f64), with no extra memory.
+    ///
+    /// ```
+    /// # let mut f = cudrv::fuse::Fusion::new("k", cudrv::fuse::DType::F32);
+    /// // The distance from each point (per row) to its 5th nearest point (per column).
+    /// let (xi, xj) = (f.col_input("xi"), f.row_input("xj"));
+    /// let d = (&xi - &xj).abs();
+    /// let fifth = d.kth_smallest_rows(5.0);
+    /// assert_eq!(fifth.shape(), cudrv::fuse::Shape::Col);
+    /// ```
+    pub fn kth_smallest_rows(&self, k: impl Into<Expr>) -> Expr {
+        Expr::new(Node::RowKth(self.clone(), k.into()))
+    }
 
     /// Checks that every input this tree reads is the fusion's own (same index, same name).
     pub(crate) fn check_inputs(&self, inputs: &[Input]) -> std::result::Result<(), String> {
@@ -405,7 +439,7 @@ impl Expr {
         match self.node() {
             Node::Input { .. } | Node::Const(_) => {}
             Node::Unary(_, a) | Node::RowReduce(_, a) => a.visit(f),
-            Node::Binary(_, a, b) => {
+            Node::Binary(_, a, b) | Node::RowKth(a, b) => {
                 a.visit(f);
                 b.visit(f);
             }

@@ -1,6 +1,6 @@
 //! The chains fused in the tests (and their unfused stages): kl_divergence -> sum;
 //! prediction_error -> accuracy -> sum; prediction_error -> gemv -> belief_update;
-//! distances -> neighbour counts -> sum.
+//! distances -> neighbour counts -> sum; distances -> k-th neighbour -> neighbour counts -> sum.
 
 #![allow(dead_code)] // each test file uses part of it
 
@@ -49,6 +49,23 @@ pub fn neighbours(t: DType) -> Fusion {
     f
 }
 
+/// Points per row against points per column: each row's k-th nearest distance, the number of
+/// points within 1.5 times it (a density-adaptive neighbour count), and their total.
+pub fn knn_counts(t: DType) -> Fusion {
+    let mut f = Fusion::new("knn_counts", t);
+    let (xi, yi) = (f.col_input("xi"), f.col_input("yi"));
+    let (xj, yj) = (f.row_input("xj"), f.row_input("yj"));
+    let k = f.scalar("k");
+    let (dx, dy) = (&xi - &xj, &yi - &yj);
+    let d = (&dx * &dx + &dy * &dy).sqrt();
+    let kth = d.kth_smallest_rows(k);
+    let counts = d.le(kth.clone() * 1.5).sum_rows();
+    f.output("kth", kth);
+    f.output("counts", counts.clone());
+    f.sum("total", counts);
+    f
+}
+
 /// A 4-op elementwise chain: y = relu(a * x + b) * c, and its sum (the bandwidth bench).
 pub fn axpb_relu_scale(t: DType) -> Fusion {
     let mut f = Fusion::new("axpb_relu_scale", t);
@@ -75,6 +92,7 @@ pub fn all(t: DType) -> Vec<Fusion> {
         accuracy(t),
         belief_update(t),
         neighbours(t),
+        knn_counts(t),
         axpb_relu_scale(t),
         softmax(t),
     ]

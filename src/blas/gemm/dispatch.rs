@@ -65,6 +65,11 @@ pub(crate) struct Choice {
 const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
 /// The least k each block keeps when the automatic choice splits the f32 `w` tile's k.
 const F32_SPLIT_MIN_K: usize = 1024;
+/// The least k for which the automatic choice splits the f32 `v` tile into more than 4 parts:
+/// the deep-split model was fitted and checked from 16384 to 65536.
+const DEEP_SPLIT_MIN_K: usize = 16384;
+/// Most parts the f32 `v` tile splits k into (forced or automatic).
+pub(crate) const F32_MAX_PARTS: u32 = 64;
 
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
@@ -368,9 +373,10 @@ pub(crate) fn choose_kernel(
                 "gemm: the wgmma kernels split k in 2-{WG_MAX_PARTS} parts on the 128 x 64 and 128 x 128 tiles (Tile::Auto, Narrow or Large), not {parts} parts on {tile:?}"
             );
         }
-        if f32_simt && parts > 1 && (parts > 4 || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1) {
+        if f32_simt && parts > 1 && (parts > F32_MAX_PARTS || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1)
+        {
             bail_invalid!(
-                "gemm: f32 on the CUDA cores splits k in 2-4 parts on its 128 x 64 tile (Tile::Auto or Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
+                "gemm: f32 on the CUDA cores splits k in 2-{F32_MAX_PARTS} parts on its 128 x 64 tile (Tile::Auto or Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
             );
         }
     }
@@ -574,9 +580,38 @@ pub(crate) fn choose_kernel(
                 && v_splits >= 2
                 && v_full
                 && v_tiles <= sms;
+            // Deep split: few output tiles and long k (64 x 64 x 65536 is one tile) leave most
+            // SMs idle with at most 4 parts. v in up to F32_MAX_PARTS parts, each keeping at
+            // least 256 of k (a power of two of parts), when even the 64 x 64 tiles cover under
+            // half the SMs and k is at least DEEP_SPLIT_MIN_K. The model,
+            // fitted to forced splits on the H100 (docs/kernels/gemm.md, "Deep k splits"): the
+            // busiest SM runs ceil(blocks / SMs) blocks, two at a time (v's launch bounds), a
+            // pair taking 1.75 times one block alone, each over k / parts; the last block of a
+            // tile then adds every part's partial tile, 13 units of k per part. Its best part
+            // count was the measured best on every shape tried (1 to 32 tiles, k 16384-65536).
+            let deep_time = |parts: usize| {
+                let busiest = v_tiles.saturating_mul(parts).div_ceil(sms.max(1));
+                let per_part = plan.k.div_ceil(parts);
+                (busiest / 2 * 1747 + busiest % 2 * 1000) * per_part + 13_000 * parts
+            };
+            // Powers of two (what was measured), so that the parts' k-tiles come out even.
+            let deep_parts = (1..=F32_MAX_PARTS.trailing_zeros())
+                .map(|e| 1usize << e)
+                .filter(|&parts| plan.k / parts >= 256)
+                .min_by_key(|&parts| (deep_time(parts), parts))
+                .unwrap_or(1);
+            let deep_split = tile == Tile::Auto
+                && split != SplitK::Off
+                && batch == 1
+                && !w_split
+                && !(aligned && wide)
+                && deep_parts > 4
+                && plan.k >= DEEP_SPLIT_MIN_K
+                && tiles2(plan.m, plan.n, (64, 64)).saturating_mul(2) < sms;
             let (size, tile, threads) = match tile {
                 _ if forced_parts.is_some() => ("v", (128, 64), 128),
                 Tile::Auto if w_split || (aligned && wide) => ("w", (128, 256), 256),
+                Tile::Auto if deep_split => ("v", (128, 64), 128),
                 Tile::Auto if v_split => ("v", (128, 64), 128),
                 Tile::Auto if !aligned && big => ("l", (128, 128), 256),
                 Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
@@ -596,7 +631,8 @@ pub(crate) fn choose_kernel(
             if size == "w" {
                 choice.split_k = Some(if w_split { splits as u32 } else { 1 });
             } else if size == "v" {
-                choice.split_k = Some(forced_parts.unwrap_or(v_splits as u32));
+                let auto = if deep_split { deep_parts } else { v_splits };
+                choice.split_k = Some(forced_parts.unwrap_or(auto as u32));
             }
             Ok(choice)
         }

@@ -120,7 +120,7 @@ fn dispatch_by_type_alignment_and_size() {
     // tests/gpu_blas.rs `v_split_cases`.
     assert_eq!(f32k(52, 8200, 2100), vk(2));
     assert_eq!(f32k(52, 8200, 4100), vk(4));
-    // A forced split runs v: 2-4 parts, Tile::Auto or Narrow, batch 1.
+    // A forced split runs v: 2-64 parts, Tile::Auto or Narrow, batch 1.
     let forced = |tile, parts, batch| {
         let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, 136, 72, 48), [1 << 28; 3]).unwrap();
         let ch = choose_kernel(
@@ -141,11 +141,20 @@ fn dispatch_by_type_alignment_and_size() {
     };
     assert_eq!(forced(Tile::Narrow, 2, 1).unwrap(), vk(2));
     assert_eq!(forced(Tile::Auto, 4, 1).unwrap(), vk(4));
-    for (tile, parts, batch) in [(Tile::Small, 2, 1), (Tile::Narrow, 5, 1), (Tile::Narrow, 2, 2)] {
+    assert_eq!(forced(Tile::Auto, 64, 1).unwrap(), vk(64));
+    for (tile, parts, batch) in [(Tile::Small, 2, 1), (Tile::Narrow, 65, 1), (Tile::Narrow, 2, 2)] {
         let e = forced(tile, parts, batch).unwrap_err();
-        assert!(e.to_string().contains("2-4 parts on its 128 x 64 tile"), "{e}");
+        assert!(e.to_string().contains("2-64 parts on its 128 x 64 tile"), "{e}");
     }
     assert_eq!(f32k(100, 6000, 6000), vk(4));
+    // Deep splits: few tiles, long k (the parts that measured fastest on the H100).
+    assert_eq!(f32k(64, 64, 65536), vk(64));
+    assert_eq!(f32k(64, 64, 16384), vk(32));
+    assert_eq!(f32k(128, 256, 32768), vk(32));
+    assert_eq!(f32k(256, 256, 65536), vk(32));
+    assert_eq!(f32k(512, 512, 16384), vk(8));
+    // Below 16384 of k the deep model was not measured: the earlier rule (u, unsplit, here).
+    assert_eq!(f32k(4096, 16, 4096).1, None);
     assert_eq!(f32k(128, 8192, 8192), vk(4));
     // w needs its tiles 3/4 full: 300 columns of 512 in two w tiles take s.
     assert_eq!(f32k(300, 16384, 2048), ("gemm_simt_f32_s_nn".to_string(), None));
