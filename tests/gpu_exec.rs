@@ -93,6 +93,7 @@ fn exec_runs_random_chains_like_the_reference() {
     let Some(ctx) = gpu!("exec_runs_random_chains_like_the_reference") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
@@ -163,6 +164,7 @@ fn exec_orders_overlapping_views_with_barriers() {
     let Some(ctx) = gpu!("exec_orders_overlapping_views_with_barriers") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let exec = Executor::builder(&ctx).start().unwrap();
     let n = 1 << 20;
@@ -201,6 +203,7 @@ fn exec_runs_fused_items_between_bundled_ones() {
     let Some(ctx) = gpu!("exec_runs_fused_items_between_bundled_ones") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
@@ -300,6 +303,7 @@ fn exec_watchdog_overrun_shutdown_and_bad_arguments() {
     let Some(ctx) = gpu!("exec_watchdog_overrun_shutdown_and_bad_arguments") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     // A batch larger than the queue is refused at once.
     let exec = Executor::builder(&ctx)

@@ -48,3 +48,12 @@ pub fn fresh_seed() -> u64 {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0x5eed)
 }
+
+/// Makes the tests of one file that call it take turns: the harness runs a file's tests on
+/// several threads, and some hold what cannot be shared (a persistent executor's kernel keeps
+/// every SM; the profiler is one per context). A test that panicked does not block the others.
+#[allow(dead_code)] // only some test files need it
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
