@@ -18,6 +18,7 @@ fn snapshot(gpu: GpuReadings) -> Snapshot {
         })
         .collect();
     let kernel = KernelStats::of(&samples[0].name, &samples.iter().collect::<Vec<_>>());
+    let other = KernelStats::of("fill_f32", &samples.iter().collect::<Vec<_>>());
     Snapshot {
         unix_ms: 1_700_000_000_000,
         device: DeviceId {
@@ -32,7 +33,7 @@ fn snapshot(gpu: GpuReadings) -> Snapshot {
         },
         pool: Default::default(),
         profiling: true,
-        kernels: vec![kernel],
+        kernels: vec![kernel, other],
         gpu,
     }
 }
@@ -91,6 +92,11 @@ fn prometheus_text_is_well_formed_and_complete() {
     );
     assert_eq!(get("cudrv_nvml_available"), Some(1.0));
     assert_eq!(get("cudrv_kernel_launches_total"), Some(2.0));
+    assert_eq!(
+        lines.iter().filter(|l| l.0 == "cudrv_kernel_launches_total").count(),
+        2,
+        "both kernels' samples, grouped under one family (parse checks the grouping)"
+    );
     assert_eq!(get("cudrv_kernel_mean_microseconds"), Some(20.0));
     let kernel_labels = &lines.iter().find(|l| l.0 == "cudrv_kernel_launches_total").unwrap().1;
     assert_eq!(
@@ -101,6 +107,41 @@ fn prometheus_text_is_well_formed_and_complete() {
     assert_eq!(json["gpu"]["status"], "available");
     assert_eq!(json["gpu"]["sm_clock_mhz"], 1980);
     assert_eq!(json["kernels"][0]["count"], 2);
+}
+
+#[test]
+fn several_snapshots_make_one_exposition() {
+    let mut second = snapshot(GpuReadings::Unavailable {
+        reason: "absent".into(),
+    });
+    second.device.ordinal = 2;
+    second.device.uuid = "GPU-5678".into();
+    let first = snapshot(GpuReadings::Available {
+        utilization_percent: Some(10),
+        memory_utilization_percent: Some(3),
+        sm_clock_mhz: Some(1980),
+        memory_clock_mhz: Some(2619),
+        temperature_c: Some(40),
+        power_w: Some(100.0),
+        power_limit_w: Some(700.0),
+    });
+    let text = cudrv::monitor::prometheus(&[first, second]);
+    let lines = parse(&text);
+    let used: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.0 == "cudrv_memory_used_bytes")
+        .map(|l| l.1.as_str())
+        .collect();
+    assert_eq!(
+        used,
+        ["device=\"1\",uuid=\"GPU-1234\"", "device=\"2\",uuid=\"GPU-5678\""]
+    );
+    let available: Vec<f64> = lines
+        .iter()
+        .filter(|l| l.0 == "cudrv_nvml_available")
+        .map(|l| l.2)
+        .collect();
+    assert_eq!(available, [1.0, 0.0]);
 }
 
 #[test]

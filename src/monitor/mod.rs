@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 
 pub use alert::{Crossing, MemoryAlert, MemoryThreshold};
 pub use nvml::{GpuReadings, LIBNVML_ENV};
-pub use snapshot::{DeviceId, DeviceMemory, Snapshot};
+pub use snapshot::{prometheus, DeviceId, DeviceMemory, Snapshot};
 
 use crate::context::Context;
 use crate::error::Result;

@@ -73,7 +73,11 @@ impl Snapshot {
     /// counters named `cudrv_*`, labelled with the device's ordinal and UUID (and the kernel's
     /// name for kernel figures), each with its HELP and TYPE lines.
     pub fn to_prometheus(&self) -> String {
-        let mut out = Exposition::default();
+        prometheus(std::slice::from_ref(self))
+    }
+
+    /// Adds the snapshot's samples to `out`.
+    fn expose(&self, out: &mut Exposition) {
         let dev = [
             ("device", self.device.ordinal.to_string()),
             ("uuid", self.device.uuid.clone()),
@@ -234,27 +238,85 @@ impl Snapshot {
                 }
             }
         }
-        out.text
     }
 }
 
-/// Builds the exposition text: each metric family's HELP and TYPE once, then its samples.
+/// Several snapshots (of several devices, or one device over time) as one Prometheus text
+/// exposition: each metric family once, with every snapshot's samples under it, told apart by
+/// their `device` and `uuid` labels.
+///
+/// ```
+/// use cudrv::monitor::{prometheus, DeviceId, DeviceMemory, GpuReadings, Snapshot};
+/// let snap = |ordinal: usize| Snapshot {
+///     unix_ms: 0,
+///     device: DeviceId { ordinal, name: "GPU".into(), uuid: format!("GPU-{ordinal}") },
+///     memory: DeviceMemory { total_bytes: 100, free_bytes: 40, used_bytes: 60 },
+///     pool: Default::default(),
+///     profiling: false,
+///     kernels: vec![],
+///     gpu: GpuReadings::Unavailable { reason: "absent".into() },
+/// };
+/// let text = prometheus(&[snap(0), snap(1)]);
+/// assert_eq!(text.matches("# TYPE cudrv_memory_used_bytes gauge").count(), 1);
+/// assert!(text.contains("cudrv_memory_used_bytes{device=\"1\",uuid=\"GPU-1\"} 60\n"));
+/// ```
+pub fn prometheus(snapshots: &[Snapshot]) -> String {
+    let mut out = Exposition::default();
+    for s in snapshots {
+        s.expose(&mut out);
+    }
+    out.text()
+}
+
+/// Builds the exposition text: the samples of each metric family together, after its HELP and
+/// TYPE lines, families in the order they first appear (the format asks for a family's samples
+/// in one group).
 #[derive(Default)]
 struct Exposition {
-    text: String,
-    declared: Vec<&'static str>,
+    families: Vec<Family>,
+}
+
+struct Family {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    samples: Vec<String>,
 }
 
 impl Exposition {
-    fn metric(&mut self, name: &'static str, kind: &str, help: &str, labels: &[(&str, String)], value: f64) {
-        use std::fmt::Write;
-        if !self.declared.contains(&name) {
-            self.declared.push(name);
-            let _ = writeln!(self.text, "# HELP {name} {help}");
-            let _ = writeln!(self.text, "# TYPE {name} {kind}");
-        }
+    fn metric(
+        &mut self,
+        name: &'static str,
+        kind: &'static str,
+        help: &'static str,
+        labels: &[(&str, String)],
+        value: f64,
+    ) {
         let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
-        let _ = writeln!(self.text, "{name}{{{}}} {}", labels.join(","), number(value));
+        let sample = format!("{name}{{{}}} {}", labels.join(","), number(value));
+        match self.families.iter_mut().find(|f| f.name == name) {
+            Some(f) => f.samples.push(sample),
+            None => self.families.push(Family {
+                name,
+                kind,
+                help,
+                samples: vec![sample],
+            }),
+        }
+    }
+
+    fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for f in &self.families {
+            let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+            for sample in &f.samples {
+                out.push_str(sample);
+                out.push('\n');
+            }
+        }
+        out
     }
 }
 

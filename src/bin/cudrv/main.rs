@@ -51,8 +51,8 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
   cudrv profile [OPTIONS]    the bundled operations and BLAS at a range of sizes (or a user's
                              kernel) under the profiler: per-kernel count, total, mean, std,
                              min, max, p99, CV, TFLOP/s, GB/s, flags and advice
-  cudrv monitor [OPTIONS]    a snapshot of device 0 every interval: memory, the caching pool,
-                             GPU utilization, clocks, temperature and power (NVML)
+  cudrv monitor [OPTIONS]    a snapshot of a device (or all) every interval: memory, the caching
+                             pool, GPU utilization, clocks, temperature and power (NVML)
   cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
   cudrv cache clear          remove every entry
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
@@ -91,6 +91,7 @@ profile options:
                     or zeros:TYPE:N, in the kernel's parameter order
 
 monitor options:
+  --device N|all    which device (default 0), or every device
   --interval S      seconds between snapshots (default 1)
   --count N         stop after N snapshots (default: run until interrupted)
   --json            one JSON object per snapshot

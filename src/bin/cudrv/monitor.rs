@@ -1,12 +1,13 @@
-//! `cudrv monitor`: a snapshot of device 0 every `--interval` seconds (memory, the caching
-//! pool, GPU utilization, clocks, temperature and power through NVML): one line each, or JSON
-//! lines with `--json`, or the Prometheus text format with `--prometheus`; `--count N` stops
-//! after N snapshots.
+//! `cudrv monitor`: a snapshot of a device (`--device N`, default 0) or of every device
+//! (`--device all`) every `--interval` seconds (memory, the caching pool, GPU utilization,
+//! clocks, temperature and power through NVML): one line per device, or JSON lines with
+//! `--json`, or one Prometheus text exposition per interval with `--prometheus`; `--count N`
+//! stops after N intervals.
 
 use std::time::Duration;
 
-use cudrv::monitor::{GpuReadings, Monitor, Snapshot};
-use cudrv::{Context, Result};
+use cudrv::monitor::{prometheus, GpuReadings, Monitor, Snapshot};
+use cudrv::{Context, Device, Result};
 
 /// How snapshots are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub struct Options {
     pub interval: Duration,
     pub count: Option<u64>,
     pub format: Format,
+    /// The device ordinal, or `None` for every device.
+    pub device: Option<usize>,
 }
 
 /// Parses the options after `cudrv monitor`.
@@ -30,6 +33,7 @@ pub fn options(args: &[String]) -> std::result::Result<Options, String> {
         interval: Duration::from_secs(1),
         count: None,
         format: Format::Text,
+        device: Some(0),
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -53,6 +57,16 @@ pub fn options(args: &[String]) -> std::result::Result<Options, String> {
                         .filter(|&n| n > 0)
                         .ok_or_else(|| format!("--count takes a positive number, not {v:?}"))?,
                 );
+            }
+            "--device" => {
+                let v = it.next().ok_or("--device needs an ordinal or `all`")?;
+                o.device = match v.as_str() {
+                    "all" => None,
+                    n => Some(
+                        n.parse::<usize>()
+                            .map_err(|_| format!("--device takes an ordinal or `all`, not {v:?}"))?,
+                    ),
+                };
             }
             other => return Err(format!("unknown option {other:?} to monitor")),
         }
@@ -96,18 +110,29 @@ fn line(s: &Snapshot) -> String {
 }
 
 pub fn run(o: &Options) -> Result<bool> {
-    let ctx = Context::new(0)?;
-    let monitor = Monitor::new(&ctx);
-    if o.format == Format::Text {
-        println!("monitor of {} ({})", ctx.device().name()?, ctx.device().uuid_string()?);
+    let ordinals: Vec<usize> = match o.device {
+        Some(n) => vec![n],
+        None => (0..Device::count()?).collect(),
+    };
+    let mut monitors = Vec::new();
+    for &n in &ordinals {
+        let ctx = Context::new(n)?;
+        if o.format == Format::Text {
+            println!(
+                "monitor of device {n}: {} ({})",
+                ctx.device().name()?,
+                ctx.device().uuid_string()?
+            );
+        }
+        monitors.push(Monitor::new(&ctx));
     }
     let mut taken = 0u64;
     loop {
-        let s = monitor.snapshot()?;
+        let snapshots = monitors.iter().map(Monitor::snapshot).collect::<Result<Vec<_>>>()?;
         match o.format {
-            Format::Text => println!("{}", line(&s)),
-            Format::Json => println!("{}", s.to_json()),
-            Format::Prometheus => print!("{}", s.to_prometheus()),
+            Format::Text => snapshots.iter().for_each(|s| println!("{}", line(s))),
+            Format::Json => snapshots.iter().for_each(|s| println!("{}", s.to_json())),
+            Format::Prometheus => print!("{}", prometheus(&snapshots)),
         }
         taken += 1;
         if o.count.is_some_and(|c| taken >= c) {
@@ -128,6 +153,9 @@ mod tests {
     #[test]
     fn options_parse_and_refuse() {
         let o = parse(&["--interval", "0.5", "--count", "3", "--prometheus"]).unwrap();
+        assert_eq!(o.device, Some(0));
+        assert_eq!(parse(&["--device", "all"]).unwrap().device, None);
+        assert_eq!(parse(&["--device", "3"]).unwrap().device, Some(3));
         assert_eq!(
             (o.interval, o.count, o.format),
             (Duration::from_millis(500), Some(3), Format::Prometheus)
