@@ -416,6 +416,13 @@ fn cache_commands_work_without_a_driver() {
     std::fs::write(dir.join("a.cubin"), vec![1u8; 1000]).unwrap();
     std::fs::write(dir.join("b.cubin"), vec![2u8; 500]).unwrap();
     std::fs::write(dir.join("notes.txt"), b"not an entry").unwrap();
+    // The autotuner's file, with two remembered choices.
+    let entry = r#"{"digest":"ab","block":256,"resident":0,"micros":1.5,"tuned_unix":1}"#;
+    std::fs::write(
+        dir.join("tune.json"),
+        format!(r#"{{"format":1,"entries":{{"k1":{entry},"k2":{entry}}}}}"#),
+    )
+    .unwrap();
     let missing = fake_driver::nonexistent_library();
     let run = |args: &[&str]| {
         let out = Command::new(cudrv_bin())
@@ -437,9 +444,12 @@ fn cache_commands_work_without_a_driver() {
         out.contains(&dir.display().to_string()) && out.contains("2 entries"),
         "{out}"
     );
+    assert!(out.contains("tune.json (2 tuned launch configurations)"), "{out}");
     let (code, out, err) = run(&["cache", "clear"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("removed 2 entries"), "{out}");
+    assert!(out.contains("forgot 2 tuned launch configurations"), "{out}");
+    assert!(!dir.join("tune.json").exists());
     assert!(!dir.join("a.cubin").exists() && dir.join("notes.txt").exists());
     // Warming needs the GPU: without a driver, one line and status 1.
     let (code, out, err) = run(&["cache", "warm"]);

@@ -1,4 +1,5 @@
-//! `cudrv cache [info|clear|warm]`: cudrv's compiled-kernel cache (src/kernel_cache.rs).
+//! `cudrv cache [info|clear|warm]`: cudrv's compiled-kernel cache (src/kernel_cache.rs), and the
+//! autotuner's remembered launch configurations (src/tune/) beside it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use cudrv::kernel_cache::{CacheKey, KernelCache};
 use cudrv::registry::{EmbeddedModule, EMBEDDED_MODULES};
+use cudrv::tune::Autotuner;
 use cudrv::{ptx_info, Context, Module, Result};
 
 /// Runs `cudrv cache <what>`.
@@ -19,6 +21,7 @@ pub fn run(what: &str) -> Result<bool> {
             if !cache.enabled() {
                 println!("(CUDRV_CACHE_DISABLE=1: kernels are compiled by the driver, as without the cache)");
             }
+            println!("{}", tuner_line());
             Ok(true)
         }
         "clear" => {
@@ -27,10 +30,30 @@ pub fn run(what: &str) -> Result<bool> {
                 message: e.to_string(),
             })?;
             println!("removed {removed} entries; {}", cache.info());
+            let tuner = Autotuner::global();
+            let tuned = tuner.stats().entries;
+            tuner.clear().map_err(|e| cudrv::Error::Io {
+                path: tuner.stats().file.map(|f| f.display().to_string()).unwrap_or_default(),
+                message: e.to_string(),
+            })?;
+            println!("forgot {tuned} tuned launch configurations; {}", tuner_line());
             Ok(true)
         }
         "warm" => warm(cache),
         _ => unreachable!("checked by the command line parser"),
+    }
+}
+
+/// Where the autotuner keeps its choices and how many there are.
+fn tuner_line() -> String {
+    let s = Autotuner::global().stats();
+    match (&s.file, &s.why_memory_only) {
+        (Some(file), _) => format!(
+            "autotuner: {} ({} tuned launch configurations)",
+            file.display(),
+            s.entries
+        ),
+        (None, why) => format!("autotuner: in memory only ({})", why.as_deref().unwrap_or("no file")),
     }
 }
 

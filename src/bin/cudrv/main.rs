@@ -53,8 +53,9 @@ usage: cudrv <info [--memory] | selftest [--seed N] | bench [launch|alloc|copy|a
                              min, max, p99, CV, TFLOP/s, GB/s, flags and advice
   cudrv monitor [OPTIONS]    a snapshot of a device (or all) every interval: memory, the caching
                              pool, GPU utilization, clocks, temperature and power (NVML)
-  cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size
-  cudrv cache clear          remove every entry
+  cudrv cache [info]         cudrv's compiled-kernel cache: where it is, its entries and size;
+                             and the autotuner's file of tuned launch configurations
+  cudrv cache clear          remove every entry (and every tuned launch configuration)
   cudrv cache warm           compile every bundled kernel this GPU runs into the cache, on all
                              cores, so that no later process compiles one (tensor-core kernels
                              need ptxas: CUDRV_PTXAS, $CUDA_PATH/bin, /usr/local/cuda/bin, PATH)
