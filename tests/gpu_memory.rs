@@ -1,5 +1,7 @@
 //! GPU tests of the memory manager: the caching pool behind DeviceBuffer, cross-stream reuse,
-//! out-of-memory, pinned staging of pageable copies, and a multi-threaded stress run.
+//! out-of-memory, pinned staging of pageable copies, and a multi-threaded stress run. The tests
+//! take turns: they read and switch the context's pool (statistics, caching on and off, its
+//! cache emptied), which the other tests of the file share.
 
 #[path = "support/gpu.rs"]
 mod gpu;
@@ -14,6 +16,7 @@ fn freed_memory_is_reused_on_the_same_stream_without_the_driver() {
     let Some(ctx) = gpu!("freed_memory_is_reused_on_the_same_stream_without_the_driver") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let before = ctx.memory_stats();
     let a = DeviceBuffer::<f32>::zeroed(&s, 1000).unwrap();
@@ -39,6 +42,7 @@ fn memory_used_on_another_stream_is_not_reused_early() {
     let Some(ctx) = gpu!("memory_used_on_another_stream_is_not_reused_early") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let n = 1 << 22;
     for round in 0..20 {
@@ -63,6 +67,7 @@ fn caching_can_be_switched_off_and_the_cache_emptied() {
     let Some(ctx) = gpu!("caching_can_be_switched_off_and_the_cache_emptied") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let data = Rng::new(9).vec::<f32>(5000, -1.0, 1.0);
     ctx.set_caching(false);
@@ -82,6 +87,7 @@ fn pageable_copies_are_staged_and_exact() {
     let Some(ctx) = gpu!("pageable_copies_are_staged_and_exact") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let mut rng = Rng::new(11);
     // Below, at and above the staging threshold, and a size that ends mid-chunk.
@@ -105,6 +111,7 @@ fn out_of_memory_reports_the_pool_and_recovers() {
     let Some(ctx) = gpu!("out_of_memory_reports_the_pool_and_recovers") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let held = DeviceBuffer::<u8>::zeroed(&s, 64 << 20).unwrap();
     let (_, total) = ctx.memory_info().unwrap();
@@ -134,6 +141,7 @@ fn stress_many_threads_many_streams() {
     let Some(ctx) = gpu!("stress_many_threads_many_streams") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let ops: usize = std::env::var("CUDRV_STRESS_OPS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -212,6 +220,7 @@ fn pinned_buffers_come_from_a_pool_and_start_zeroed() {
     let Some(ctx) = gpu!("pinned_buffers_come_from_a_pool_and_start_zeroed") else {
         return;
     };
+    let _turn = gpu::one_at_a_time();
     let pool = ctx.pinned_pool();
     let before = pool.stats();
     let mut a = cudrv::PinnedHostBuffer::<u32>::new(&ctx, 100_000).unwrap();
