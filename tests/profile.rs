@@ -76,3 +76,38 @@ fn kernels_are_ordered_by_total_time_and_exports_parse() {
         "a track per stream"
     );
 }
+
+#[test]
+fn work_gives_rates_and_launch_shapes_give_advice() {
+    // Two launches of 10 and 30 us, each credited with 2e9 FLOPs and 4e8 bytes: 4e9 FLOPs and
+    // 8e8 bytes in 40 us are 100 TFLOP/s and 20000 GB/s.
+    let mut samples: Vec<Sample> = [10.0, 30.0].iter().map(|&d| sample("gemm / k", 0, 0.0, d)).collect();
+    for s in &mut samples {
+        (s.flops, s.bytes) = (2e9, 4e8);
+    }
+    let mut k = summarize(&samples).remove(0);
+    assert!((k.tflops.unwrap() - 100.0).abs() < 1e-9, "{:?}", k.tflops);
+    assert!((k.gbps.unwrap() - 20_000.0).abs() < 1e-6, "{:?}", k.gbps);
+    assert!(summarize(&[sample("plain", 0, 0.0, 5.0)])[0].tflops.is_none());
+    // 512 of 2048 threads per SM resident; the suggestion keeps 1024 (twice): flagged. A grid
+    // of 8 blocks on 132 SMs: flagged.
+    k.judge_launch([8, 1, 1], [256, 1, 1], (512, 2048), Some((128, 1024)), 132);
+    assert_eq!(k.occupancy, Some(0.25));
+    assert!(k.flags.contains(&Flag::LowOccupancy) && k.flags.contains(&Flag::SmallGrid));
+    let table = Report {
+        kernels: vec![k.clone()],
+        samples: samples.clone(),
+    }
+    .table();
+    assert!(table.contains("blocks of 128 (the occupancy API's suggestion) keep 1024"), "{table}");
+    assert!(table.contains("8 blocks for 132 SMs"), "{table}");
+    // A suggestion that keeps less than a quarter more, and a grid of a quarter of the SMs or
+    // more: nothing to say.
+    let mut quiet = summarize(&samples).remove(0);
+    quiet.judge_launch([33, 1, 1], [256, 1, 1], (1024, 2048), Some((384, 1152)), 132);
+    assert!(quiet.flags.is_empty(), "{:?}", quiet.flags);
+    // A short kernel (median under 10 us) is not judged by its shape.
+    let mut short = summarize(&[sample("s", 0, 0.0, 4.0)]).remove(0);
+    short.judge_launch([1, 1, 1], [32, 1, 1], (32, 2048), Some((1024, 2048)), 132);
+    assert!(short.flags.is_empty() && short.occupancy.is_some());
+}
