@@ -99,7 +99,10 @@ fn work_gives_rates_and_launch_shapes_give_advice() {
         samples: samples.clone(),
     }
     .table();
-    assert!(table.contains("blocks of 128 (the occupancy API's suggestion) keep 1024"), "{table}");
+    assert!(
+        table.contains("blocks of 128 (the occupancy API's suggestion) keep 1024"),
+        "{table}"
+    );
     assert!(table.contains("8 blocks for 132 SMs"), "{table}");
     // A suggestion that keeps less than a quarter more, and a grid of a quarter of the SMs or
     // more: nothing to say.
