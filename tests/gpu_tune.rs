@@ -188,6 +188,14 @@ fn tuning_refuses_what_cannot_be_timed_or_launched() {
     let tuned = tuner.kernel(&loaded.function, greedy).unwrap();
     let e = tuned.tune(&s, 1000, &mut |cfg| loaded.launch(cfg)).unwrap_err();
     assert!(e.to_string().contains("no block size fits"), "{e}");
+    // Only sizes past the kernel's limit: nothing to try either.
+    let too_big = cudrv::tune::TuneOptions {
+        blocks: cudrv::tune::BlockSizes::Only(vec![4096]),
+        ..FIXTURES[1].options()
+    };
+    let tuned = tuner.kernel(&loaded.function, too_big).unwrap();
+    let e = tuned.tune(&s, 1000, &mut |cfg| loaded.launch(cfg)).unwrap_err();
+    assert!(e.to_string().contains("no block size fits"), "{e}");
     // A launch that fails stops the search with its error.
     let tuned = tuner.kernel(&loaded.function, FIXTURES[1].options()).unwrap();
     let e = tuned

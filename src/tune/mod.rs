@@ -3,6 +3,10 @@
 //! the size) and remembers the fastest per (kernel, its code, device, launch rule, size
 //! bucket) in memory and in a file that later processes read, so they do not tune again.
 //!
+//! The kernel must be correct with every block size it is tried with: by default every multiple
+//! of the warp size; [`BlockSizes::PowersOfTwo`] or [`BlockSizes::Only`] for kernels that need
+//! particular ones.
+//!
 //! Buckets are decimal orders of magnitude ([`bucket_of`]). Remembered choices are tuned
 //! again when the kernel's code or the device changes (they are keyed by both), after
 //! [`TuneOptions::retune_every`] cache hits, or when the moving average of observed times
@@ -46,7 +50,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use serde::Serialize;
 
-pub use options::{GridRule, SharedRule, TuneOptions};
+pub use options::{BlockSizes, GridRule, SharedRule, TuneOptions};
 pub use search::Candidate;
 pub use table::{bucket_floor, bucket_of, BUCKETS};
 

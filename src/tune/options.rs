@@ -53,6 +53,60 @@ impl GridRule {
     }
 }
 
+/// Which block sizes a search may try. The kernel must compute the right thing with every one
+/// of them: a kernel written for power-of-two blocks (a tree reduction that halves
+/// `blockDim.x`) must say [`BlockSizes::PowersOfTwo`].
+///
+/// ```
+/// use cudrv::tune::BlockSizes;
+/// assert_eq!(BlockSizes::Warps.sizes(32, 128), vec![32, 64, 96, 128]);
+/// assert_eq!(BlockSizes::PowersOfTwo.sizes(32, 1024), vec![32, 64, 128, 256, 512, 1024]);
+/// // A list keeps the sizes the kernel allows, in increasing order, each once.
+/// assert_eq!(BlockSizes::Only(vec![512, 2048, 64, 64]).sizes(32, 1024), vec![64, 512]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BlockSizes {
+    /// Every multiple of the warp size (the default).
+    #[default]
+    Warps,
+    /// Powers of two from the warp size.
+    PowersOfTwo,
+    /// These sizes only.
+    Only(Vec<u32>),
+}
+
+impl BlockSizes {
+    /// The sizes to try for a warp of `warp` threads and blocks of at most `max` threads.
+    pub fn sizes(&self, warp: u32, max: u32) -> Vec<u32> {
+        let warp = warp.max(1);
+        match self {
+            BlockSizes::Warps => (1..=max / warp).map(|k| k * warp).collect(),
+            BlockSizes::PowersOfTwo => std::iter::successors(Some(warp.next_power_of_two()), |b| b.checked_mul(2))
+                .take_while(|&b| b <= max)
+                .collect(),
+            BlockSizes::Only(list) => {
+                let mut v: Vec<u32> = list.iter().copied().filter(|&b| b > 0 && b <= max).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+        }
+    }
+
+    fn tag(&self) -> String {
+        match self {
+            BlockSizes::Warps => "warps".into(),
+            BlockSizes::PowersOfTwo => "pow2".into(),
+            BlockSizes::Only(list) => {
+                let mut v = list.clone();
+                v.sort_unstable();
+                v.dedup();
+                format!("only{}", v.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+            }
+        }
+    }
+}
+
 /// Dynamic shared memory per block: `fixed + per_thread * block` bytes.
 ///
 /// ```
@@ -93,6 +147,8 @@ pub struct TuneOptions {
     pub grid: GridRule,
     /// Dynamic shared memory per block.
     pub shared: SharedRule,
+    /// The block sizes to try.
+    pub blocks: BlockSizes,
     /// Device time each measurement aims at, microseconds: a candidate is launched as many
     /// times as take about this long (at least once), and timed with one pair of events.
     pub batch_us: f64,
@@ -115,6 +171,7 @@ impl Default for TuneOptions {
         TuneOptions {
             grid: GridRule::default(),
             shared: SharedRule::default(),
+            blocks: BlockSizes::default(),
             batch_us: 300.0,
             finalists: 4,
             rounds: 5,
@@ -139,10 +196,11 @@ impl TuneOptions {
     /// The part of the cache key the options decide (what a remembered block size means).
     pub(crate) fn tag(&self) -> String {
         format!(
-            "{}|smem{}+{}",
+            "{}|smem{}+{}|{}",
             self.grid.tag(),
             self.shared.fixed,
-            self.shared.per_thread
+            self.shared.per_thread,
+            self.blocks.tag()
         )
     }
 }

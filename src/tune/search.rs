@@ -43,8 +43,7 @@ fn candidates(f: &Function, opts: &TuneOptions) -> Result<Vec<Trial>> {
     let smem_max = f.max_dynamic_shared_memory();
     let sms = limits.multiprocessor_count;
     let mut out = Vec::new();
-    let mut block = warp;
-    while block <= max {
+    for block in opts.blocks.sizes(warp, max) {
         let smem = opts.shared.bytes(block);
         if smem <= smem_max {
             let per_sm = f.max_active_blocks_per_multiprocessor(block, smem as usize)?;
@@ -55,13 +54,13 @@ fn candidates(f: &Function, opts: &TuneOptions) -> Result<Vec<Trial>> {
                 });
             }
         }
-        block += warp;
     }
     if out.is_empty() {
         return Err(Error::InvalidArgument(format!(
-            "kernel `{}`: no block size fits (at most {max} threads per block, {smem_max} bytes of dynamic shared \
-             memory; the rule asks {} + {} per thread)",
+            "kernel `{}`: no block size fits ({:?}; at most {max} threads per block, {smem_max} bytes of dynamic \
+             shared memory; the rule asks {} + {} per thread)",
             f.name(),
+            opts.blocks,
             opts.shared.fixed,
             opts.shared.per_thread
         )));
