@@ -90,10 +90,9 @@ fn reference(steps: &[Step], init: &[Vec<f64>; 4]) -> ([Vec<f64>; 4], Vec<(f64, 
 
 #[test]
 fn exec_runs_random_chains_like_the_reference() {
-    let Some(ctx) = gpu!("exec_runs_random_chains_like_the_reference") else {
+    let Some((ctx, _turn)) = gpu::alone("exec_runs_random_chains_like_the_reference") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
@@ -161,10 +160,9 @@ fn exec_runs_random_chains_like_the_reference() {
 
 #[test]
 fn exec_orders_overlapping_views_with_barriers() {
-    let Some(ctx) = gpu!("exec_orders_overlapping_views_with_barriers") else {
+    let Some((ctx, _turn)) = gpu::alone("exec_orders_overlapping_views_with_barriers") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let exec = Executor::builder(&ctx).start().unwrap();
     let n = 1 << 20;
@@ -200,10 +198,9 @@ fn exec_orders_overlapping_views_with_barriers() {
 
 #[test]
 fn exec_runs_fused_items_between_bundled_ones() {
-    let Some(ctx) = gpu!("exec_runs_fused_items_between_bundled_ones") else {
+    let Some((ctx, _turn)) = gpu::alone("exec_runs_fused_items_between_bundled_ones") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
@@ -300,10 +297,9 @@ fn exec_runs_fused_items_between_bundled_ones() {
 
 #[test]
 fn exec_watchdog_overrun_shutdown_and_bad_arguments() {
-    let Some(ctx) = gpu!("exec_watchdog_overrun_shutdown_and_bad_arguments") else {
+    let Some((ctx, _turn)) = gpu::alone("exec_watchdog_overrun_shutdown_and_bad_arguments") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     // A batch larger than the queue is refused at once.
     let exec = Executor::builder(&ctx)

@@ -13,10 +13,9 @@ use cudrv::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error};
 
 #[test]
 fn freed_memory_is_reused_on_the_same_stream_without_the_driver() {
-    let Some(ctx) = gpu!("freed_memory_is_reused_on_the_same_stream_without_the_driver") else {
+    let Some((ctx, _turn)) = gpu::alone("freed_memory_is_reused_on_the_same_stream_without_the_driver") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let before = ctx.memory_stats();
     let a = DeviceBuffer::<f32>::zeroed(&s, 1000).unwrap();
@@ -39,10 +38,9 @@ fn freed_memory_is_reused_on_the_same_stream_without_the_driver() {
 
 #[test]
 fn memory_used_on_another_stream_is_not_reused_early() {
-    let Some(ctx) = gpu!("memory_used_on_another_stream_is_not_reused_early") else {
+    let Some((ctx, _turn)) = gpu::alone("memory_used_on_another_stream_is_not_reused_early") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let n = 1 << 22;
     for round in 0..20 {
@@ -64,10 +62,9 @@ fn memory_used_on_another_stream_is_not_reused_early() {
 
 #[test]
 fn caching_can_be_switched_off_and_the_cache_emptied() {
-    let Some(ctx) = gpu!("caching_can_be_switched_off_and_the_cache_emptied") else {
+    let Some((ctx, _turn)) = gpu::alone("caching_can_be_switched_off_and_the_cache_emptied") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let data = Rng::new(9).vec::<f32>(5000, -1.0, 1.0);
     ctx.set_caching(false);
@@ -84,10 +81,9 @@ fn caching_can_be_switched_off_and_the_cache_emptied() {
 
 #[test]
 fn pageable_copies_are_staged_and_exact() {
-    let Some(ctx) = gpu!("pageable_copies_are_staged_and_exact") else {
+    let Some((ctx, _turn)) = gpu::alone("pageable_copies_are_staged_and_exact") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let mut rng = Rng::new(11);
     // Below, at and above the staging threshold, and a size that ends mid-chunk.
@@ -108,10 +104,9 @@ fn pageable_copies_are_staged_and_exact() {
 
 #[test]
 fn out_of_memory_reports_the_pool_and_recovers() {
-    let Some(ctx) = gpu!("out_of_memory_reports_the_pool_and_recovers") else {
+    let Some((ctx, _turn)) = gpu::alone("out_of_memory_reports_the_pool_and_recovers") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let held = DeviceBuffer::<u8>::zeroed(&s, 64 << 20).unwrap();
     let (_, total) = ctx.memory_info().unwrap();
@@ -138,10 +133,9 @@ fn out_of_memory_reports_the_pool_and_recovers() {
 /// live buffers, or reuse before another stream finished with the memory, shows as a wrong tag.
 #[test]
 fn stress_many_threads_many_streams() {
-    let Some(ctx) = gpu!("stress_many_threads_many_streams") else {
+    let Some((ctx, _turn)) = gpu::alone("stress_many_threads_many_streams") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let ops: usize = std::env::var("CUDRV_STRESS_OPS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -217,10 +211,9 @@ fn stress_many_threads_many_streams() {
 
 #[test]
 fn pinned_buffers_come_from_a_pool_and_start_zeroed() {
-    let Some(ctx) = gpu!("pinned_buffers_come_from_a_pool_and_start_zeroed") else {
+    let Some((ctx, _turn)) = gpu::alone("pinned_buffers_come_from_a_pool_and_start_zeroed") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let pool = ctx.pinned_pool();
     let before = pool.stats();
     let mut a = cudrv::PinnedHostBuffer::<u32>::new(&ctx, 100_000).unwrap();

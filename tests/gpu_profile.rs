@@ -9,10 +9,9 @@ use cudrv::{ops, DeviceBuffer, DeviceSlice};
 
 #[test]
 fn profiler_times_every_launch_and_exports_a_trace() {
-    let Some(ctx) = gpu!("profiler_times_every_launch_and_exports_a_trace") else {
+    let Some((ctx, _turn)) = gpu::alone("profiler_times_every_launch_and_exports_a_trace") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let other = ctx.new_stream().unwrap();
     let prof = ctx.profiler();
@@ -72,10 +71,9 @@ fn profiler_times_every_launch_and_exports_a_trace() {
 
 #[test]
 fn blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work() {
-    let Some(ctx) = gpu!("blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work") else {
+    let Some((ctx, _turn)) = gpu::alone("blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work") else {
         return;
     };
-    let _turn = gpu::one_at_a_time();
     use cudrv::blas::{Gemm, Transpose};
     let s = ctx.new_stream().unwrap();
     let prof = ctx.profiler();

@@ -18,18 +18,11 @@ use cudrv::{ops, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, LaunchConfig,
 const FAULT_PTX: &str = include_str!("data/fault_kernels.ptx");
 /// Set in the child process of `sticky_fault_is_named_and_refuses_later_calls`.
 const CHILD_ENV: &str = "CUDRV_FAULT_CHILD";
-/// The tests of this file run one at a time: the deadline test needs no other thread of the
-/// process in a call that synchronizes the device (a synchronous free, a context's teardown),
-/// which holds the driver until the device is idle, so a stream query made meanwhile waits too
-/// (seen on the H100); and the child's deliberate fault stays apart from every other test.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Device 0's context for test `name` (`None`: the test reports itself skipped), with the file's
-/// serial lock held for as long as the guard lives.
-fn gpu_alone(name: &str) -> Option<(Arc<cudrv::Context>, std::sync::MutexGuard<'static, ()>)> {
-    let ctx = gpu!(name)?;
-    Some((ctx, SERIAL.lock().unwrap_or_else(|e| e.into_inner())))
-}
+// The tests of this file run one at a time (`gpu::alone`): the deadline test needs no other
+// thread of the process in a call that synchronizes the device (a synchronous free, a context's
+// teardown), which holds the driver until the device is idle, so a stream query made meanwhile
+// waits too (seen on the H100); and the child's deliberate fault stays apart from every other
+// test.
 
 /// A zeroed u32 flag on a stream of its own, so that a copy to it runs beside the test's stream
 /// (the fault_wait kernels poll it).
@@ -42,7 +35,7 @@ fn side_flag(ctx: &Arc<cudrv::Context>) -> DeviceBuffer<u32> {
 
 #[test]
 fn context_is_freed_after_bundled_kernels_ran_in_it() {
-    let Some((ctx, _serial)) = gpu_alone("context_is_freed_after_bundled_kernels_ran_in_it") else {
+    let Some((ctx, _serial)) = gpu::alone("context_is_freed_after_bundled_kernels_ran_in_it") else {
         return;
     };
     let weak = Arc::downgrade(&ctx);
@@ -80,7 +73,7 @@ fn context_is_freed_after_bundled_kernels_ran_in_it() {
 
 #[test]
 fn oversized_pinned_and_device_allocations_are_errors() {
-    let Some((ctx, _serial)) = gpu_alone("oversized_pinned_and_device_allocations_are_errors") else {
+    let Some((ctx, _serial)) = gpu::alone("oversized_pinned_and_device_allocations_are_errors") else {
         return;
     };
     // Sizes whose page round-up overflows are refused before the driver sees them.
@@ -107,7 +100,7 @@ fn oversized_pinned_and_device_allocations_are_errors() {
 /// m = 0 or n = 0: nothing to do, C untouched. Every op pair, f32 / f16 / f64.
 #[test]
 fn gemm_degenerate_shapes_follow_blas() {
-    let Some((ctx, _serial)) = gpu_alone("gemm_degenerate_shapes_follow_blas") else {
+    let Some((ctx, _serial)) = gpu::alone("gemm_degenerate_shapes_follow_blas") else {
         return;
     };
     let stream = ctx.new_stream().unwrap();
@@ -166,7 +159,7 @@ fn gemm_degenerate_shapes_follow_blas() {
 
 #[test]
 fn waits_with_a_deadline_time_out_and_leave_the_work_running() {
-    let Some((ctx, _serial)) = gpu_alone("waits_with_a_deadline_time_out_and_leave_the_work_running") else {
+    let Some((ctx, _serial)) = gpu::alone("waits_with_a_deadline_time_out_and_leave_the_work_running") else {
         return;
     };
     let stream = ctx.new_stream().unwrap();
@@ -242,7 +235,7 @@ fn sticky_fault_child_process() {
 
 #[test]
 fn sticky_fault_is_named_and_refuses_later_calls() {
-    let Some((ctx, _serial)) = gpu_alone("sticky_fault_is_named_and_refuses_later_calls") else {
+    let Some((ctx, _serial)) = gpu::alone("sticky_fault_is_named_and_refuses_later_calls") else {
         return;
     };
     drop(ctx);
@@ -307,7 +300,7 @@ fn sticky_fault_is_named_and_refuses_later_calls() {
 /// load, truncated or lying ones are refused with `InvalidArgument`, and the context stays usable.
 #[test]
 fn truncated_or_lying_images_are_refused() {
-    let Some((ctx, _serial)) = gpu_alone("truncated_or_lying_images_are_refused") else {
+    let Some((ctx, _serial)) = gpu::alone("truncated_or_lying_images_are_refused") else {
         return;
     };
     let images: [&[u8]; 2] = [
@@ -339,7 +332,7 @@ fn truncated_or_lying_images_are_refused() {
 /// launch with the wrong number of arguments or a wrong-sized one is refused before it is queued.
 #[test]
 fn launch_arguments_are_checked_against_the_kernel() {
-    let Some((ctx, _serial)) = gpu_alone("launch_arguments_are_checked_against_the_kernel") else {
+    let Some((ctx, _serial)) = gpu::alone("launch_arguments_are_checked_against_the_kernel") else {
         return;
     };
     let stream = ctx.new_stream().unwrap();
@@ -387,7 +380,7 @@ fn launch_arguments_are_checked_against_the_kernel() {
 /// another stream's allocation before the kernel is done with it, and nothing may crash.
 #[test]
 fn handles_dropped_while_work_is_in_flight() {
-    let Some((ctx, _serial)) = gpu_alone("handles_dropped_while_work_is_in_flight") else {
+    let Some((ctx, _serial)) = gpu::alone("handles_dropped_while_work_is_in_flight") else {
         return;
     };
     let mut flag = side_flag(&ctx);

@@ -36,12 +36,12 @@ fn table(curve: &[Candidate]) -> String {
 
 #[test]
 fn the_tuner_picks_within_3_percent_of_an_exhaustive_sweep_and_a_second_process_reuses_it() {
-    let Some(ctx) = gpu!("the_tuner_picks_within_3_percent_of_an_exhaustive_sweep_and_a_second_process_reuses_it")
+    // The sweep compares timings: no other test of this file runs beside it.
+    let Some((ctx, _turn)) =
+        gpu::alone("the_tuner_picks_within_3_percent_of_an_exhaustive_sweep_and_a_second_process_reuses_it")
     else {
         return;
     };
-    // The sweep compares timings: no other test of this file runs beside it.
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let seed = gpu::fresh_seed();
     let path = temp_file("sweep");
@@ -168,11 +168,10 @@ fn tune_cache_child() {
 
 #[test]
 fn tuning_refuses_what_cannot_be_timed_or_launched() {
-    let Some(ctx) = gpu!("tuning_refuses_what_cannot_be_timed_or_launched") else {
+    // Takes turns with the sweep, which compares timings.
+    let Some((ctx, _turn)) = gpu::alone("tuning_refuses_what_cannot_be_timed_or_launched") else {
         return;
     };
-    // Takes turns with the sweep, which compares timings.
-    let _turn = gpu::one_at_a_time();
     let s = ctx.new_stream().unwrap();
     let module = tune_fixtures::module(&s, "").unwrap();
     let loaded = Loaded::new(FIXTURES[1], &module, &s, 7).unwrap();

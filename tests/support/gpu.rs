@@ -49,11 +49,14 @@ pub fn fresh_seed() -> u64 {
         .unwrap_or(0x5eed)
 }
 
-/// Makes the tests of one file that call it take turns: the harness runs a file's tests on
-/// several threads, and some hold what cannot be shared (a persistent executor's kernel keeps
-/// every SM; the profiler is one per context). A test that panicked does not block the others.
+/// Device 0's context for test `name` (`None`: the test reports itself skipped), with a lock
+/// held for as long as the guard lives: the tests of one file that take it run one at a time.
+/// The harness runs a file's tests on several threads, and some hold what cannot be shared (a
+/// persistent executor's kernel keeps every SM; the profiler and the pool are one per context;
+/// a deliberate fault, a timing comparison). A test that panicked does not block the others.
 #[allow(dead_code)] // only some test files need it
-pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+pub fn alone(name: &str) -> Option<(Arc<Context>, std::sync::MutexGuard<'static, ()>)> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    let ctx = context(name)?;
+    Some((ctx, TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())))
 }
