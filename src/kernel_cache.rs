@@ -300,18 +300,7 @@ impl KernelCache {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_MAX_BYTES);
-        let dir = match std::env::var_os(CACHE_DIR_ENV).filter(|v| !v.is_empty()) {
-            Some(dir) => Ok(PathBuf::from(dir)),
-            None => dirs::cache_dir()
-                .map(|d| d.join("cudrv").join("kernels"))
-                .ok_or_else(|| "no user cache directory; set CUDRV_CACHE_DIR".to_string()),
-        };
-        let dir = if enabled {
-            dir
-        } else {
-            Err(format!("{CACHE_DISABLE_ENV}=1"))
-        };
-        KernelCache::new(dir, max_bytes, enabled)
+        KernelCache::new(cache_dir(Some("kernels")), max_bytes, enabled)
     }
 
     /// A cache in `dir` (`Err`: memory only, for the reason given), bounded to `max_bytes`.
@@ -555,19 +544,46 @@ fn decode(bytes: &[u8]) -> Result<&[u8], String> {
 
 /// Writes an entry atomically: a temporary file in the same directory, renamed into place.
 fn write_entry(dir: &Path, key: &CacheKey, cubin: &[u8]) -> std::io::Result<()> {
+    write_atomically(&dir.join(format!("{}.{EXTENSION}", key.hex())), &encode(cubin))
+}
+
+/// Where cudrv keeps a cache on disk (`Err`: nowhere, for the reason given):
+/// `$CUDRV_CACHE_DIR` itself when set, otherwise the user's cache directory's `cudrv/` (and
+/// `leaf` below it); nowhere with `CUDRV_CACHE_DISABLE=1` or without a user cache directory.
+/// The kernel cache is `cache_dir(Some("kernels"))`; the autotuner's file lies in `cache_dir(None)`.
+pub(crate) fn cache_dir(leaf: Option<&str>) -> Result<PathBuf, String> {
+    if std::env::var(CACHE_DISABLE_ENV).is_ok_and(|v| v == "1") {
+        return Err(format!("{CACHE_DISABLE_ENV}=1"));
+    }
+    match std::env::var_os(CACHE_DIR_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => dirs::cache_dir()
+            .map(|d| {
+                let root = d.join("cudrv");
+                leaf.map_or(root.clone(), |l| root.join(l))
+            })
+            .ok_or_else(|| format!("no user cache directory; set {CACHE_DIR_ENV}")),
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file of the same directory (created if need
+/// be), synced and renamed over `path`: a reader sees the old file or the new one, never half of
+/// one, and writers of other processes or threads do not meet on the temporary name.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().map_or_else(Default::default, |n| n.to_string_lossy());
     let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        key.hex(),
+        ".{name}.{}.{}.tmp",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
-        file.write_all(&encode(cubin))?;
+        file.write_all(bytes)?;
         file.sync_data()?;
-        fs::rename(&tmp, dir.join(format!("{}.{EXTENSION}", key.hex())))
+        fs::rename(&tmp, path)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -55,7 +55,7 @@ pub use search::Candidate;
 pub use table::{bucket_floor, bucket_of, BUCKETS};
 
 use crate::error::Result;
-use crate::kernel_cache::{CACHE_DIR_ENV, CACHE_DISABLE_ENV};
+use crate::kernel_cache::cache_dir;
 use crate::launch::LaunchConfig;
 use crate::module::Function;
 use crate::stream::Stream;
@@ -134,17 +134,7 @@ impl Autotuner {
     /// assert!(tuner.stats().file.is_some() || tuner.stats().why_memory_only.is_some());
     /// ```
     pub fn from_env() -> Autotuner {
-        let path = if std::env::var(CACHE_DISABLE_ENV).is_ok_and(|v| v == "1") {
-            Err(format!("{CACHE_DISABLE_ENV}=1"))
-        } else {
-            match std::env::var_os(CACHE_DIR_ENV).filter(|v| !v.is_empty()) {
-                Some(dir) => Ok(PathBuf::from(dir).join(TUNE_FILE)),
-                None => dirs::cache_dir()
-                    .map(|d| d.join("cudrv").join(TUNE_FILE))
-                    .ok_or_else(|| format!("no user cache directory; set {CACHE_DIR_ENV}")),
-            }
-        };
-        Autotuner::new(Store::new(path))
+        Autotuner::new(Store::new(cache_dir(None).map(|dir| dir.join(TUNE_FILE))))
     }
 
     /// A tuner kept in the file `path` (created at the first tuning).

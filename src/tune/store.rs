@@ -159,18 +159,10 @@ impl Store {
     }
 }
 
-/// Writes the file under a temporary name and renames it over the old one, so that a reader
-/// sees the old file or the new one, never half of one.
+/// Writes the file whole, atomically (`kernel_cache::write_atomically`).
 fn write_atomically(path: &Path, file: &File) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
     let json = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&tmp, json)?;
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
+    crate::kernel_cache::write_atomically(path, &json)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::ptr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::timing::median;
 use cudrv::sys::{self, CUdeviceptr};
 use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, PinnedHostBuffer, Result, Stream};
 
@@ -17,11 +18,6 @@ struct Row {
     unit: &'static str,
     /// true: smaller is better (times); false: larger is better (bandwidths).
     lower_is_better: bool,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Calls a raw driver function pointer and checks its result.
