@@ -88,8 +88,15 @@ impl Context {
             profiler: Profiler::new(raw),
         });
         ctx.bind_to_thread()?;
-        if std::env::var(crate::profile::PROFILE_ENV).is_ok_and(|v| v == "1") {
-            ctx.profiler.enable()?;
+        if let Ok(value) = std::env::var(crate::profile::PROFILE_ENV) {
+            match crate::profile::Sampling::parse(&value) {
+                Ok(Some(sampling)) => {
+                    ctx.profiler.set_sampling(sampling);
+                    ctx.profiler.enable()?;
+                }
+                Ok(None) => {}
+                Err(e) => eprintln!("cudrv: {}: {e}; profiling stays off", crate::profile::PROFILE_ENV),
+            }
         }
         Ok(ctx)
     }
@@ -106,7 +113,7 @@ impl Context {
         self.raw
     }
 
-    /// The context's kernel profiler (off unless `CUDRV_PROFILE=1` or
+    /// The context's kernel profiler (off unless `CUDRV_PROFILE=1` (or `1/N`) or
     /// [`Profiler::enable`](crate::profile::Profiler::enable)).
     ///
     /// ```no_run

@@ -324,7 +324,7 @@ impl<'a> LaunchArgs<'a> {
         )?;
         ctx.bind_to_thread()?;
         let (g, b) = (config.grid_dim, config.block_dim);
-        let timed = ctx.profiler().begin(self.stream);
+        let timed = ctx.profiler().begin(self.stream, self.function);
         // SAFETY: the configuration was checked against the limits; the parameter pointers are
         // valid for the borrow 'a; their agreement with the kernel is the caller's contract.
         let launched = unsafe {

@@ -137,3 +137,52 @@ fn blas_launches_are_keyed_by_operation_and_shape_and_carry_their_work() {
         assert!(r.table().contains("4 blocks for"), "{}", r.table());
     }
 }
+
+#[test]
+fn sampling_counts_every_launch_and_a_long_run_stays_bounded() {
+    let Some((ctx, _turn)) = gpu::alone("sampling_counts_every_launch_and_a_long_run_stays_bounded") else {
+        return;
+    };
+    use cudrv::profile::{Sampling, DEFAULT_TRACE_CAPACITY, FIRST_TIMED};
+    let s = ctx.new_stream().unwrap();
+    let prof = ctx.profiler();
+    let mut x = DeviceBuffer::from_slice(&s, &vec![1.0f32; 1 << 16]).unwrap();
+    prof.clear().unwrap();
+    prof.set_trace_capacity(500);
+    prof.set_sampling(Sampling::OneIn(16));
+    prof.enable().unwrap();
+    let n = 5000usize;
+    for _ in 0..n {
+        ops::scale_in_place(&mut x, 1.0f32).unwrap();
+    }
+    let r = prof.report().unwrap();
+    assert_eq!(r.kernels.len(), 1, "{}", r.table());
+    let k = &r.kernels[0];
+    // Every launch counted; the first FIRST_TIMED and then about one in 16 timed (expected 320
+    // more, standard deviation about 17).
+    assert_eq!(k.launches, n, "{}", r.table());
+    let extra = k.count - FIRST_TIMED as usize;
+    assert!((240..=400).contains(&extra), "{} timed\n{}", k.count, r.table());
+    assert_eq!(r.samples.len() + r.dropped_samples as usize, k.count);
+    assert!(r.table().contains(&format!("{}/{n}", k.count)), "{}", r.table());
+    // Every launch timed, more launches than the trace keeps and than are read back at once:
+    // the figures cover all, the trace the last 500, in launch order.
+    prof.clear().unwrap();
+    prof.set_sampling(Sampling::Every);
+    let n = 3000usize;
+    for _ in 0..n {
+        ops::scale_in_place(&mut x, 1.0f32).unwrap();
+    }
+    let r = prof.report().unwrap();
+    let k = &r.kernels[0];
+    assert_eq!((k.count, k.launches), (n, n), "{}", r.table());
+    assert_eq!((r.samples.len(), r.dropped_samples), (500, 2500));
+    assert!(r.samples.windows(2).all(|w| w[1].start_us >= w[0].start_us));
+    assert!(k.min_us > 0.0 && k.min_us <= k.p50_us && k.p50_us <= k.p99_us && k.p99_us <= k.max_us);
+    assert!((k.total_us - k.mean_us * n as f64).abs() < 1e-6 * k.total_us);
+    assert!(r.table().contains("2500 earlier launches"), "{}", r.table());
+    prof.disable();
+    prof.set_trace_capacity(DEFAULT_TRACE_CAPACITY);
+    prof.clear().unwrap();
+    assert_eq!(x.to_vec().unwrap()[..4], [1.0f32; 4]);
+}

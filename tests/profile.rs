@@ -97,6 +97,7 @@ fn work_gives_rates_and_launch_shapes_give_advice() {
     let table = Report {
         kernels: vec![k.clone()],
         samples: samples.clone(),
+        dropped_samples: 0,
     }
     .table();
     assert!(

@@ -95,7 +95,7 @@ impl Monitor {
     pub fn snapshot(&self) -> Result<Snapshot> {
         let (free, total) = self.ctx.memory_info()?;
         let profiler = self.ctx.profiler();
-        let kernels = profiler.finished()?.kernels;
+        let kernels = profiler.kernel_stats()?;
         let snapshot = Snapshot {
             unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -3,9 +3,14 @@
 //! launch path; [`Profiler::report`] waits for the timed launches and gives per-kernel figures,
 //! flags and advice, as a table, JSON or a Chrome trace.
 //!
-//! Off (the default, unless `CUDRV_PROFILE=1` when the context is made) it costs one relaxed
-//! atomic load per launch. On, two `cuEventRecord`s per launch (events are reused). Launches
-//! recorded into a graph capture are not timed (a captured event cannot be waited on).
+//! Off (the default, unless `CUDRV_PROFILE` is set when the context is made) it costs one
+//! relaxed atomic load per launch. On, two `cuEventRecord`s per timed launch (events are
+//! reused): every launch by default (`CUDRV_PROFILE=1`), or each kernel's first few and then
+//! one in `N` ([`Sampling::OneIn`], `CUDRV_PROFILE=1/N`), which divides the host cost by about
+//! `N`. Launches recorded into a graph capture are not timed (a captured event cannot be
+//! waited on). Memory stays bounded in a long run: finished launches are read back every
+//! thousand or so, each kernel keeps running figures ([`KEPT`] durations for its
+//! percentiles), and the trace keeps the last [`DEFAULT_TRACE_CAPACITY`] launches.
 //!
 //! ```no_run
 //! use cudrv::{ops, DeviceBuffer};
@@ -23,18 +28,22 @@
 //! ```
 
 mod report;
+mod sampling;
 pub(crate) mod scope;
 mod stats;
-
-use std::collections::HashMap;
-use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+mod tally;
 
 use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use report::Report;
+pub use sampling::{Sampling, FIRST_TIMED};
 pub use stats::{summarize, Flag, KernelStats, Sample, HIGH_CV, OUTLIER_FACTOR, SLOW_US};
+pub use tally::KEPT;
+
+use tally::Tally;
 
 use crate::context::bind_raw;
 use crate::driver::cu;
@@ -44,13 +53,19 @@ use crate::module::Function;
 use crate::stream::Stream;
 use crate::sys;
 
-/// `CUDRV_PROFILE=1` switches profiling on for every context as it is made.
+/// `CUDRV_PROFILE=1` switches profiling on for every context as it is made; `CUDRV_PROFILE=1/N`
+/// times one launch in `N` ([`Sampling::parse`]).
 pub const PROFILE_ENV: &str = "CUDRV_PROFILE";
 
-/// A launch whose end has not been recorded yet.
+/// A launch the profiler counted, whose end has not been recorded yet.
 pub(crate) struct Begun {
-    start: sys::CUevent,
-    end: sys::CUevent,
+    /// Its kernel's index in `State::kernels`.
+    key: usize,
+    /// The operation's work, when this launch carries it.
+    flops: f64,
+    bytes: f64,
+    /// Its start and end events, when it is timed.
+    events: Option<(sys::CUevent, sys::CUevent)>,
 }
 
 /// Adds the occupancy and grid advice for a kernel's last launch `cfg` of `f`.
@@ -90,26 +105,156 @@ fn finished(event: sys::CUevent) -> bool {
 
 /// A timed launch whose events the report has not read yet.
 struct Pending {
-    function: Function,
-    config: LaunchConfig,
-    /// The operation the launch belongs to (BLAS), if any.
-    op: Option<Arc<scope::Op>>,
-    /// Whether this launch carries the operation's work (its first launch does).
-    credit: bool,
+    /// Its kernel's index in `State::kernels`.
+    key: usize,
     stream: u64,
+    /// The operation's work, when this launch carries it.
+    flops: f64,
+    bytes: f64,
     start: sys::CUevent,
     end: sys::CUevent,
 }
 
-#[derive(Default)]
+/// A kernel's figures so far, under its report name.
+struct Kernel {
+    name: String,
+    tally: Tally,
+    /// Its last timed launch (for the occupancy and grid advice).
+    shape: Option<(Function, LaunchConfig)>,
+}
+
+/// Timed launches read back in one go, at most, before the launch path reads the finished
+/// ones (keeps the events and the pending list bounded in a long run).
+const HARVEST_EVERY: usize = 1024;
+
+/// Timed launches kept for [`Report::samples`] (the trace) by default.
+pub const DEFAULT_TRACE_CAPACITY: usize = 100_000;
+
 struct State {
     /// Recorded when profiling was switched on: the trace's time zero.
     origin: Option<sys::CUevent>,
-    pending: Vec<Pending>,
-    done: Vec<Sample>,
-    /// Each key's last launch (for the occupancy and grid advice).
-    shapes: HashMap<String, (Function, LaunchConfig)>,
+    pending: VecDeque<Pending>,
+    /// The pending length at which the launch path next reads finished launches.
+    harvest_at: usize,
+    index: HashMap<String, usize>,
+    kernels: Vec<Kernel>,
+    /// The last `trace_capacity` timed launches.
+    trace: VecDeque<Sample>,
+    trace_capacity: usize,
+    /// Timed launches that left the trace window (still in their kernel's figures).
+    dropped: u64,
+    sampling: Sampling,
+    rng: u64,
     spare: Vec<sys::CUevent>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            origin: None,
+            pending: VecDeque::new(),
+            harvest_at: HARVEST_EVERY,
+            index: HashMap::new(),
+            kernels: Vec::new(),
+            trace: VecDeque::new(),
+            trace_capacity: DEFAULT_TRACE_CAPACITY,
+            dropped: 0,
+            sampling: Sampling::Every,
+            rng: 0x2545_f491_4f6c_dd1d,
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl State {
+    /// The index of the kernel `function` is reported under (inside `op`: "label / name").
+    fn key(&mut self, function: &Function, op: Option<&scope::Op>) -> usize {
+        let found = match op {
+            None => self.index.get(function.name()).copied(),
+            Some(_) => None,
+        };
+        if let Some(i) = found {
+            return i;
+        }
+        let name = match op {
+            Some(op) => format!("{} / {}", op.label, function.name()),
+            None => function.name().to_string(),
+        };
+        if let Some(&i) = self.index.get(&name) {
+            return i;
+        }
+        self.kernels.push(Kernel {
+            name: name.clone(),
+            tally: Tally::default(),
+            shape: None,
+        });
+        self.index.insert(name, self.kernels.len() - 1);
+        self.kernels.len() - 1
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Reads the pending launches in launch order: all of them (`wait`), or up to the first the
+    /// GPU has not finished. The first error stops the reading and leaves the rest pending.
+    fn harvest(&mut self, wait: bool) -> Result<()> {
+        while let Some(p) = self.pending.front() {
+            if !wait && !finished(p.end) {
+                break;
+            }
+            let (mut ms, mut since) = (0.0f32, 0.0f32);
+            // SAFETY: the events are live and were recorded (end after start) on one stream.
+            unsafe { cu!(cuEventSynchronize(p.end)).and_then(|()| cu!(cuEventElapsedTime(&mut ms, p.start, p.end)))? };
+            if let Some(o) = self.origin {
+                // SAFETY: both events are live and recorded in this context.
+                let _ = unsafe { cu!(cuEventElapsedTime(&mut since, o, p.start)) };
+            }
+            let Some(p) = self.pending.pop_front() else { break };
+            self.spare.extend([p.start, p.end]);
+            let duration_us = f64::from(ms) * 1e3;
+            let kernel = &mut self.kernels[p.key];
+            kernel.tally.add(duration_us, p.flops, p.bytes);
+            if self.trace_capacity == 0 {
+                self.dropped += 1;
+                continue;
+            }
+            if self.trace.len() >= self.trace_capacity {
+                self.trace.pop_front();
+                self.dropped += 1;
+            }
+            self.trace.push_back(Sample {
+                name: kernel.name.clone(),
+                stream: p.stream,
+                start_us: f64::from(since) * 1e3,
+                duration_us,
+                flops: p.flops,
+                bytes: p.bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Every kernel's figures (those timed at least once), most total time first.
+    fn kernel_stats(&self) -> Vec<KernelStats> {
+        let mut out: Vec<KernelStats> = self
+            .kernels
+            .iter()
+            .filter(|k| k.tally.count > 0)
+            .map(|k| {
+                let mut stats = KernelStats::from_tally(&k.name, &k.tally);
+                if let Some((f, cfg)) = &k.shape {
+                    advise(&mut stats, f, cfg);
+                }
+                stats
+            })
+            .collect();
+        out.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+        out
+    }
 }
 
 /// A context's kernel profiler ([`crate::Context::profiler`]).
@@ -191,6 +336,54 @@ impl Profiler {
         self.on.store(false, Ordering::Relaxed);
     }
 
+    /// Chooses which launches are timed from now on: every one (the default; two
+    /// `cuEventRecord`s per launch, a few microseconds of host time on a VM), or one in `n` of
+    /// each kernel's launches after its first [`FIRST_TIMED`] (the host cost divided by about
+    /// `n`; counts stay exact, durations and rates are estimated from the timed launches).
+    /// `CUDRV_PROFILE=1/N` sets `OneIn(N)` for every context.
+    ///
+    /// ```no_run
+    /// use cudrv::profile::Sampling;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().set_sampling(Sampling::OneIn(16));
+    /// ctx.profiler().enable()?;
+    /// assert_eq!(ctx.profiler().sampling(), Sampling::OneIn(16));
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn set_sampling(&self, sampling: Sampling) {
+        self.state.lock().sampling = sampling;
+    }
+
+    /// Which launches are timed.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// println!("{:?}", ctx.profiler().sampling());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn sampling(&self) -> Sampling {
+        self.state.lock().sampling
+    }
+
+    /// Keeps the last `capacity` timed launches for [`Report::samples`] and the trace (default
+    /// [`DEFAULT_TRACE_CAPACITY`]); older ones leave the trace but stay in their kernel's
+    /// figures, and [`Report::dropped_samples`] counts them. The profiler's memory is bounded
+    /// by this and by [`KEPT`] durations per kernel, however long it runs.
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().set_trace_capacity(1000);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn set_trace_capacity(&self, capacity: usize) {
+        let mut state = self.state.lock();
+        state.trace_capacity = capacity;
+        while state.trace.len() > capacity {
+            state.trace.pop_front();
+            state.dropped += 1;
+        }
+    }
+
     /// Waits for the launches timed so far and returns every timed launch's figures (those of
     /// earlier reports included, until [`Profiler::clear`]).
     ///
@@ -205,8 +398,8 @@ impl Profiler {
         self.collect(true)
     }
 
-    /// Like [`Profiler::report`], without waiting: the launches whose end the GPU has reached;
-    /// those still queued or running are read by a later call (the device monitor's view).
+    /// Like [`Profiler::report`], without waiting: the launches the GPU has finished, in launch
+    /// order up to the first one still queued or running (read by a later call).
     ///
     /// ```no_run
     /// let ctx = cudrv::Context::new(0)?;
@@ -219,62 +412,35 @@ impl Profiler {
         self.collect(false)
     }
 
-    /// Reads the pending launches' events (all of them, waiting, or those already finished).
+    /// The per-kernel figures of [`Profiler::finished`] without the launches themselves: what
+    /// a monitor polls (no copy of the trace).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().enable()?;
+    /// assert!(ctx.profiler().kernel_stats()?.is_empty());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn kernel_stats(&self) -> Result<Vec<KernelStats>> {
+        let mut state = self.state.lock();
+        bind_raw(self.ctx)?;
+        state.harvest(false)?;
+        Ok(state.kernel_stats())
+    }
+
+    /// Reads the pending launches (all of them, waiting, or those already finished).
     fn collect(&self, wait: bool) -> Result<Report> {
         let mut state = self.state.lock();
         bind_raw(self.ctx)?;
-        let pending = std::mem::take(&mut state.pending);
-        let origin = state.origin;
-        let mut first_error = None;
-        for p in pending {
-            if first_error.is_some() || (!wait && !finished(p.end)) {
-                state.pending.push(p);
-                continue;
-            }
-            let mut ms = 0.0f32;
-            let mut since = 0.0f32;
-            // SAFETY: the events are live and were recorded (end after start) on one stream.
-            let timed = unsafe {
-                cu!(cuEventSynchronize(p.end)).and_then(|()| cu!(cuEventElapsedTime(&mut ms, p.start, p.end)))
-            };
-            if let Some(o) = origin {
-                // SAFETY: both events are live and recorded in this context.
-                let _ = unsafe { cu!(cuEventElapsedTime(&mut since, o, p.start)) };
-            }
-            state.spare.push(p.start);
-            state.spare.push(p.end);
-            let name = match &p.op {
-                Some(op) => format!("{} / {}", op.label, p.function.name()),
-                None => p.function.name().to_string(),
-            };
-            match timed {
-                Ok(()) => {
-                    state.done.push(Sample {
-                        name: name.clone(),
-                        stream: p.stream,
-                        start_us: since as f64 * 1e3,
-                        duration_us: ms as f64 * 1e3,
-                        flops: p.op.as_ref().filter(|_| p.credit).map_or(0.0, |op| op.flops),
-                        bytes: p.op.as_ref().filter(|_| p.credit).map_or(0.0, |op| op.bytes),
-                    });
-                    state.shapes.insert(name, (p.function, p.config));
-                }
-                Err(e) => first_error = Some(e),
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        let mut report = Report::from_samples(state.done.clone());
-        for k in &mut report.kernels {
-            if let Some((f, cfg)) = state.shapes.get(&k.name) {
-                advise(k, f, cfg);
-            }
-        }
-        Ok(report)
+        state.harvest(wait)?;
+        Ok(Report {
+            kernels: state.kernel_stats(),
+            samples: state.trace.iter().cloned().collect(),
+            dropped_samples: state.dropped,
+        })
     }
 
-    /// Forgets the launches timed so far.
+    /// Waits for the launches timed so far, then forgets every figure.
     ///
     /// ```no_run
     /// let ctx = cudrv::Context::new(0)?;
@@ -283,21 +449,48 @@ impl Profiler {
     /// # Ok::<(), cudrv::Error>(())
     /// ```
     pub fn clear(&self) -> Result<()> {
-        self.report()?;
         let mut state = self.state.lock();
-        state.done.clear();
-        state.shapes.clear();
+        bind_raw(self.ctx)?;
+        state.harvest(true)?;
+        state.kernels.clear();
+        state.index.clear();
+        state.trace.clear();
+        state.dropped = 0;
         Ok(())
     }
 
-    /// Before a launch on `stream`: records its start event (`None` when the profiler is off, or
-    /// the stream is capturing a graph).
+    /// Before a launch of `function` on `stream`: counts it and, if it is to be timed, records
+    /// its start event. `None` when the profiler is off or the stream is capturing a graph (a
+    /// captured event cannot be waited on).
     #[inline]
-    pub(crate) fn begin(&self, stream: &Stream) -> Option<Begun> {
+    pub(crate) fn begin(&self, stream: &Stream, function: &Function) -> Option<Begun> {
         if !self.enabled() || stream.is_capturing() {
             return None;
         }
+        let op = scope::current();
+        // The operation's work goes with its first launch (a split product's reduction, for
+        // one, carries none).
+        let credit = op.as_ref().is_some_and(|o| !o.credited.swap(true, Ordering::Relaxed));
+        let (flops, bytes) = match (&op, credit) {
+            (Some(o), true) => (o.flops, o.bytes),
+            _ => (0.0, 0.0),
+        };
         let mut state = self.state.lock();
+        let key = state.key(function, op.as_deref());
+        let launches = {
+            let t = &mut state.kernels[key].tally;
+            t.launches += 1;
+            t.launches
+        };
+        let random = state.random();
+        if !state.sampling.times(launches, random) {
+            return Some(Begun {
+                key,
+                flops,
+                bytes,
+                events: None,
+            });
+        }
         let start = self.event(&mut state).ok()?;
         let end = match self.event(&mut state) {
             Ok(e) => e,
@@ -311,34 +504,59 @@ impl Profiler {
             state.spare.extend([start, end]);
             return None;
         }
-        Some(Begun { start, end })
+        Some(Begun {
+            key,
+            flops,
+            bytes,
+            events: Some((start, end)),
+        })
     }
 
-    /// After a successful launch: records its end event and keeps the pair for the report.
+    /// After a successful launch: records its end event and keeps the pair for the report;
+    /// every [`HARVEST_EVERY`] timed launches, reads those the GPU has finished.
     #[inline]
     pub(crate) fn end(&self, begun: Begun, function: &Function, config: &LaunchConfig, stream: &Stream) {
+        let Some((start, end)) = begun.events else {
+            return;
+        };
         let mut state = self.state.lock();
         // SAFETY: the event and the stream are live.
-        if unsafe { cu!(cuEventRecord(begun.end, stream.raw())) }.is_err() {
-            state.spare.extend([begun.start, begun.end]);
+        if unsafe { cu!(cuEventRecord(end, stream.raw())) }.is_err() {
+            state.spare.extend([start, end]);
             return;
         }
-        let op = scope::current();
-        let credit = op.as_ref().is_some_and(|o| !o.credited.swap(true, Ordering::Relaxed));
-        state.pending.push(Pending {
-            function: function.clone(),
-            config: *config,
-            op,
-            credit,
+        let kernel = &mut state.kernels[begun.key];
+        let same = kernel
+            .shape
+            .as_ref()
+            .is_some_and(|(f, c)| f.raw() == function.raw() && c == config);
+        if !same {
+            kernel.shape = Some((function.clone(), *config));
+        }
+        state.pending.push_back(Pending {
+            key: begun.key,
             stream: stream.raw() as u64,
-            start: begun.start,
-            end: begun.end,
+            flops: begun.flops,
+            bytes: begun.bytes,
+            start,
+            end,
         });
+        if state.pending.len() >= state.harvest_at {
+            // An error here stays pending and is reported by the next report.
+            let _ = state.harvest(false);
+            state.harvest_at = state.pending.len() + HARVEST_EVERY;
+        }
     }
 
-    /// After a failed launch: the events go back.
+    /// After a failed launch: the events go back and the launch is not counted.
     pub(crate) fn abandon(&self, begun: Begun) {
-        self.state.lock().spare.extend([begun.start, begun.end]);
+        let mut state = self.state.lock();
+        if let Some(k) = state.kernels.get_mut(begun.key) {
+            k.tally.launches = k.tally.launches.saturating_sub(1);
+        }
+        if let Some((start, end)) = begun.events {
+            state.spare.extend([start, end]);
+        }
     }
 
     /// A timing event, reused or new.

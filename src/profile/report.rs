@@ -20,8 +20,11 @@ use super::stats::{summarize, KernelStats, Sample};
 pub struct Report {
     /// Per kernel, most total device time first.
     pub kernels: Vec<KernelStats>,
-    /// Every timed launch, in the order they were launched.
+    /// The timed launches, in the order they were launched: all of them, or the last
+    /// [`super::Profiler::set_trace_capacity`] of them.
     pub samples: Vec<Sample>,
+    /// Timed launches older than those in `samples` (they are in `kernels`' figures).
+    pub dropped_samples: u64,
 }
 
 impl Report {
@@ -35,6 +38,7 @@ impl Report {
         Report {
             kernels: summarize(&samples),
             samples,
+            dropped_samples: 0,
         }
     }
 
@@ -52,15 +56,19 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>7}",
+            "{:<40} {:>13} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8} {:>7}",
             "kernel", "count", "total us", "mean us", "std us", "min us", "max us", "p99 us", "CV %", "TFLOP/s", "GB/s"
         );
         for k in &self.kernels {
             let _ = writeln!(
                 s,
-                "{:<40} {:>7} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1} {:>8} {:>7}",
+                "{:<40} {:>13} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1} {:>8} {:>7}",
                 k.name,
-                k.count,
+                if k.launches > k.count {
+                    format!("{}/{}", k.count, k.launches)
+                } else {
+                    k.count.to_string()
+                },
                 k.total_us,
                 k.mean_us,
                 k.std_us,
@@ -74,6 +82,16 @@ impl Report {
             for (flag, advice) in k.flags.iter().zip(&k.advice) {
                 let _ = writeln!(s, "    {flag}: {advice}");
             }
+        }
+        if self.kernels.iter().any(|k| k.launches > k.count) {
+            s.push_str("count: timed/launched (the profiler samples; figures are the timed launches')\n");
+        }
+        if self.dropped_samples > 0 {
+            let _ = writeln!(
+                s,
+                "{} earlier launches are in the figures but no longer in the trace",
+                self.dropped_samples
+            );
         }
         s
     }

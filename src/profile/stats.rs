@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::tally::Tally;
+
 /// One timed launch.
 ///
 /// ```
@@ -74,8 +76,11 @@ impl std::fmt::Display for Flag {
 pub struct KernelStats {
     /// The kernel's name.
     pub name: String,
-    /// Launches.
+    /// Timed launches: the figures below are theirs.
     pub count: usize,
+    /// Launches made while profiling, timed or not: `count` unless the profiler samples
+    /// ([`super::Sampling::OneIn`]).
+    pub launches: usize,
     /// Total device time, microseconds.
     pub total_us: f64,
     /// Mean, microseconds.
@@ -88,7 +93,8 @@ pub struct KernelStats {
     pub max_us: f64,
     /// Median, microseconds.
     pub p50_us: f64,
-    /// 99th percentile (nearest rank), microseconds.
+    /// 99th percentile (nearest rank), microseconds. Both percentiles are exact up to
+    /// [`super::KEPT`] timed launches, then estimated from a uniform sample of that many.
     pub p99_us: f64,
     /// Standard deviation over mean.
     pub cv: f64,
@@ -129,42 +135,34 @@ impl KernelStats {
     /// assert!(s.flags.contains(&Flag::Outliers));
     /// ```
     pub fn of(name: &str, samples: &[&Sample]) -> KernelStats {
-        let mut d: Vec<f64> = samples.iter().map(|s| s.duration_us).collect();
-        d.sort_by(|a, b| a.total_cmp(b));
-        let count = d.len();
-        let total: f64 = d.iter().sum();
-        let mean = if count > 0 { total / count as f64 } else { 0.0 };
-        let var = if count > 0 {
-            d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / count as f64
-        } else {
-            0.0
-        };
-        let std = var.sqrt();
-        let rank = |q: f64| -> f64 {
-            if count == 0 {
-                return 0.0;
-            }
-            let r = ((q * count as f64).ceil() as usize).clamp(1, count);
-            d[r - 1]
-        };
-        let (min, max) = (d.first().copied().unwrap_or(0.0), d.last().copied().unwrap_or(0.0));
-        let cv = if mean > 0.0 { std / mean } else { 0.0 };
-        let rate = |per: f64, work: f64| (work > 0.0 && total > 0.0).then(|| work / total / per);
-        let tflops = rate(1e6, samples.iter().map(|s| s.flops).sum());
-        let gbps = rate(1e3, samples.iter().map(|s| s.bytes).sum());
+        let mut tally = Tally::default();
+        for s in samples {
+            tally.add(s.duration_us, s.flops, s.bytes);
+        }
+        tally.launches = tally.count;
+        KernelStats::from_tally(name, &tally)
+    }
+
+    /// The figures of a kernel's running tally.
+    pub(crate) fn from_tally(name: &str, t: &Tally) -> KernelStats {
+        let (mean, std) = (t.mean(), t.std());
+        let [p50, p99] = t.quantiles([0.5, 0.99]);
+        let timed = t.count > 0;
+        let rate = |per: f64, work: f64| (work > 0.0 && t.total > 0.0).then(|| work / t.total / per);
         let mut stats = KernelStats {
             name: name.into(),
-            count,
-            total_us: total,
+            count: t.count as usize,
+            launches: t.launches.max(t.count) as usize,
+            total_us: t.total,
             mean_us: mean,
             std_us: std,
-            min_us: min,
-            max_us: max,
-            p50_us: rank(0.5),
-            p99_us: rank(0.99),
-            cv,
-            tflops,
-            gbps,
+            min_us: if timed { t.min } else { 0.0 },
+            max_us: if timed { t.max } else { 0.0 },
+            p50_us: p50,
+            p99_us: p99,
+            cv: if mean > 0.0 { std / mean } else { 0.0 },
+            tflops: rate(1e6, t.flops),
+            gbps: rate(1e3, t.bytes),
             grid: None,
             block: None,
             occupancy: None,
@@ -263,14 +261,15 @@ impl KernelStats {
                 ),
             );
         }
-        if self.count >= 100 && self.mean_us < 5.0 {
+        if self.launches.max(self.count) >= 100 && self.mean_us < 5.0 {
             flag(
                 Flag::LaunchBound,
                 format!(
                     "{} launches of {:.1} us each: the host's launch cost (a few us) is as large as the work; \
                      replay them as a graph (Stream::capture), run them in the persistent executor \
                      (cudrv::exec) or fuse them (cudrv::fuse)",
-                    self.count, self.mean_us
+                    self.launches.max(self.count),
+                    self.mean_us
                 ),
             );
         }

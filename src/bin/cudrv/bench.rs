@@ -173,34 +173,50 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
         unit: "us",
         lower_is_better: true,
     });
-    // The same launches with the profiler on (two event records each), alternating with raw
-    // launches so both see the same state of the machine.
-    ctx.profiler().enable()?;
-    let (mut t_prof, mut t_raw2) = (Vec::new(), Vec::new());
-    for _ in 0..15 {
-        t_prof.push(ours_batch()?);
-        stream.synchronize()?;
-        t_raw2.push(raw_batch()?);
-        stream.synchronize()?;
+    // The same launches with the profiler on, timing every launch (two event records each)
+    // and then one in 16, alternating with raw launches so both see the same state of the
+    // machine. Every launch must be counted, and timed as the sampling says.
+    use cudrv::profile::Sampling;
+    for sampling in [Sampling::Every, Sampling::OneIn(16)] {
+        ctx.profiler().set_sampling(sampling);
+        ctx.profiler().enable()?;
+        let (mut t_prof, mut t_raw2) = (Vec::new(), Vec::new());
+        for _ in 0..15 {
+            t_prof.push(ours_batch()?);
+            stream.synchronize()?;
+            t_raw2.push(raw_batch()?);
+            stream.synchronize()?;
+        }
+        let profiled = ctx.profiler().report()?;
+        ctx.profiler().disable();
+        ctx.profiler().set_sampling(Sampling::Every);
+        ctx.profiler().clear()?;
+        let (timed, launched) = profiled
+            .kernels
+            .iter()
+            .fold((0, 0), |(t, l), k| (t + k.count, l + k.launches));
+        let expected = match sampling {
+            Sampling::Every => timed == launched,
+            Sampling::OneIn(n) => timed * (n as usize) < 2 * launched,
+        };
+        if launched != 15 * BATCH || !expected {
+            return Err(cudrv::Error::InvalidArgument(format!(
+                "timing {sampling:?}, the profiler counted {launched} launches of {} and timed {timed}",
+                15 * BATCH
+            )));
+        }
+        rows.push(Row {
+            name: match sampling {
+                Sampling::Every => "launch enqueue, profiler on (per launch)".into(),
+                Sampling::OneIn(n) => format!("launch enqueue, profiler 1 in {n} ({timed} of {launched} timed)"),
+            },
+            cudrv: median(t_prof),
+            reference: median(t_raw2),
+            reference_name: "raw cuLaunchKernel",
+            unit: "us",
+            lower_is_better: true,
+        });
     }
-    let profiled = ctx.profiler().report()?;
-    ctx.profiler().disable();
-    ctx.profiler().clear()?;
-    if profiled.samples.len() != 15 * BATCH {
-        return Err(cudrv::Error::InvalidArgument(format!(
-            "the profiler timed {} launches of {}",
-            profiled.samples.len(),
-            15 * BATCH
-        )));
-    }
-    rows.push(Row {
-        name: "launch enqueue, profiler on (per launch)".into(),
-        cudrv: median(t_prof),
-        reference: median(t_raw2),
-        reference_name: "raw cuLaunchKernel",
-        unit: "us",
-        lower_is_better: true,
-    });
     let raw_us = rows
         .iter()
         .find(|r| r.reference_name == "raw cuLaunchKernel")
