@@ -30,6 +30,7 @@ fn executor_kernel_compiles_with_every_chain() {
             .no_cache()
             .compile()
             .unwrap_or_else(|e| panic!("{e}\n{source}"));
-        assert!(c.ptx().contains(".entry cudrv_executor"));
+        assert!(c.ptx().contains(".entry cudrv_executor("));
+        assert!(c.ptx().contains(".entry cudrv_executor_fetch("));
     }
 }

@@ -96,8 +96,22 @@ fn exec_runs_random_chains_like_the_reference() {
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
-    for blocks_per_sm in [1, 4] {
-        let exec = Executor::builder(&ctx).blocks_per_sm(blocks_per_sm).start().unwrap();
+    // With the fetcher block (on a multiprocessor of its own) and without it (block 0 fetches),
+    // with few and with as many worker blocks as the occupancy allows on H100.
+    for (blocks_per_sm, fetcher) in [(1, true), (2, false), (4, true)] {
+        let exec = Executor::builder(&ctx)
+            .blocks_per_sm(blocks_per_sm)
+            .fetcher(fetcher)
+            .start()
+            .unwrap();
+        if !fetcher {
+            assert!(!exec.has_fetcher());
+        } else if blocks_per_sm == 1 {
+            assert!(
+                exec.has_fetcher(),
+                "one worker block per SM leaves room for the fetcher"
+            );
+        }
         for round in 0..4 {
             let n = match round {
                 0 => 1,
@@ -141,7 +155,8 @@ fn exec_runs_random_chains_like_the_reference() {
                 let e = rel_error(&buf.to_vec().unwrap(), &want[i]);
                 assert!(
                     e < 1e-4,
-                    "vector {i}, n = {n}, {blocks_per_sm} blocks/SM: error {e:e} (seed {seed:#x})"
+                    "vector {i}, n = {n}, {blocks_per_sm} blocks/SM, fetcher {}: error {e:e} (seed {seed:#x})",
+                    exec.has_fetcher()
                 );
             }
             for (k, sum) in sums.iter().enumerate() {

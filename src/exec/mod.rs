@@ -19,8 +19,13 @@
 //! submitted, waits for it (within the watchdog) and ends the kernel. An executor whose kernel
 //! does not end keeps its memory (it is never freed under a running kernel).
 //!
+//! **Fetching.** A fetcher block on a stream and a multiprocessor of its own copies submitted
+//! items from the host's queue to the device while the workers run earlier ones
+//! ([`ExecutorBuilder::fetcher`]); without it, block 0 of the workers fetches when it runs out
+//! of items.
+//!
 //! **It stays resident while it runs**: its blocks (2 of 256 threads per multiprocessor by
-//! default) spin between items, so kernels launched on other streams share the multiprocessors
+//! default on every multiprocessor but the fetcher's) spin between items, so kernels launched on other streams share the multiprocessors
 //! with it and a kernel that needs a whole one waits until shutdown (copies run as usual). Use it
 //! for a phase of many small steps, then shut it down. Starting a second executor while one runs
 //! may not fit: that is an [`Error::Timeout`] from [`ExecutorBuilder::start`], not a hang.
@@ -65,7 +70,7 @@ use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::module::Function;
 use crate::stream::Stream;
 use ring::HostRing;
-use source::{op, ITEM_WORDS, KERNEL};
+use source::{op, FETCH_KERNEL, FETCH_THREADS, ITEM_WORDS, KERNEL};
 
 /// Threads per block of the executor kernel.
 const BLOCK: u32 = 256;
@@ -91,6 +96,7 @@ pub struct ExecutorBuilder {
     capacity: usize,
     watchdog: Duration,
     blocks_per_sm: u32,
+    fetcher: bool,
 }
 
 impl ExecutorBuilder {
@@ -148,6 +154,22 @@ impl ExecutorBuilder {
     /// ```
     pub fn blocks_per_sm(mut self, blocks: u32) -> Self {
         self.blocks_per_sm = blocks;
+        self
+    }
+
+    /// Whether a fetcher block on a stream and a multiprocessor of its own copies submitted
+    /// items from the host to the device ahead of the workers (default true, on devices of two
+    /// multiprocessors or more; the workers get one multiprocessor fewer). Without it, block 0
+    /// of the workers fetches when it runs out of items and the others wait for it: a PCIe round
+    /// trip or more at the start of each batch.
+    ///
+    /// ```
+    /// # fn f(b: cudrv::exec::ExecutorBuilder) -> cudrv::exec::ExecutorBuilder {
+    /// b.fetcher(false)
+    /// # }
+    /// ```
+    pub fn fetcher(mut self, fetcher: bool) -> Self {
+        self.fetcher = fetcher;
         self
     }
 
@@ -210,8 +232,14 @@ impl ExecutorBuilder {
             ))?
         };
         let sms = self.ctx.limits().multiprocessor_count;
-        let grid = sms * self.blocks_per_sm.min(per_sm.max(1) as u32);
+        // The fetcher takes a multiprocessor of its own (all the shared memory a block may ask
+        // for, so no worker block fits beside it: one sharing its multiprocessor with PCIe
+        // copies runs slower, and every batch waits for the slowest block); the workers get the
+        // others.
+        let fetcher = self.fetcher && sms >= 2;
+        let grid = (sms - u32::from(fetcher)) * self.blocks_per_sm.min(per_sm.max(1) as u32);
         let stream = self.ctx.new_stream()?;
+        let fetch_stream = if fetcher { Some(self.ctx.new_stream()?) } else { None };
         let ring = HostRing::new(&self.ctx, self.capacity)?;
         // SAFETY: the kernel writes every slot before reading it (the tail guards it).
         let dev_ring = unsafe { DeviceBuffer::<u64>::uninit(&stream, self.capacity * ITEM_WORDS)? };
@@ -241,18 +269,48 @@ impl ExecutorBuilder {
         let (host_counters, host_items) = ring.device_pointers();
         let (p_ring, p_ctl, p_partials) = (dev_ring.device_ptr(), ctl.device_ptr(), partials.device_ptr());
         let capacity = self.capacity as u64;
-        let mut params: [*mut c_void; 6] = [
+        let fetcher_flag = u32::from(fetcher);
+        // The workers' parameters; the fetcher's are the first five.
+        let mut params: [*mut c_void; 7] = [
             &host_items as *const u64 as *mut c_void,
             &host_counters as *const u64 as *mut c_void,
             &p_ring as *const u64 as *mut c_void,
             &p_ctl as *const u64 as *mut c_void,
             &capacity as *const u64 as *mut c_void,
             &p_partials as *const u64 as *mut c_void,
+            &fetcher_flag as *const u32 as *mut c_void,
         ];
-        // SAFETY: the six parameters match the kernel's (pointers and a u64, by value, living
-        // until the call returns); the grid fits the device at this occupancy, which the
+        if let Some(fs) = &fetch_stream {
+            let fetch = module.function(FETCH_KERNEL)?;
+            let whole = self
+                .ctx
+                .limits()
+                .max_shared_per_block_optin
+                .saturating_sub(fetch.attributes().shared_size_bytes);
+            fetch.set_max_dynamic_shared_memory(whole)?;
+            // SAFETY: the first five parameters match the fetcher's (pointers and a u64, by
+            // value, living until the call returns; the driver reads as many as the kernel
+            // has); one block of FETCH_THREADS with the shared memory it was allowed above.
+            unsafe {
+                cu!(cuLaunchKernel(
+                    fetch.raw(),
+                    1,
+                    1,
+                    1,
+                    FETCH_THREADS,
+                    1,
+                    1,
+                    whole,
+                    fs.raw(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut()
+                ))?
+            };
+        }
+        // SAFETY: the seven parameters match the kernel's (pointers, a u64 and a u32, by value,
+        // living until the call returns); the grid fits the device at this occupancy, which the
         // cooperative launch checks.
-        unsafe {
+        let launched = unsafe {
             cu!(cuLaunchCooperativeKernel(
                 function.raw(),
                 grid,
@@ -264,8 +322,21 @@ impl ExecutorBuilder {
                 0,
                 stream.raw(),
                 params.as_mut_ptr()
-            ))?
+            ))
         };
+        if let Err(e) = launched {
+            // A running fetcher ends once it has copied a stop item; until then it reads the
+            // queue, so everything is left alive unless it ends within the watchdog.
+            if let Some(fs) = fetch_stream {
+                let mut stop = [0u64; ITEM_WORDS];
+                stop[0] = op::STOP;
+                ring.publish(&[stop]);
+                if fs.synchronize_timeout(self.watchdog).is_err() {
+                    std::mem::forget((fs, stream, ring, dev_ring, ctl, partials, scratch));
+                }
+            }
+            return Err(e);
+        }
         let exec = Executor {
             function,
             fusions: self.fusions,
@@ -274,6 +345,7 @@ impl ExecutorBuilder {
             watchdog: self.watchdog,
             state: Mutex::new(State::default()),
             stream: ManuallyDrop::new(stream),
+            fetch_stream: ManuallyDrop::new(fetch_stream),
             ring: ManuallyDrop::new(ring),
             scratch: ManuallyDrop::new(scratch),
             device: ManuallyDrop::new(DeviceMemory {
@@ -285,7 +357,7 @@ impl ExecutorBuilder {
         // A kernel already resident (another executor) keeps this one from starting: an error
         // rather than a wait without end. Should it start later, a stop is queued first.
         let deadline = Instant::now() + exec.watchdog;
-        while !exec.ring.started() {
+        while !(exec.ring.started() && (!fetcher || exec.ring.fetcher_started())) {
             if Instant::now() >= deadline {
                 // Should the kernel start later it finds a stop and ends; until then it may use
                 // everything the executor owns, so all of it is left alive.
@@ -359,7 +431,8 @@ impl BlockProfile {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecutorProfile {
-    /// Block 0, which also copies new items from the host.
+    /// Block 0 of the workers (which also copies new items from the host when there is no
+    /// fetcher block).
     pub fetcher: BlockProfile,
     /// Block 1 (block 0 again when there is one block).
     pub worker: BlockProfile,
@@ -406,6 +479,8 @@ pub struct Executor {
     state: Mutex<State>,
     /// What the kernel uses while it runs: dropped only once it has ended (see Drop).
     stream: ManuallyDrop<Arc<Stream>>,
+    /// The fetcher's stream, when it runs.
+    fetch_stream: ManuallyDrop<Option<Arc<Stream>>>,
     ring: ManuallyDrop<HostRing>,
     scratch: ManuallyDrop<Vec<Option<DeviceBuffer<u64>>>>,
     device: ManuallyDrop<DeviceMemory>,
@@ -437,11 +512,13 @@ impl Executor {
             capacity: 4096,
             watchdog: Duration::from_secs(10),
             blocks_per_sm: 2,
+            fetcher: true,
         }
     }
 
-    /// Where the kernel's time went so far (as of about the last finished batch): for block 0,
-    /// which also fetches items from the host, and for block 1, a plain worker. Times are SM clock
+    /// Where the kernel's time went so far (as of about the last finished batch): for block 0
+    /// (which also fetches items from the host when there is no fetcher block) and for block 1,
+    /// a plain worker. Times are SM clock
     /// cycles at the device's maximum clock, so approximate.
     ///
     /// ```no_run
@@ -478,12 +555,27 @@ impl Executor {
         })
     }
 
-    /// Resident blocks of the kernel.
+    /// Whether a fetcher block copies submitted items to the device ahead of the workers
+    /// ([`ExecutorBuilder::fetcher`]).
+    ///
+    /// ```no_run
+    /// # let ctx = cudrv::Context::new(0)?;
+    /// let exec = cudrv::exec::Executor::builder(&ctx).start()?;
+    /// println!("fetcher: {}", exec.has_fetcher());
+    /// # exec.shutdown()?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn has_fetcher(&self) -> bool {
+        self.fetch_stream.is_some()
+    }
+
+    /// Resident blocks of the kernel (workers; the fetcher is not counted).
     ///
     /// ```no_run
     /// # let ctx = cudrv::Context::new(0)?;
     /// let exec = cudrv::exec::Executor::builder(&ctx).blocks_per_sm(1).start()?;
-    /// assert_eq!(exec.blocks(), ctx.limits().multiprocessor_count);
+    /// let sms = ctx.limits().multiprocessor_count;
+    /// assert_eq!(exec.blocks(), sms - u32::from(exec.has_fetcher())); // the fetcher has an SM to itself
     /// # exec.shutdown()?;
     /// # Ok::<(), cudrv::Error>(())
     /// ```
@@ -547,13 +639,12 @@ impl Executor {
                 state.refused = Some("stopped: the executor was shut down".into());
             }
         }
-        match self.stream.synchronize_timeout(self.watchdog) {
-            Ok(()) => {
-                self.state.lock().ended = true;
-                Ok(())
-            }
-            Err(e) => Err(e),
+        self.stream.synchronize_timeout(self.watchdog)?;
+        if let Some(fs) = self.fetch_stream.as_ref() {
+            fs.synchronize_timeout(self.watchdog)?;
         }
+        self.state.lock().ended = true;
+        Ok(())
     }
 
     /// Publishes `items` (ending with `END_BATCH`) as the next batch; its number.
@@ -655,6 +746,7 @@ impl Drop for Executor {
                 ManuallyDrop::drop(&mut self.scratch);
                 ManuallyDrop::drop(&mut self.ring);
                 ManuallyDrop::drop(&mut self.stream);
+                ManuallyDrop::drop(&mut self.fetch_stream);
             }
         }
         // Otherwise the kernel may still run and read the queue and its device memory, and the

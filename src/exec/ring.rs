@@ -13,8 +13,8 @@ use crate::sys;
 /// Words before the items.
 const HEADER: usize = 16;
 
-/// Pinned, device-mapped host memory: `[tail, completed, started, 0]`, twelve profile counters,
-/// then `capacity` items.
+/// Pinned, device-mapped host memory: `[tail, completed, started, fetcher started]`, twelve
+/// profile counters, then `capacity` items.
 pub(crate) struct HostRing {
     ptr: *mut u64,
     device: sys::CUdeviceptr,
@@ -78,6 +78,11 @@ impl HostRing {
     /// Whether the kernel has started (it sets the word first thing).
     pub(crate) fn started(&self) -> bool {
         self.counter(2).load(Ordering::Acquire) != 0
+    }
+
+    /// Whether the fetcher has started (it sets the word first thing).
+    pub(crate) fn fetcher_started(&self) -> bool {
+        self.counter(3).load(Ordering::Acquire) != 0
     }
 
     /// The profile counters of block `b` (0 or 1): wait, copy, items, barrier cycles, items,

@@ -188,6 +188,7 @@ pub fn run(trials: usize) -> Result<bool> {
         graph.launch(&stream)
     })?;
     let exec = Executor::builder(&ctx).start()?;
+    let with_fetcher = exec.has_fetcher();
     let executor = executor_step(&exec, &a, trials, 50)?;
     let profile = exec.profile()?;
     // The host's share: building (checking, ordering, encoding) one step's batch.
@@ -208,13 +209,22 @@ pub fn run(trials: usize) -> Result<bool> {
     drop(large_graph);
     drop(large);
     exec.shutdown()?;
+    // By resident worker blocks, with and without the fetcher block (alternating, same run).
     let mut by_blocks = Vec::new();
     for bps in [1u32, 2, 4] {
-        let e = Executor::builder(&ctx).blocks_per_sm(bps).start()?;
-        let full = executor_step(&e, &a, trials, 50)?;
-        let nop = dispatch_only(&e, trials)?;
-        e.shutdown()?;
-        by_blocks.push((bps, full, nop));
+        for fetcher in [true, false] {
+            let e = Executor::builder(&ctx).blocks_per_sm(bps).fetcher(fetcher).start()?;
+            if fetcher && !e.has_fetcher() {
+                // No room for it beside this many workers: the run without it covers this.
+                e.shutdown()?;
+                continue;
+            }
+            let full = executor_step(&e, &a, trials, 50)?;
+            let nop = dispatch_only(&e, trials)?;
+            let has = e.has_fetcher();
+            e.shutdown()?;
+            by_blocks.push((bps, has, full, nop));
+        }
     }
 
     if rebuilt > 0 {
@@ -245,7 +255,14 @@ pub fn run(trials: usize) -> Result<bool> {
             t * 1e6 / OPS as f64
         )
     };
-    wall("persistent executor, one batch per step", executor);
+    wall(
+        if with_fetcher {
+            "persistent executor, one batch per step"
+        } else {
+            "persistent executor (no fetcher), one batch per step"
+        },
+        executor,
+    );
     println!(
         "{:<44} {:>9.1} us/step (host: checks, barriers, encoding)",
         "  of which building the batch",
@@ -281,9 +298,10 @@ pub fn run(trials: usize) -> Result<bool> {
         large_exec * 1e6
     );
     println!();
-    for (bps, full, nop) in &by_blocks {
+    for (bps, fetcher, full, nop) in &by_blocks {
         println!(
-            "executor with {bps} block(s) of 256 per SM: step {:.1} us, 170 items touching no memory {:.1} us",
+            "executor with {bps} block(s) of 256 per SM, {}: step {:.1} us, 170 items touching no memory {:.1} us",
+            if *fetcher { "fetcher block" } else { "block 0 fetches" },
             full * 1e6,
             nop * 1e6
         );
