@@ -19,13 +19,12 @@
 //! submitted, waits for it (within the watchdog) and ends the kernel. An executor whose kernel
 //! does not end keeps its memory (it is never freed under a running kernel).
 //!
-//! **Fetching.** A fetcher block on a stream and a multiprocessor of its own copies submitted
-//! items from the host's queue to the device while the workers run earlier ones
-//! ([`ExecutorBuilder::fetcher`]); without it, block 0 of the workers fetches when it runs out
-//! of items.
+//! **Fetching.** Block 0 of the workers copies submitted items from the host's queue to the
+//! device when it runs out of items; with [`ExecutorBuilder::fetcher`], a block on a stream and
+//! a multiprocessor of its own does it while the workers run earlier ones.
 //!
 //! **It stays resident while it runs**: its blocks (2 of 256 threads per multiprocessor by
-//! default on every multiprocessor but the fetcher's) spin between items, so kernels launched on other streams share the multiprocessors
+//! default, on every multiprocessor but the fetcher's) spin between items, so kernels launched on other streams share the multiprocessors
 //! with it and a kernel that needs a whole one waits until shutdown (copies run as usual). Use it
 //! for a phase of many small steps, then shut it down. Starting a second executor while one runs
 //! may not fit: that is an [`Error::Timeout`] from [`ExecutorBuilder::start`], not a hang.
@@ -158,10 +157,11 @@ impl ExecutorBuilder {
     }
 
     /// Whether a fetcher block on a stream and a multiprocessor of its own copies submitted
-    /// items from the host to the device ahead of the workers (default true, on devices of two
-    /// multiprocessors or more; the workers get one multiprocessor fewer). Without it, block 0
-    /// of the workers fetches when it runs out of items and the others wait for it: a PCIe round
-    /// trip or more at the start of each batch.
+    /// items from the host to the device ahead of the workers (on devices of two
+    /// multiprocessors or more; the workers get one multiprocessor fewer). Without it (the
+    /// default until its effect is measured, docs/kernels/exec.md), block 0 of the workers
+    /// fetches when it runs out of items and the others wait for it: a PCIe round trip or more
+    /// at the start of each batch.
     ///
     /// ```
     /// # fn f(b: cudrv::exec::ExecutorBuilder) -> cudrv::exec::ExecutorBuilder {
@@ -512,7 +512,7 @@ impl Executor {
             capacity: 4096,
             watchdog: Duration::from_secs(10),
             blocks_per_sm: 2,
-            fetcher: true,
+            fetcher: false,
         }
     }
 
@@ -560,8 +560,8 @@ impl Executor {
     ///
     /// ```no_run
     /// # let ctx = cudrv::Context::new(0)?;
-    /// let exec = cudrv::exec::Executor::builder(&ctx).start()?;
-    /// println!("fetcher: {}", exec.has_fetcher());
+    /// let exec = cudrv::exec::Executor::builder(&ctx).fetcher(true).start()?;
+    /// assert_eq!(exec.has_fetcher(), ctx.limits().multiprocessor_count > 1);
     /// # exec.shutdown()?;
     /// # Ok::<(), cudrv::Error>(())
     /// ```

@@ -257,9 +257,9 @@ pub fn run(trials: usize) -> Result<bool> {
     };
     wall(
         if with_fetcher {
-            "persistent executor, one batch per step"
+            "persistent executor (fetcher block), one batch per step"
         } else {
-            "persistent executor (no fetcher), one batch per step"
+            "persistent executor, one batch per step"
         },
         executor,
     );
