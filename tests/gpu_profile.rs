@@ -186,3 +186,44 @@ fn sampling_counts_every_launch_and_a_long_run_stays_bounded() {
     prof.clear().unwrap();
     assert_eq!(x.to_vec().unwrap()[..4], [1.0f32; 4]);
 }
+
+#[test]
+fn clearing_while_another_thread_launches_is_safe() {
+    let Some((ctx, _turn)) = gpu::alone("clearing_while_another_thread_launches_is_safe") else {
+        return;
+    };
+    let prof = ctx.profiler();
+    prof.clear().unwrap();
+    prof.enable().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let launched = std::thread::scope(|sc| {
+        let worker = sc.spawn(|| {
+            let s = ctx.new_stream().unwrap();
+            let mut x = DeviceBuffer::from_slice(&s, &vec![1.0f32; 4096]).unwrap();
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                ops::scale_in_place(&mut x, 1.0f32).unwrap();
+                n += 1;
+            }
+            s.synchronize().unwrap();
+            n
+        });
+        // Clears land between other launches' begin and end: those launches are dropped, never
+        // counted under another kernel's row, and nothing panics.
+        for _ in 0..200 {
+            prof.clear().unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        worker.join().unwrap()
+    });
+    let r = prof.report().unwrap();
+    prof.disable();
+    assert!(launched > 0);
+    assert!(r.kernels.len() <= 1, "{}", r.table());
+    for k in &r.kernels {
+        assert!(k.count <= k.launches && k.launches <= launched, "{k:?} of {launched}");
+        assert_eq!(r.samples.len(), k.count);
+    }
+    prof.clear().unwrap();
+}

@@ -59,8 +59,9 @@ pub const PROFILE_ENV: &str = "CUDRV_PROFILE";
 
 /// A launch the profiler counted, whose end has not been recorded yet.
 pub(crate) struct Begun {
-    /// Its kernel's index in `State::kernels`.
+    /// Its kernel's index in `State::kernels`, of generation `generation`.
     key: usize,
+    generation: u64,
     /// The operation's work, when this launch carries it.
     flops: f64,
     bytes: f64,
@@ -146,6 +147,9 @@ struct State {
     sampling: Sampling,
     rng: u64,
     spare: Vec<sys::CUevent>,
+    /// Counts [`Profiler::clear`]s: a launch begun before one is not counted after it (its
+    /// kernel index means nothing any more).
+    generation: u64,
 }
 
 impl Default for State {
@@ -162,6 +166,7 @@ impl Default for State {
             sampling: Sampling::Every,
             rng: 0x2545_f491_4f6c_dd1d,
             spare: Vec::new(),
+            generation: 0,
         }
     }
 }
@@ -456,6 +461,7 @@ impl Profiler {
         state.index.clear();
         state.trace.clear();
         state.dropped = 0;
+        state.generation += 1;
         Ok(())
     }
 
@@ -483,9 +489,11 @@ impl Profiler {
             t.launches
         };
         let random = state.random();
+        let generation = state.generation;
         if !state.sampling.times(launches, random) {
             return Some(Begun {
                 key,
+                generation,
                 flops,
                 bytes,
                 events: None,
@@ -506,6 +514,7 @@ impl Profiler {
         }
         Some(Begun {
             key,
+            generation,
             flops,
             bytes,
             events: Some((start, end)),
@@ -520,6 +529,11 @@ impl Profiler {
             return;
         };
         let mut state = self.state.lock();
+        // A clear since the launch began forgot its kernel: the launch is not counted.
+        if begun.generation != state.generation {
+            state.spare.extend([start, end]);
+            return;
+        }
         // SAFETY: the event and the stream are live.
         if unsafe { cu!(cuEventRecord(end, stream.raw())) }.is_err() {
             state.spare.extend([start, end]);
@@ -551,8 +565,10 @@ impl Profiler {
     /// After a failed launch: the events go back and the launch is not counted.
     pub(crate) fn abandon(&self, begun: Begun) {
         let mut state = self.state.lock();
-        if let Some(k) = state.kernels.get_mut(begun.key) {
-            k.tally.launches = k.tally.launches.saturating_sub(1);
+        if begun.generation == state.generation {
+            if let Some(k) = state.kernels.get_mut(begun.key) {
+                k.tally.launches = k.tally.launches.saturating_sub(1);
+            }
         }
         if let Some((start, end)) = begun.events {
             state.spare.extend([start, end]);
