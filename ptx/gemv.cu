@@ -14,6 +14,10 @@
 //     gemv_n: one element per load (VEC = 1), any lda and alignment, ROWS = 128.
 //     gemv_nv: 16-byte loads (VEC = 16 / sizeof(T)); needs A 16-byte aligned and lda a multiple
 //     of VEC. ROWS = 128 (f32, f64) or 256 (f16, bf16). Rows past m are handled per lane.
+//     gemv_np: gemv_nv for any lda and element offset of A: each warp reads the aligned vectors
+//     around its columns' rows, shifted by their misalignment (the same for all of a warp's
+//     columns), and lane 0 one more vector per column for the tile's last rows (PEEL in
+//     gemv_common.cuh).
 //   gemv_t_<T>, gemv_tv_<T>: y (length n) = alpha * A^T x + beta * y.
 //     block = (256, 1, 1) = 8 warps; grid = (column blocks, splits, 1).
 //     gemv_t: one element per load, any lda, alignment and incx. Warp w of block b takes
@@ -46,6 +50,9 @@
     extern "C" __global__ void __launch_bounds__(256) gemv_n_##N(GemvParams p) { gemv_n<T, 1, 4, 4>(p); } \
     extern "C" __global__ void __launch_bounds__(256, 4) gemv_nv_##N(GemvParams p) {                    \
         gemv_n<T, VEC, N_UR, N_UC>(p);                                                                  \
+    }                                                                                                   \
+    extern "C" __global__ void __launch_bounds__(256, 2) gemv_np_##N(GemvParams p) {                    \
+        gemv_n<T, VEC, N_UR, N_UC, 1, GEMV_WARPS, true>(p);                                             \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(256) gemv_t_##N(GemvParams p) { gemv_t<T, 1, 8>(p); }  \
     extern "C" __global__ void __launch_bounds__(256) gemv_tv_##N(GemvParams p) { gemv_tw<T, VEC, T_UR, 4>(p); } \

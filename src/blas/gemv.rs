@@ -174,6 +174,22 @@ fn vec_span(len: usize, inc: isize) -> Option<usize> {
     (len - 1).checked_mul(inc.unsigned_abs())?.checked_add(1)
 }
 
+/// `CUDRV_GEMV_PEEL=1`: op N over columns that are not 16-byte aligned (lda not a multiple of 16
+/// bytes, or A at an odd offset) runs `gemv_np_<t>`, the 16-byte kernel that reads each warp's
+/// columns from the aligned vector before their first row, instead of the element-wise
+/// `gemv_n_<t>`. Off by default until measured against it (docs/kernels/gemv.md).
+///
+/// ```
+/// assert_eq!(cudrv::blas::GEMV_PEEL_ENV, "CUDRV_GEMV_PEEL");
+/// ```
+pub const GEMV_PEEL_ENV: &str = "CUDRV_GEMV_PEEL";
+
+/// Whether [`GEMV_PEEL_ENV`] is `1` (read once per process).
+fn peeled_n() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(GEMV_PEEL_ENV).is_ok_and(|v| v == "1"))
+}
+
 /// The launch shape for `base` independent blocks of work (row tiles for N, groups of columns
 /// for T) over a reduction of `len`, when `slots` blocks fit on the device at once:
 /// `(grid_x, splits, chunk)`.
@@ -341,7 +357,13 @@ pub fn gemv<T: GemvType>(
     }
     let (name, base, len, min_chunk, grain, block) = match trans {
         Transpose::N => {
-            let (k, rows) = if a_vec { ("nv", T::NV_ROWS) } else { ("n", N_ROWS) };
+            let (k, rows) = if a_vec {
+                ("nv", T::NV_ROWS)
+            } else if peeled_n() {
+                ("np", T::NV_ROWS)
+            } else {
+                ("n", N_ROWS)
+            };
             (k, m.div_ceil(rows), n, N_MIN_CHUNK, 1, (32, THREADS / 32, 1))
         }
         Transpose::T => {
