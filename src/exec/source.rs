@@ -4,14 +4,15 @@
 //! item `pos` is in the device ring, read it, run it (all blocks share each item's elements,
 //! grid-stride), go on.
 //!
-//! **The fetcher** (`cudrv_executor_fetch`, one block on a stream of its own, asking for all the
-//! shared memory a block may have so that it has a multiprocessor to itself): waits for the host's tail (host-mapped memory, read with
-//! acquire at system scope), copies new items from the host ring into the device ring (at most
+//! **The fetcher** (`cudrv_executor_fetch`, with `ExecutorBuilder::fetcher(true)`: one block on a
+//! stream of its own, asking for all the shared memory a block may have so that it has a
+//! multiprocessor to itself): waits for the host's tail (host-mapped memory, read with acquire at
+//! system scope), copies new items from the host ring into the device ring (at most
 //! `FETCH_CHUNK` at a time) and publishes the device tail (release at GPU scope), ahead of the
 //! workers: fetching crosses PCIe (a microsecond or more per round trip) while they run earlier
-//! items. Without it, block 0 of the workers fetches when it runs out of items, and the other
-//! blocks wait for it. The fetcher ends after copying the stop item (the last the host ever
-//! publishes).
+//! items. Without it (the default), block 0 of the workers fetches when it runs out of items,
+//! and the other blocks wait for it. The fetcher ends after copying the stop item (the last the
+//! host ever publishes).
 //!
 //! Ordering: the workers read the device ring only below a device tail they read with acquire
 //! (GPU scope), after the fetcher's release; the host writes a ring slot again only once the
