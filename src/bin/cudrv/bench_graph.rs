@@ -306,6 +306,15 @@ pub fn run(trials: usize) -> Result<bool> {
             nop * 1e6
         );
     }
+    // The fetcher against block 0 fetching, per block count measured both ways (same run).
+    for (bps, _, with, _) in by_blocks.iter().filter(|r| r.1) {
+        if let Some((_, _, without, _)) = by_blocks.iter().find(|r| r.0 == *bps && !r.1) {
+            println!(
+                "fetcher block vs block 0 fetching, {bps} block(s) per SM: {:.3}x",
+                without / with
+            );
+        }
+    }
     println!();
     println!("executor vs plain launches          {:>6.2}x", plain.device / executor);
     println!(
