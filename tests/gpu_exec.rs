@@ -315,13 +315,23 @@ fn exec_watchdog_overrun_shutdown_and_bad_arguments() {
     let Some((ctx, _turn)) = gpu::alone("exec_watchdog_overrun_shutdown_and_bad_arguments") else {
         return;
     };
+    // Block 0 fetching, and the fetcher block (which must wrap around the small ring, stop on
+    // shutdown and keep up with a stuck executor just the same).
+    for fetcher in [false, true] {
+        watchdog_overrun_shutdown(&ctx, fetcher);
+    }
+}
+
+fn watchdog_overrun_shutdown(ctx: &std::sync::Arc<cudrv::Context>, fetcher: bool) {
     let s = ctx.new_stream().unwrap();
     // A batch larger than the queue is refused at once.
-    let exec = Executor::builder(&ctx)
+    let exec = Executor::builder(ctx)
         .capacity(64)
         .watchdog(Duration::from_secs(5))
+        .fetcher(fetcher)
         .start()
         .unwrap();
+    assert_eq!(exec.has_fetcher(), fetcher);
     let y = DeviceBuffer::from_slice(&s, &vec![0.0f32; 1000]).unwrap();
     let ones = DeviceBuffer::from_slice(&s, &vec![1.0f32; 1000]).unwrap();
     let mut b = exec.batch();
@@ -371,8 +381,9 @@ fn exec_watchdog_overrun_shutdown_and_bad_arguments() {
 
     // The watchdog: an item that runs past it is a timeout, not a hang; the executor then
     // refuses work, and shuts down once the item ends.
-    let exec = Executor::builder(&ctx)
+    let exec = Executor::builder(ctx)
         .watchdog(Duration::from_millis(300))
+        .fetcher(fetcher)
         .start()
         .unwrap();
     let mut b = exec.batch();
