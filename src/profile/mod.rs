@@ -129,6 +129,10 @@ struct Kernel {
 const HARVEST_EVERY: usize = 1024;
 
 /// Timed launches kept for [`Report::samples`] (the trace) by default.
+///
+/// ```
+/// assert_eq!(cudrv::profile::DEFAULT_TRACE_CAPACITY, 100_000);
+/// ```
 pub const DEFAULT_TRACE_CAPACITY: usize = 100_000;
 
 struct State {

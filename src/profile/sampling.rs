@@ -4,6 +4,10 @@
 
 /// Launches of each kernel timed before sampling starts: a kernel launched a few times is
 /// still seen, and its first (often slower) launches are in its figures.
+///
+/// ```
+/// assert_eq!(cudrv::profile::FIRST_TIMED, 8);
+/// ```
 pub const FIRST_TIMED: u64 = 8;
 
 /// Which launches the profiler times ([`super::Profiler::set_sampling`]).

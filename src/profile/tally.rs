@@ -4,6 +4,10 @@
 //! sample of that many (reservoir sampling), so a kernel's memory stays bounded.
 
 /// Durations a kernel keeps for its percentiles.
+///
+/// ```
+/// assert_eq!(cudrv::profile::KEPT, 4096);
+/// ```
 pub const KEPT: usize = 4096;
 
 /// A kernel's running figures.
