@@ -115,3 +115,35 @@ fn work_gives_rates_and_launch_shapes_give_advice() {
     short.judge_launch([1, 1, 1], [32, 1, 1], (32, 2048), Some((1024, 2048)), 132);
     assert!(short.flags.is_empty() && short.occupancy.is_some());
 }
+
+#[test]
+fn sampled_counts_and_a_dropped_trace_are_said_in_the_table() {
+    let samples: Vec<Sample> = [4.0, 6.0, 5.0].iter().map(|&d| sample("k", 0, 0.0, d)).collect();
+    let mut k = summarize(&samples).remove(0);
+    assert_eq!((k.count, k.launches), (3, 3));
+    // Sampled: 3 of 48 launches timed; 2 older timed launches left the trace.
+    k.launches = 48;
+    let r = Report {
+        kernels: vec![k],
+        samples: samples[1..].to_vec(),
+        dropped_samples: 2,
+    };
+    let table = r.table();
+    assert!(table.contains("3/48"), "{table}");
+    assert!(table.contains("timed/launched"), "{table}");
+    assert!(table.contains("2 earlier launches"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(
+        (
+            json["kernels"][0]["launches"].as_u64(),
+            json["dropped_samples"].as_u64()
+        ),
+        (Some(48), Some(2))
+    );
+    // Unsampled, nothing dropped: neither line.
+    let plain = Report::from_samples(samples).table();
+    assert!(
+        !plain.contains("timed/launched") && !plain.contains("earlier launches"),
+        "{plain}"
+    );
+}
