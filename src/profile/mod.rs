@@ -45,6 +45,8 @@ pub use tally::KEPT;
 
 use tally::Tally;
 
+use crate::selftest::Rng;
+
 use crate::context::bind_raw;
 use crate::driver::cu;
 use crate::error::Result;
@@ -149,7 +151,8 @@ struct State {
     /// Timed launches that left the trace window (still in their kernel's figures).
     dropped: u64,
     sampling: Sampling,
-    rng: u64,
+    /// Which launches `Sampling::OneIn` times.
+    rng: Rng,
     spare: Vec<sys::CUevent>,
     /// Counts [`Profiler::clear`]s: a launch begun before one is not counted after it (its
     /// kernel index means nothing any more).
@@ -168,7 +171,7 @@ impl Default for State {
             trace_capacity: DEFAULT_TRACE_CAPACITY,
             dropped: 0,
             sampling: Sampling::Every,
-            rng: 0x2545_f491_4f6c_dd1d,
+            rng: Rng::new(0),
             spare: Vec::new(),
             generation: 0,
         }
@@ -178,12 +181,11 @@ impl Default for State {
 impl State {
     /// The index of the kernel `function` is reported under (inside `op`: "label / name").
     fn key(&mut self, function: &Function, op: Option<&scope::Op>) -> usize {
-        let found = match op {
-            None => self.index.get(function.name()).copied(),
-            Some(_) => None,
-        };
-        if let Some(i) = found {
-            return i;
+        // A plain launch is looked up by the kernel's name without building a string.
+        if op.is_none() {
+            if let Some(&i) = self.index.get(function.name()) {
+                return i;
+            }
         }
         let name = match op {
             Some(op) => format!("{} / {}", op.label, function.name()),
@@ -199,13 +201,6 @@ impl State {
         });
         self.index.insert(name, self.kernels.len() - 1);
         self.kernels.len() - 1
-    }
-
-    fn random(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
     }
 
     /// Reads the pending launches in launch order: all of them (`wait`), or up to the first the
@@ -231,12 +226,10 @@ impl State {
                 self.dropped += 1;
                 continue;
             }
-            if self.trace.len() >= self.trace_capacity {
-                self.trace.pop_front();
-                self.dropped += 1;
-            }
+            let name = kernel.name.clone();
+            self.trim_trace(self.trace_capacity - 1);
             self.trace.push_back(Sample {
-                name: kernel.name.clone(),
+                name,
                 stream: p.stream,
                 start_us: f64::from(since) * 1e3,
                 duration_us,
@@ -245,6 +238,14 @@ impl State {
             });
         }
         Ok(())
+    }
+
+    /// Drops the oldest launches of the trace beyond `keep`, counting them.
+    fn trim_trace(&mut self, keep: usize) {
+        while self.trace.len() > keep {
+            self.trace.pop_front();
+            self.dropped += 1;
+        }
     }
 
     /// Every kernel's figures (those timed at least once), most total time first.
@@ -387,10 +388,7 @@ impl Profiler {
     pub fn set_trace_capacity(&self, capacity: usize) {
         let mut state = self.state.lock();
         state.trace_capacity = capacity;
-        while state.trace.len() > capacity {
-            state.trace.pop_front();
-            state.dropped += 1;
-        }
+        state.trim_trace(capacity);
     }
 
     /// Waits for the launches timed so far and returns every timed launch's figures (those of
@@ -492,7 +490,7 @@ impl Profiler {
             t.launches += 1;
             t.launches
         };
-        let random = state.random();
+        let random = state.rng.next_u64();
         let generation = state.generation;
         if !state.sampling.times(launches, random) {
             return Some(Begun {

@@ -74,16 +74,10 @@ mod tests {
     #[test]
     fn one_in_n_times_the_first_launches_then_about_one_in_n() {
         let s = Sampling::OneIn(16);
-        let mut rng = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::selftest::Rng::new(0x1234_5678_9abc_def0);
         assert!((1..=FIRST_TIMED).all(|i| s.times(i, 1)));
         let timed = (FIRST_TIMED + 1..FIRST_TIMED + 160_001)
-            .filter(|&i| s.times(i, next()))
+            .filter(|&i| s.times(i, rng.next_u64()))
             .count();
         assert!((9_000..11_000).contains(&timed), "{timed}");
         assert!((1..1000).all(|i| Sampling::Every.times(i, 7)));

@@ -3,6 +3,8 @@
 //! the percentiles come from every duration up to [`KEPT`] of them, then from a uniform random
 //! sample of that many (reservoir sampling), so a kernel's memory stays bounded.
 
+use crate::selftest::Rng;
+
 /// Durations a kernel keeps for its percentiles.
 ///
 /// ```
@@ -27,7 +29,7 @@ pub(crate) struct Tally {
     pub bytes: f64,
     /// Every duration up to `KEPT`, then a uniform sample of `KEPT` of them.
     kept: Vec<f64>,
-    rng: u64,
+    rng: Rng,
 }
 
 impl Default for Tally {
@@ -43,7 +45,7 @@ impl Default for Tally {
             flops: 0.0,
             bytes: 0.0,
             kept: Vec::new(),
-            rng: 0x9e37_79b9_7f4a_7c15,
+            rng: Rng::new(0),
         }
     }
 }
@@ -64,19 +66,11 @@ impl Tally {
             self.kept.push(duration);
         } else {
             // Algorithm R: the n-th duration replaces a kept one with probability KEPT / n.
-            let j = (self.next_random() % self.count) as usize;
+            let j = (self.rng.next_u64() % self.count) as usize;
             if j < KEPT {
                 self.kept[j] = duration;
             }
         }
-    }
-
-    /// xorshift64*: enough for choosing which durations to keep.
-    fn next_random(&mut self) -> u64 {
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
     /// The mean (total over count: exact for a sum of exact terms).
