@@ -24,10 +24,11 @@
 //! a multiprocessor of its own does it while the workers run earlier ones.
 //!
 //! **It stays resident while it runs**: its blocks (2 of 256 threads per multiprocessor by
-//! default, on every multiprocessor but the fetcher's) spin between items, so kernels launched on other streams share the multiprocessors
-//! with it and a kernel that needs a whole one waits until shutdown (copies run as usual). Use it
-//! for a phase of many small steps, then shut it down. Starting a second executor while one runs
-//! may not fit: that is an [`Error::Timeout`] from [`ExecutorBuilder::start`], not a hang.
+//! default, on every multiprocessor but the fetcher's) spin between items, so kernels launched
+//! on other streams share the multiprocessors with it and a kernel that needs a whole one waits
+//! until shutdown (copies run as usual). Use it for a phase of many small steps, then shut it
+//! down. Starting a second executor while one runs may not fit: that is an [`Error::Timeout`]
+//! from [`ExecutorBuilder::start`], not a hang.
 //!
 //! ```no_run
 //! use cudrv::exec::Executor;
@@ -69,7 +70,7 @@ use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::module::Function;
 use crate::stream::Stream;
 use ring::HostRing;
-use source::{op, FETCH_KERNEL, FETCH_THREADS, ITEM_WORDS, KERNEL};
+use source::{FETCH_KERNEL, FETCH_THREADS, ITEM_WORDS, KERNEL};
 
 /// Threads per block of the executor kernel.
 const BLOCK: u32 = 256;
@@ -328,9 +329,7 @@ impl ExecutorBuilder {
             // A running fetcher ends once it has copied a stop item; until then it reads the
             // queue, so everything is left alive unless it ends within the watchdog.
             if let Some(fs) = fetch_stream {
-                let mut stop = [0u64; ITEM_WORDS];
-                stop[0] = op::STOP;
-                ring.publish(&[stop]);
+                ring.publish(&[source::stop_item(false)]);
                 if fs.synchronize_timeout(self.watchdog).is_err() {
                     std::mem::forget((fs, stream, ring, dev_ring, ctl, partials, scratch));
                 }
@@ -361,9 +360,7 @@ impl ExecutorBuilder {
             if Instant::now() >= deadline {
                 // Should the kernel start later it finds a stop and ends; until then it may use
                 // everything the executor owns, so all of it is left alive.
-                let mut stop = [0u64; ITEM_WORDS];
-                stop[0] = op::STOP;
-                exec.ring.publish(&[stop]);
+                exec.ring.publish(&[source::stop_item(false)]);
                 std::mem::forget(exec);
                 return Err(Error::Timeout {
                     what: "the executor's kernel to start (is another resident kernel, such as \
@@ -632,9 +629,7 @@ impl Executor {
             }
             if !state.stop_sent {
                 self.wait_for_room(&mut state, 1)?;
-                let mut stop = [0u64; ITEM_WORDS];
-                stop[0] = op::STOP | source::BARRIER_BEFORE;
-                self.ring.publish(&[stop]);
+                self.ring.publish(&[source::stop_item(true)]);
                 state.stop_sent = true;
                 state.refused = Some("stopped: the executor was shut down".into());
             }

@@ -50,6 +50,14 @@ pub(crate) mod op {
 /// Flag: a grid barrier before the item.
 pub(crate) const BARRIER_BEFORE: u64 = 1 << 32;
 
+/// The stop item (the last the host publishes: the workers end on it, the fetcher after
+/// copying it), with or without a barrier before it.
+pub(crate) fn stop_item(barrier_before: bool) -> [u64; ITEM_WORDS] {
+    let mut stop = [0u64; ITEM_WORDS];
+    stop[0] = op::STOP | if barrier_before { BARRIER_BEFORE } else { 0 };
+    stop
+}
+
 /// The executor kernel's name.
 pub(crate) const KERNEL: &str = "cudrv_executor";
 

@@ -215,7 +215,7 @@ pub fn run(trials: usize) -> Result<bool> {
         for fetcher in [true, false] {
             let e = Executor::builder(&ctx).blocks_per_sm(bps).fetcher(fetcher).start()?;
             if fetcher && !e.has_fetcher() {
-                // No room for it beside this many workers: the run without it covers this.
+                // A device of one multiprocessor has no fetcher: the run without it covers this.
                 e.shutdown()?;
                 continue;
             }
