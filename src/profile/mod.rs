@@ -99,13 +99,6 @@ fn advise(k: &mut KernelStats, f: &Function, cfg: &LaunchConfig) {
     );
 }
 
-/// Whether the GPU has reached `event` (an error counts as reached: reading it reports it).
-fn finished(event: sys::CUevent) -> bool {
-    // SAFETY: the event is live.
-    let code = unsafe { sys::cuEventQuery(event) };
-    code != sys::CUresult::CUDA_ERROR_NOT_READY
-}
-
 /// A timed launch whose events the report has not read yet.
 struct Pending {
     /// Its kernel's index in `State::kernels`.
@@ -207,13 +200,21 @@ impl State {
     /// GPU has not finished. The first error stops the reading and leaves the rest pending.
     fn harvest(&mut self, wait: bool) -> Result<()> {
         while let Some(p) = self.pending.front() {
-            if !wait && !finished(p.end) {
+            let (mut ms, mut since) = (0.0f32, 0.0f32);
+            if wait {
+                // SAFETY: the event is live and recorded.
+                unsafe { cu!(cuEventSynchronize(p.end))? };
+            }
+            // SAFETY: the events are live and were recorded (end after start) on one stream.
+            // Not finished yet, it answers NOT_READY (one driver call where a query and then
+            // the reading were two: on the launch path each costs about a microsecond).
+            let code = unsafe { sys::cuEventElapsedTime(&mut ms, p.start, p.end) };
+            if code == sys::CUresult::CUDA_ERROR_NOT_READY {
                 break;
             }
-            let (mut ms, mut since) = (0.0f32, 0.0f32);
-            // SAFETY: the events are live and were recorded (end after start) on one stream.
-            unsafe { cu!(cuEventSynchronize(p.end)).and_then(|()| cu!(cuEventElapsedTime(&mut ms, p.start, p.end)))? };
-            if let Some(o) = self.origin {
+            crate::driver::check(code, "cuEventElapsedTime")?;
+            // The trace's start time (a second call: only for a launch the trace keeps).
+            if let (Some(o), true) = (self.origin, self.trace_capacity > 0) {
                 // SAFETY: both events are live and recorded in this context.
                 let _ = unsafe { cu!(cuEventElapsedTime(&mut since, o, p.start)) };
             }
