@@ -14,10 +14,6 @@
 //     gemv_n: one element per load (VEC = 1), any lda and alignment, ROWS = 128.
 //     gemv_nv: 16-byte loads (VEC = 16 / sizeof(T)); needs A 16-byte aligned and lda a multiple
 //     of VEC. ROWS = 128 (f32, f64) or 256 (f16, bf16). Rows past m are handled per lane.
-//     gemv_np: gemv_nv for any lda and element offset of A: each warp reads the aligned vectors
-//     around its columns' rows, shifted by their misalignment (the same for all of a warp's
-//     columns), and lane 0 one more vector per column for the tile's last rows (PEEL in
-//     gemv_common.cuh).
 //   gemv_t_<T>, gemv_tv_<T>: y (length n) = alpha * A^T x + beta * y.
 //     block = (256, 1, 1) = 8 warps; grid = (column blocks, splits, 1).
 //     gemv_t: one element per load, any lda, alignment and incx. Warp w of block b takes
@@ -29,10 +25,10 @@
 //     (32 * VEC * UR rows) of it, from step w % 4; the four sums meet in shared memory.
 //     splits > 1: partials to work[split * n + j], then gemv_finish_<T>.
 //   gemv_nr<LB>_<T>: y (length m) = alpha * A x + beta * y by row strips, LB = 8 or 16 bytes per
-//     lane (every type) or 4 (f16, bf16). block = (32, 16, 1); grid = (ceil(m / R), 1, 1). Block b
-//     owns the rows [R b, R (b + 1)): lane tx reads LB bytes of each column from row R b + VEC tx
-//     (VEC = LB / element size, R = 32 * VEC); warp ty takes the columns [ty per, (ty + 1) per),
-//     per = ceil(n / 16), 128 bytes of A in flight per lane. Needs A aligned to LB bytes and lda
+//     lane (every type) or 4 (f16, bf16; f32 for columns not 8-byte aligned). block = (32, 16, 1);
+//     grid = (ceil(m / R), 1, 1). Block b owns the rows [R b, R (b + 1)): lane tx reads LB bytes
+//     of each column from row R b + VEC tx (VEC = LB / element size, R = 32 * VEC); warp ty takes
+//     the columns [ty per, (ty + 1) per), per = ceil(n / 16), 128 bytes of A in flight per lane. Needs A aligned to LB bytes and lda
 //     a multiple of VEC; no split, no workspace.
 //   (gemv90.cu adds gemv_nvc_<T>, gemv_nv with the splits in a thread block cluster, for sm_90.)
 //   gemv_finish_<T>(y, work, len, splits, alpha, beta, incy): y[i] = alpha * sum_s work[s*len+i]
@@ -51,9 +47,6 @@
     extern "C" __global__ void __launch_bounds__(256, 4) gemv_nv_##N(GemvParams p) {                    \
         gemv_n<T, VEC, N_UR, N_UC>(p);                                                                  \
     }                                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, 2) gemv_np_##N(GemvParams p) {                    \
-        gemv_n<T, VEC, N_UR, N_UC, 1, GEMV_WARPS, true>(p);                                             \
-    }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(256) gemv_t_##N(GemvParams p) { gemv_t<T, 1, 8>(p); }  \
     extern "C" __global__ void __launch_bounds__(256) gemv_tv_##N(GemvParams p) { gemv_tw<T, VEC, T_UR, 4>(p); } \
     extern "C" __global__ void __launch_bounds__(256)                                                   \
@@ -68,6 +61,7 @@ GEMV(float, f32, 4, 1, 8, 4)
 GEMV(double, f64, 2, 2, 2, 4)
 GEMV(__half, f16, 8, 1, 4, 2)
 GEMV(__nv_bfloat16, bf16, 8, 1, 4, 2)
+GEMV_ROWS(float, f32, 4)
 GEMV_ROWS(float, f32, 8)
 GEMV_ROWS(float, f32, 16)
 GEMV_ROWS(double, f64, 8)

@@ -153,18 +153,11 @@ __device__ __forceinline__ Acc warps_sum(const Acc (&red)[W][ROWS], int t) {
 }
 
 // One lane's sums over the columns [j, c_end) step 8 of its rows. FULL: every row exists, so
-// the loads need no bounds (the common case; other lanes take FULL = false). PEEL: also sums
-// into `ts` the tail vector at `tail` (same rows in every column, `valid_t` elements of it
-// exist): lane v < UC takes the tail of the step's v-th column (one vector register per lane,
-// not UC), lane 0 that of a single remaining column; the lanes' `ts` are added afterwards.
-template <typename T, int VEC, int UR, int UC, bool FULL, int WARPS, bool PEEL = false>
+// the loads need no bounds (the common case; other lanes take FULL = false).
+template <typename T, int VEC, int UR, int UC, bool FULL, int WARPS>
 __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, long long c_end, long long lda,
-                                       long long incx, const int* valid, typename El<T>::Acc (*s)[VEC],
-                                       const T* tail = nullptr, int valid_t = 0, typename El<T>::Acc* ts = nullptr) {
+                                       long long incx, const int* valid, typename El<T>::Acc (*s)[VEC]) {
     using Acc = typename El<T>::Acc;
-    const int lane = threadIdx.x & 31;
-    const int vt_step = lane < UC ? valid_t : 0;
-    const int vt_one = lane == 0 ? valid_t : 0;
     // UC columns per step: UC * UR independent loads in flight per thread.
     for (; j + (UC - 1) * WARPS < c_end; j += UC * WARPS) {
         Acc xv[UC];
@@ -176,8 +169,6 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
 #pragma unroll
             for (int u = 0; u < UR; ++u)
                 av[v][u] = load<T, VEC, true>(a0 + (j + v * WARPS) * lda + 32 * VEC * u, FULL ? VEC : valid[u]);
-        typename Raw<T, VEC>::type tv;
-        if constexpr (PEEL) tv = load<T, VEC, true>(tail + (j + (lane < UC ? lane : 0) * WARPS) * lda, vt_step);
 #pragma unroll
         for (int v = 0; v < UC; ++v)
 #pragma unroll
@@ -187,16 +178,6 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) s[u][e] += a[e] * xv[v];
             }
-        if constexpr (PEEL) {
-            Acc xt = Acc(0);
-#pragma unroll
-            for (int v = 0; v < UC; ++v)
-                if (lane == v) xt = xv[v];
-            Acc a[VEC];
-            unpack<T, VEC>(tv, a);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) ts[e] += a[e] * xt;
-        }
     }
     for (; j < c_end; j += WARPS) {
         const Acc xv = El<T>::ld(x + j * incx);
@@ -207,12 +188,6 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
 #pragma unroll
             for (int e = 0; e < VEC; ++e) s[u][e] += a[e] * xv;
         }
-        if constexpr (PEEL) {
-            Acc a[VEC];
-            unpack<T, VEC>(load<T, VEC, true>(tail + j * lda, vt_one), a);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) ts[e] += a[e] * xv;
-        }
     }
 }
 
@@ -222,16 +197,7 @@ __device__ __forceinline__ void n_sums(const T* a0, const T* x, long long j, lon
 // CLUSTER partials of rows [q ROWS / CLUSTER, (q + 1) ROWS / CLUSTER) in rank order, read from
 // the other blocks' shared memory, and writes y; a second barrier keeps every block's partials
 // alive until they have been read. No workspace, no gemv_finish, the same sums every run.
-//
-// PEEL (VEC > 1, CLUSTER == 1): A's columns need not be 16-byte aligned (any lda, any element
-// offset of A). The columns of warp ty (c_begin + ty + 8 v) share one misalignment `shift` (in
-// elements: VEC divides 8), so the warp reads the aligned vectors from row r0 - shift: lane tx's
-// sums are of rows r0 - shift + VEC tx + 32 VEC u + e, and lane 0 also sums the vector from row
-// r0 + ROWS - shift, the tile's last `shift` rows. Every row of the tile is summed once per
-// warp: lane 0's first `shift` sums (rows of the tile before) are dropped. A vector that starts
-// before row 0 (the first tile, or an offset A) holds A's first element, so it lies inside A's
-// allocation; rows past m are not read.
-template <typename T, int VEC, int UR, int UC, int CLUSTER = 1, int WARPS = GEMV_WARPS, bool PEEL = false>
+template <typename T, int VEC, int UR, int UC, int CLUSTER = 1, int WARPS = GEMV_WARPS>
 __device__ __forceinline__ void gemv_n(const GemvParams& p) {
     using Acc = typename El<T>::Acc;
     constexpr int ROWS = 32 * VEC * UR;
@@ -244,70 +210,28 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
     const long long tiles = (p.m + ROWS - 1) / ROWS;
     const long long c_begin = (long long)blockIdx.y * p.chunk;
     const long long c_end = min(c_begin + p.chunk, p.n);
-    static_assert(!PEEL || (VEC > 1 && CLUSTER == 1 && WARPS % VEC == 0), "peeled loads: 16-byte vectors, no cluster");
-    int shift = 0;
-    if constexpr (PEEL) {
-        // Element offset of column c_begin + ty's first element, modulo VEC.
-        const long long first = c_begin + ty;
-        const long long a_off = (long long)((p.a / sizeof(T)) % VEC);
-        shift = (int)((a_off + (first % VEC) * (p.lda % VEC)) % VEC);
-    }
     for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long r0 = tile * ROWS;
-        const long long rs = r0 - shift;  // lane 0's first row (PEEL: may be before the tile)
         Acc s[UR][VEC];
         int valid[UR];
 #pragma unroll
         for (int u = 0; u < UR; ++u) {
-            valid[u] = clamp_valid(p.m - (rs + VEC * tx + 32 * VEC * u), VEC);
+            valid[u] = clamp_valid(p.m - (r0 + VEC * tx + 32 * VEC * u), VEC);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) s[u][e] = Acc(0);
         }
-        const T* a0 = A + rs + VEC * tx;
+        const T* a0 = A + r0 + VEC * tx;
         bool full = true;
 #pragma unroll
         for (int u = 0; u < UR; ++u) full = full && valid[u] == VEC;
-        if constexpr (PEEL) {
-            Acc ts[VEC];
+        if (full)
+            n_sums<T, VEC, UR, UC, true, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
+        else
+            n_sums<T, VEC, UR, UC, false, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) ts[e] = Acc(0);
-            // The tile's last `shift` rows: the vector from row rs + ROWS of each column.
-            const int valid_t = shift > 0 ? clamp_valid(p.m - (rs + ROWS), VEC) : 0;
-            const T* tail = A + rs + ROWS;
-            if (full)
-                n_sums<T, VEC, UR, UC, true, WARPS, true>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s, tail, valid_t, ts);
-            else
-                n_sums<T, VEC, UR, UC, false, WARPS, true>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s, tail, valid_t, ts);
-            // Lanes 0 to UC - 1 hold parts of the tail's sums: lane 0 adds them (in lane order).
+        for (int u = 0; u < UR; ++u)
 #pragma unroll
-            for (int e = 0; e < VEC; ++e)
-#pragma unroll
-                for (int off = 1; off < UC; off <<= 1) {
-                    const Acc o = __shfl_down_sync(0xffffffffu, ts[e], off);
-                    if ((tx & (2 * off - 1)) == 0) ts[e] += o;
-                }
-#pragma unroll
-            for (int u = 0; u < UR; ++u)
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    const int row = VEC * tx + 32 * VEC * u + e - shift;
-                    if (row >= 0) red[ty][row] = s[u][e];
-                }
-            if (tx == 0) {
-#pragma unroll
-                for (int e = 0; e < VEC; ++e)
-                    if (e < shift) red[ty][ROWS - shift + e] = ts[e];
-            }
-        } else {
-            if (full)
-                n_sums<T, VEC, UR, UC, true, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
-            else
-                n_sums<T, VEC, UR, UC, false, WARPS>(a0, x, c_begin + ty, c_end, p.lda, p.incx, valid, s);
-#pragma unroll
-            for (int u = 0; u < UR; ++u)
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
-        }
+            for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
         __syncthreads();
         if constexpr (CLUSTER > 1) {
             for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) part[t] = warps_sum(red, t);

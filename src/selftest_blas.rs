@@ -194,7 +194,7 @@ fn gemv_with_strip<T: Element + blas::GemvType>(
 
 /// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of
 /// strips of that width (the next narrower lanes would make 1.5 waves), with a partial last
-/// strip.
+/// strip; the fallback lanes (f32's one element) on an odd lda.
 fn strip_checks<T: Element + blas::GemvType>(
     stream: &Arc<Stream>,
     rng: &mut Rng,
@@ -204,9 +204,10 @@ fn strip_checks<T: Element + blas::GemvType>(
     covered: &mut BTreeSet<String>,
 ) {
     let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
-    for &bytes in T::STRIP_LANES {
+    let lanes = T::STRIP_LANES.iter().map(|&b| (b, false));
+    for (bytes, odd) in lanes.chain(T::STRIP_FALLBACK.iter().map(|&b| (b, true))) {
         let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
-        let lda = m.next_multiple_of(bytes / sz);
+        let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
         // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
         let n = 2048.max(l2 / (lda * sz) + 2);
         let (result, kernel) = gemv_with_strip::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));

@@ -562,6 +562,9 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
         (4285, 4000, 4288),
         (6141, 4500, 6144),
         (12669, 2100, 12672),
+        // f32 at an odd lda: one element per lane (other types: their element-wise kernels).
+        (4095, 4097, 4095),
+        (3001, 4500, 3003),
     ] {
         let e = gemv_case::<T>(stream, &mut rng, Transpose::N, m, n, lda, 2, -3, -0.75, 0.5);
         assert!(e < bound, "gemv {name} N {m}x{n} lda {lda} inc 2,-3: error {e:e}");

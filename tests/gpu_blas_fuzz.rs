@@ -9,8 +9,6 @@
 //!
 //! Without a GPU every test reports itself skipped; with `REQUIRE_GPU=1` that is a failure.
 
-#[path = "support/child.rs"]
-mod child;
 #[path = "support/gpu.rs"]
 mod gpu;
 
@@ -142,59 +140,6 @@ fn gemv_fuzz_every_type() {
     check("gemv_fuzz_every_type", reports);
 }
 
-/// The peeled 16-byte N kernel (`gemv_np_<t>`, chosen for columns that are not 16-byte aligned
-/// when `CUDRV_GEMV_PEEL=1`, which is read once per process): the GEMV fuzz in a child process
-/// with it on, three times the cases.
-#[test]
-fn gemv_fuzz_peeled_n() {
-    if gpu::context("gemv_fuzz_peeled_n").is_none() {
-        return;
-    }
-    let said = child::run(
-        "gemv_fuzz_peeled_n_child",
-        &[(cudrv::blas::GEMV_PEEL_ENV, std::ffi::OsStr::new("1"))],
-        &[],
-    );
-    say(&format!("gemv_fuzz_peeled_n: {said}"));
-    assert!(said.starts_with("ok"), "{said}");
-}
-
-/// `gemv_fuzz_peeled_n`'s child (does nothing unless `CUDRV_GEMV_PEEL=1`).
-#[test]
-fn gemv_fuzz_peeled_n_child() {
-    if std::env::var(cudrv::blas::GEMV_PEEL_ENV).as_deref() != Ok("1") {
-        return;
-    }
-    let Some(ctx) = gpu!("gemv_fuzz_peeled_n_child") else {
-        return;
-    };
-    let stream = ctx.new_stream().expect("stream");
-    // The profiler names the kernels that ran: every type's peeled kernel must be among them.
-    ctx.profiler().set_trace_capacity(0);
-    ctx.profiler().enable().expect("profiler");
-    let reports: Vec<Report> = seeds()
-        .into_iter()
-        .map(|seed| fuzz::gemv(&stream, seed, cases(), true).expect("fuzz run"))
-        .collect();
-    let profile = ctx.profiler().report().expect("profile");
-    ctx.profiler().disable();
-    let seeds: Vec<String> = reports.iter().map(|r| format!("{:#x}", r.seed)).collect();
-    let cases: usize = reports.iter().map(|r| r.cases).sum();
-    check("gemv_fuzz_peeled_n_child", reports);
-    for t in ["f32", "f64", "f16", "bf16"] {
-        let runs: usize = profile
-            .kernels
-            .iter()
-            .filter(|k| k.name.ends_with(&format!("/ gemv_np_{t}")))
-            .map(|k| k.count)
-            .sum();
-        assert!(runs > 0, "gemv_np_{t} never ran\n{}", profile.table());
-    }
-    println!("CHILD ok: {cases} cases, seeds {}", seeds.join(","));
-}
-
-/// The shapes that came out wrong on the wgmma kernels before the staging fix (beta 0 and 0.5),
-/// each right in 20 calls in a row, every call bit-identical.
 #[test]
 fn wgmma_race_shapes_repeat() {
     let Some(ctx) = gpu!("wgmma_race_shapes_repeat") else {

@@ -40,12 +40,16 @@ mod kernels {
         const ACC_BYTES: usize;
         /// Bytes per lane of the row-strip N kernels `gemv_nr<bytes>_<t>`, narrowest first.
         const STRIP_LANES: &'static [usize];
+        /// Narrower lanes for the strips when A or lda is not aligned to the narrowest of
+        /// `STRIP_LANES` (f32 at an odd lda: one element per lane).
+        const STRIP_FALLBACK: &'static [usize] = &[];
     }
     impl GemvKernels for f32 {
         const NV_ROWS: usize = 128;
         const NVC_ROWS: usize = 256;
         const ACC_BYTES: usize = 4;
         const STRIP_LANES: &'static [usize] = &[8, 16];
+        const STRIP_FALLBACK: &'static [usize] = &[4];
     }
     impl GemvKernels for f64 {
         const NV_ROWS: usize = 128;
@@ -129,8 +133,9 @@ const NR_MIN_COLS: usize = 2048;
 ///
 /// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
 /// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
-/// fit in one wave (one block per multiprocessor; 3/4 of one for 4-byte lanes) and at least 3/8
-/// of the multiprocessors busy; the narrowest lanes that fit are taken (the most blocks). The
+/// fit in one wave (one block per multiprocessor; 3/4 of one for 16-bit types' 4-byte lanes) and
+/// at least 3/8 of the multiprocessors busy; the narrowest lanes that fit are taken (the most
+/// blocks); f32 columns not 8-byte aligned take one element per lane. The
 /// strips read A with the evict-first hint, so they are kept for an A larger than the L2 cache:
 /// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
 /// 32 MiB, called back to back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
@@ -149,16 +154,27 @@ pub(crate) fn row_strip_kernel<T: GemvType>(
     if n < NR_MIN_COLS || a_bytes <= l2_bytes {
         return None;
     }
-    for &bytes in T::STRIP_LANES {
-        let vec = bytes / size_of::<T>();
-        if a_ptr % bytes as u64 != 0 || lda % vec != 0 {
+    let aligned = |bytes: usize| a_ptr % bytes as u64 == 0 && lda % (bytes / size_of::<T>()) == 0;
+    let lanes = if aligned(T::STRIP_LANES[0]) {
+        T::STRIP_LANES
+    } else {
+        T::STRIP_FALLBACK
+    };
+    for &bytes in lanes {
+        if !aligned(bytes) {
             return None;
         }
-        let blocks = m.div_ceil(32 * vec);
-        // 4-byte lanes only up to 3/4 of a wave. H100, f16: 6144^2 in 96 strips 30.2 us against
-        // 32.4 on the split kernels; 8192^2 in 128 strips 49.0 against 48.2-48.5 (and 48.1-48.3
-        // in 64 strips of 8-byte lanes).
-        let most = if bytes < 8 { 3 * sms / 4 } else { sms };
+        let blocks = m.div_ceil(32 * bytes / size_of::<T>());
+        // 16-bit types' 4-byte lanes only up to 3/4 of a wave. H100, f16: 6144^2 in 96 strips
+        // 30.2 us against 32.4 on the split kernels; 8192^2 in 128 strips 49.0 against 48.2-48.5
+        // (and 48.1-48.3 in 64 strips of 8-byte lanes). f32's one-element lanes take a whole
+        // wave: the alternative is the element-wise split kernel (f32 4095 x 4097 at lda 4095,
+        // 67 MB: 36.7 us against cuBLAS's 26.9, H100, 2026-11-25).
+        let most = if bytes < 8 && size_of::<T>() < 4 {
+            3 * sms / 4
+        } else {
+            sms
+        };
         if blocks <= most {
             return (8 * blocks >= 3 * sms).then_some((bytes, blocks));
         }
@@ -172,22 +188,6 @@ fn vec_span(len: usize, inc: isize) -> Option<usize> {
         return Some(0);
     }
     (len - 1).checked_mul(inc.unsigned_abs())?.checked_add(1)
-}
-
-/// `CUDRV_GEMV_PEEL=1`: op N over columns that are not 16-byte aligned (lda not a multiple of 16
-/// bytes, or A at an odd offset) runs `gemv_np_<t>`, the 16-byte kernel that reads each warp's
-/// columns from the aligned vector before their first row, instead of the element-wise
-/// `gemv_n_<t>`. Off by default until measured against it (docs/kernels/gemv.md).
-///
-/// ```
-/// assert_eq!(cudrv::blas::GEMV_PEEL_ENV, "CUDRV_GEMV_PEEL");
-/// ```
-pub const GEMV_PEEL_ENV: &str = "CUDRV_GEMV_PEEL";
-
-/// Whether [`GEMV_PEEL_ENV`] is `1` (read once per process).
-fn peeled_n() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var(GEMV_PEEL_ENV).is_ok_and(|v| v == "1"))
 }
 
 /// The launch shape for `base` independent blocks of work (row tiles for N, groups of columns
@@ -222,8 +222,8 @@ pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slot
 /// multiple of 16 bytes (4 `f32`, 2 `f64`, 8 `f16`/`bf16`) is read with 16-byte loads (for T,
 /// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. An op N
 /// whose rows make strips that fill one wave of the GPU, a block per strip, and whose A is larger
-/// than the L2 cache (`row_strip_kernel`) reads 4 (16-bit types), 8 or 16 bytes per lane, A
-/// aligned to them.
+/// than the L2 cache (`row_strip_kernel`) reads 4 (16-bit types, and f32 at an odd lda), 8 or 16
+/// bytes per lane, A aligned to them.
 ///
 /// ```no_run
 /// use cudrv::blas::{self, Transpose};
@@ -357,13 +357,7 @@ pub fn gemv<T: GemvType>(
     }
     let (name, base, len, min_chunk, grain, block) = match trans {
         Transpose::N => {
-            let (k, rows) = if a_vec {
-                ("nv", T::NV_ROWS)
-            } else if peeled_n() {
-                ("np", T::NV_ROWS)
-            } else {
-                ("n", N_ROWS)
-            };
+            let (k, rows) = if a_vec { ("nv", T::NV_ROWS) } else { ("n", N_ROWS) };
             (k, m.div_ceil(rows), n, N_MIN_CHUNK, 1, (32, THREADS / 32, 1))
         }
         Transpose::T => {
@@ -490,10 +484,17 @@ mod tests {
         assert_eq!(pick(4285, 4000, 256, 4288), Some((8, 67)));
         assert_eq!(pick(3072, 4096, 256, 3072), None);
         assert_eq!(pick(24576, 4096, 256, 24576), None);
-        // Too few columns, misaligned A or lda.
+        // Too few columns, misaligned A.
         assert_eq!(pick(4096, 1000, 256, 4096), None);
-        assert_eq!(pick(4096, 4096, 4, 4096), None);
-        assert_eq!(pick(4096, 4096, 256, 4097), None);
+        assert_eq!(pick(4096, 4096, 2, 4096), None);
+        // A or lda not 8-byte aligned: one element per lane (32 rows), up to a whole wave.
+        assert_eq!(pick(4096, 4096, 4, 4096), Some((4, 128)));
+        assert_eq!(pick(4096, 4096, 256, 4097), Some((4, 128)));
+        assert_eq!(pick(4095, 4097, 256, 4095), Some((4, 128)));
+        assert_eq!(pick(4225, 4097, 256, 4225), None);
+        // The selftest's f32 check of them (3/4 of a wave, odd lda).
+        assert_eq!(pick(3165, 4144, 256, 3165), Some((4, 99)));
+        assert_eq!(pick(1500, 9000, 256, 1501), None);
         // f64: 32-row strips (one element per lane), then 64-row.
         assert_eq!(row_strip_kernel::<f64>(4096, 4096, 256, 4096, 132, L2), Some((8, 128)));
         assert_eq!(row_strip_kernel::<f64>(6144, 4096, 256, 6144, 132, L2), Some((16, 96)));

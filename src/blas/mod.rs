@@ -49,7 +49,7 @@ mod tma;
 
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
 pub(crate) use gemv::row_strip_kernel;
-pub use gemv::{gemv, GemvType, GEMV_PEEL_ENV};
+pub use gemv::{gemv, GemvType};
 
 /// `op(X)` for a GEMM or GEMV operand.
 ///

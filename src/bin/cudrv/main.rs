@@ -101,8 +101,7 @@ monitor options:
 Environment: CUDRV_LIBCUDA (the driver library to load), CUDRV_LIBCUBLAS (the cuBLAS the
 benches compare with), CUDRV_CACHE_DIR (the kernel cache's directory), CUDRV_CACHE_DISABLE=1
 (no kernel cache), CUDRV_CACHE_MAX_BYTES (its size bound, default 1 GiB), CUDRV_LIBNVML (the NVML library),
-CUDRV_PROFILE=1 (profile every context; 1/N times one launch in N), CUDRV_NVTX=1 (NVTX ranges without a tool attached),
-CUDRV_GEMV_PEEL=1 (GEMV N over unaligned columns on the 16-byte gemv_np kernel).";
+CUDRV_PROFILE=1 (profile every context; 1/N times one launch in N), CUDRV_NVTX=1 (NVTX ranges without a tool attached).";
 
 /// What the command line asks for; bad usage is found before any driver call.
 enum Command {
