@@ -260,6 +260,54 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     });
 }
 
+/// The skinny kernels (`gemm_skinny_f32_*`, and `gemm_skinny_finish_f32` after a split of k),
+/// which f32 GEMMs with one side of 2 to 16 and both operands k-contiguous run (TN): 1000 x 16 x
+/// 700 (the short side is D's columns) with gelu, 16 x 300 x 4096 (its rows, k split), with beta
+/// and a bias; and 333 x 7 x 501 on leading dimensions one longer, which stays on the tiled
+/// kernels.
+fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    for ((m, n, k), pad, act) in [
+        ((1000, 16, 700), 0, Activation::Gelu),
+        ((16, 300, 4096), 0, Activation::None),
+        ((333, 7, 501), 1, Activation::Tanh),
+    ] {
+        let name = (|| {
+            let zeros = |len: usize| DeviceBuffer::from_slice(stream, &vec![0.0f32; len]);
+            let (a, b, c) = (zeros((k + pad) * m)?, zeros((k + pad) * n)?, zeros((m + pad) * n)?);
+            Gemm::<f32>::new(Transpose::T, Transpose::N, m, n, k)
+                .ld(k + pad, k + pad, m + pad)
+                .kernel_name(&a, &b, &c)
+        })()
+        .unwrap_or_default();
+        let auto = (Tile::Auto, SplitK::Auto);
+        let ops = (Transpose::T, Transpose::N);
+        let result = gemm_case::<f32>(
+            stream,
+            rng,
+            ops,
+            (m, n, k),
+            pad,
+            MathMode::Exact,
+            Kernel::Auto,
+            auto,
+            act,
+        );
+        let check = Check::new(
+            format!("gemm {name} tn"),
+            format!("{m}x{n}x{k} ld+{pad} +bias {act:?}"),
+            1e-5,
+            result,
+        );
+        if check.passed && name.starts_with("gemm_skinny_") {
+            if name.contains("/split") {
+                covered.insert("gemm_skinny_finish_f32".to_string());
+            }
+            covered.insert(name.split('/').next().unwrap_or_default().to_string());
+        }
+        out.push(check);
+    }
+}
+
 /// The one-block-per-matrix kernels (`gemm_small_<t>`), which every GEMM with m, n and k of at
 /// most 32 and automatic knobs runs: 17 x 23 x 29 on leading dimensions one longer, every op
 /// combination, each with an activation, beta and a bias.
@@ -417,6 +465,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         aligned_copies(s, r, &mut out, &mut covered);
     }
     small_matrices(s, r, &mut out, &mut covered);
+    skinny_products(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
         // this small, Narrow is m (128 x 64); the k splits over the 2 blocks of a cluster are

@@ -692,10 +692,35 @@ pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: 
     Ok(report)
 }
 
+/// `cases` random GEMMs with one short side from `seed` ([`random_skinny_case`]: the skinny
+/// kernel's shapes), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::skinny(&stream, FuzzType::F32, 0xbeef, 40)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let mut rng = Rng::new(seed ^ (ty as u64 + 17).wrapping_mul(0x9E37_79B9));
+    let mut report = Report {
+        seed,
+        ..Report::default()
+    };
+    for _ in 0..cases {
+        let case = random_skinny_case(&mut rng, ty);
+        let (kernel, outcome) = run_typed(stream, &case, 2, &mut rng)?;
+        report.merge_case(&kernel, &case.to_string(), outcome);
+    }
+    Ok(report)
+}
+
 #[path = "selftest_fuzz_draw.rs"]
 mod draw;
 #[path = "selftest_fuzz_gemv.rs"]
 mod gemv_fuzz;
-pub use draw::random_gemm_case;
 use draw::{pick, range};
+pub use draw::{random_gemm_case, random_skinny_case};
 pub use gemv_fuzz::gemv;

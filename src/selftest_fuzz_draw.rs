@@ -14,6 +14,23 @@ pub(super) fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
     lo + rng.next_u64() as usize % (hi - lo + 1)
 }
 
+/// No activation three times in four, else one of the four.
+fn activation(rng: &mut Rng) -> Activation {
+    if rng.next_u64() % 4 == 0 {
+        pick(
+            rng,
+            &[
+                Activation::Relu,
+                Activation::Gelu,
+                Activation::Sigmoid,
+                Activation::Tanh,
+            ],
+        )
+    } else {
+        Activation::None
+    }
+}
+
 /// Draws a random GEMM case of type `ty` (see the module docs for what is varied). With `large`,
 /// some cases are several waves of the GPU in size; without it every case stays small enough
 /// for a quick pass.
@@ -107,19 +124,7 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
     let alpha = pick(rng, &[1.0, 1.0, -0.75, 0.5, 1.5]);
     let beta = pick(rng, &[0.0, 0.0, 1.0, 0.5, -1.25]);
     let bias = rng.next_u64() % 4 == 0;
-    let act = if rng.next_u64() % 4 == 0 {
-        pick(
-            rng,
-            &[
-                Activation::Relu,
-                Activation::Gelu,
-                Activation::Sigmoid,
-                Activation::Tanh,
-            ],
-        )
-    } else {
-        Activation::None
-    };
+    let act = activation(rng);
     let knobs = if rng.next_u64() % 6 == 0 {
         let kernel = pick(
             rng,
@@ -176,5 +181,68 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
         act,
         knobs,
         tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}
+
+/// Draws a GEMM with one short side (2 to 16) whose operands are both contiguous along k (a
+/// decode step's linear layer, column-major TN or row-major NT): the shapes of the skinny kernel
+/// (`gemm_skinny_<t>`), both orientations, with and without its split of k, batches, bias,
+/// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
+/// vector (and so runs on the tiled kernels).
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_skinny_case(&mut Rng::new(3), fuzz::FuzzType::F64);
+/// let (m, n, _) = case.dims;
+/// assert!(m.min(n) <= 16);
+/// ```
+pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let short = range(rng, 2, 16);
+    let long = match rng.next_u64() % 3 {
+        0 => range(rng, 17, 600),
+        1 => range(rng, 600, 5000),
+        _ => range(rng, 5000, 12000),
+    };
+    let mut k = match rng.next_u64() % 3 {
+        0 => range(rng, 1, 300),
+        1 => range(rng, 300, 3000),
+        _ => range(rng, 3000, 9000),
+    };
+    // Keeps the host's inputs and reference small.
+    k = k.min((20_000_000 / long).max(1));
+    let (m, n) = if rng.next_u64() % 2 == 0 {
+        (long, short)
+    } else {
+        (short, long)
+    };
+    let layout = if rng.next_u64() % 4 == 0 {
+        Layout::RowMajor
+    } else {
+        Layout::ColMajor
+    };
+    let ops = match layout {
+        Layout::ColMajor => (Transpose::T, Transpose::N),
+        Layout::RowMajor => (Transpose::N, Transpose::T),
+    };
+    // A's and B's leading dimension is k plus this: whole 16-byte vectors of f32 (and so of f64),
+    // or one element more.
+    let whole = k.next_multiple_of(4) - k + 4 * range(rng, 0, 2);
+    let pad = if rng.next_u64() % 6 == 0 { whole + 1 } else { whole };
+    let both = |rng: &mut Rng| pick(rng, &[None, None, Some(0)]);
+    let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
+    GemmCase {
+        ty,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad: [pad, pad, pick(rng, &[0, 1, 3])],
+        batch,
+        strides: (both(rng), both(rng), pick(rng, &[0, 5])),
+        offsets: [pick(rng, &[0, 4]), pick(rng, &[0, 4]), range(rng, 0, 3)],
+        scalars: (pick(rng, &[1.0, 1.0, -0.75, 0.5]), pick(rng, &[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),
+        tf32_exact_inputs: false,
     }
 }

@@ -127,6 +127,41 @@ fn gemm_fuzz_f64() {
     gemm_fuzz("gemm_fuzz_f64", FuzzType::F64);
 }
 
+/// GEMMs with one short side on the skinny kernel (f32, and f32 asking for tf32, which it runs
+/// exactly): both orientations, with and without its split of k (and, for operands it does not
+/// take, the tiled kernels); every type must have run the kernel both ways.
+#[test]
+fn gemm_fuzz_skinny() {
+    let Some(ctx) = gpu!("gemm_fuzz_skinny") else { return };
+    let stream = ctx.new_stream().expect("stream");
+    for ty in [FuzzType::F32, FuzzType::Tf32] {
+        let start = Instant::now();
+        let reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::skinny(&stream, ty, seed, cases() / 2).expect("fuzz run"))
+            .collect();
+        let ran = |want: &dyn Fn(&str) -> bool| {
+            reports
+                .iter()
+                .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny_") && want(k)))
+        };
+        let (plain, split) = (ran(&|k| !k.contains("/split")), ran(&|k| k.contains("/split")));
+        check(
+            &format!(
+                "gemm_fuzz_skinny {} ({:.1} s)",
+                ty.name(),
+                start.elapsed().as_secs_f64()
+            ),
+            reports,
+        );
+        assert!(
+            plain && split,
+            "{}: the skinny kernel ran unsplit {plain}, split {split}",
+            ty.name()
+        );
+    }
+}
+
 #[test]
 fn gemv_fuzz_every_type() {
     let Some(ctx) = gpu!("gemv_fuzz_every_type") else {

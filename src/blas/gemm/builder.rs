@@ -4,7 +4,7 @@
 use super::dispatch::{choose, Family};
 use super::launch::{align_operands, run_kernel, run_small, run_wgmma};
 use super::params::GemmParams;
-use super::vector;
+use super::{skinny, vector};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
@@ -256,6 +256,12 @@ pub(crate) struct Plan {
     pub swapped: bool,
 }
 
+/// How a checked GEMM runs: the skinny kernel, or the tiled kernels' choice.
+enum Path {
+    Skinny(skinny::SkinnyRoute),
+    Tiles(super::dispatch::Choice),
+}
+
 /// Checks one operand: stored `rows x cols` in `layout`, leading dimension `ld`, `len` elements.
 fn check_operand(
     what: &str,
@@ -484,6 +490,10 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             return Ok(route.name(T::NAME));
         }
         let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
+        let sms = c.stream().context().limits().multiprocessor_count as usize;
+        if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms) {
+            return Ok(route.name());
+        }
         let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
         let mut name = choice.name.clone();
         if choice.pack.iter().any(|&p| p) {
@@ -578,13 +588,21 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             [a.device_ptr(), b.device_ptr(), c.device_ptr()],
             bias.map_or(0, |b| b.0),
         );
+        let sms = stream.context().limits().multiprocessor_count as usize;
         // Every check (including the kernel choice) comes before anything is queued.
-        let choice = choose::<T, S>(self, &plan, &params, &stream)?;
+        let path = match skinny::route::<T, S>(self, &plan, &params, sms) {
+            Some(route) => Path::Skinny(route),
+            None => Path::Tiles(choose::<T, S>(self, &plan, &params, &stream)?),
+        };
         use_on(a, &stream)?;
         use_on(b, &stream)?;
         if let Some((_, _, bias)) = bias {
             use_on(bias, &stream)?;
         }
+        let choice = match path {
+            Path::Skinny(route) => return skinny::run::<T>(&stream, &route),
+            Path::Tiles(choice) => choice,
+        };
         let mut params = params;
         let aligned = align_operands::<T>(&stream, &plan, &choice, &mut params, self.batch)?;
         let run = match choice.family {

@@ -9,6 +9,7 @@ mod functions;
 mod launch;
 mod options;
 mod params;
+mod skinny;
 mod types;
 mod vector;
 

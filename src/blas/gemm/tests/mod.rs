@@ -156,4 +156,5 @@ mod degenerate {
 
 mod aligned_copies;
 mod dispatch;
+mod skinny_route;
 mod vector_route;
