@@ -456,9 +456,10 @@ impl<S: Copy + Into<f64>> Gemm<S> {
 
     /// The kernel this GEMM would run on `C`'s stream for these operands, after the same checks
     /// as [`Gemm::run`] (so a call that would be refused is an error here too), without queueing
-    /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt`, `gemm_dmma90_f64_s2_tn` or
-    /// `gemm_small_f32` (m, n, k <= 32). A split of k over blocks shows as `/splitN` (the f32 `w`
-    /// and `v` tiles, the wgmma `n` and `l` tiles), a tf32 operand packed first as a
+    /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt`, `gemm_dmma90_f64_s2_tn`,
+    /// `gemm_small_f32` (m, n, k <= 32) or `gemm_skinny_f32_r2s2` (an f32 side of at most 16, both
+    /// operands k-contiguous). A split of k over blocks shows as `/splitN` (the f32 `w` and `v`
+    /// tiles, the wgmma `n` and `l` tiles, the skinny kernel), a tf32 operand packed first as a
     /// `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer first (for
     /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix; a GEMM with one row or one
     /// column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch
