@@ -1,4 +1,4 @@
-//! GEMMs with one short side (2 to 16: a decode step's tokens) whose operands are both contiguous
+//! GEMMs with one short side (at most 16: a decode step's tokens) whose operands are both contiguous
 //! along k (a linear layer `y = x W^T` over row-major activations: cuBLAS's TN) run on
 //! `gemm_skinny_<t>` (ptx/gemm_skinny.cu), f32: the GEMM tiles are 32 to 256 wide, so 16
 //! rows leave most of each tile's arithmetic idle, while the product is memory-bound (4096 x 16 x
@@ -158,8 +158,9 @@ pub(crate) fn route<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParam
         splits: 1,
         batch,
     };
-    // Split k over blocks while the row blocks fill less than the device (a block per
-    // multiprocessor: the variants hold one or two), each split at least 4 k tiles.
+    // Split k over blocks while the row blocks number fewer than the multiprocessors (the f32
+    // variant holds two per multiprocessor, so a split grid of up to one block per SM still
+    // fits in one wave), each split at least 4 k tiles.
     let kt = route.k_tile(size_of::<T>());
     let tiles = k.div_ceil(kt);
     let blocks = long.div_ceil(WARPS as usize * rows) * batch;
