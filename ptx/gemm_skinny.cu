@@ -2,8 +2,8 @@
 // whose operands are both contiguous along k, on the CUDA cores. Such a product is memory-bound
 // (4096 x 16 x 4096 does 8 FLOP per byte of the large operand), so the kernel reads the large
 // operand once, at the rate of a GEMV, instead of computing the 32- to 256-wide tiles of the GEMM
-// kernels over 16 rows that exist. (The template takes f64 too; on the H100 it ran at 0.51-0.76x
-// of cuBLAS where the DMMA tiles run at 0.57-0.82x, so f64 stays on those: docs/kernels/gemm.md.)
+// kernels over 16 rows that exist. (An f64 instantiation ran at 0.51-0.76x of cuBLAS on the H100
+// where the DMMA tiles run at 0.57-0.82x, so f64 stays on those: docs/kernels/gemm.md.)
 //
 // The problem, in the terms of src/blas/gemm/skinny.rs (the kernels' row-major D = X Y with X
 // and Y both k-contiguous, seen from its long side):
@@ -52,12 +52,6 @@ template <> struct Vec16<float> {
     static constexpr int N = 4;
     static __device__ __forceinline__ void split(float4 v, float* o) { o[0] = v.x, o[1] = v.y, o[2] = v.z, o[3] = v.w; }
     static __device__ __forceinline__ float4 join(const float* o) { return make_float4(o[0], o[1], o[2], o[3]); }
-};
-template <> struct Vec16<double> {
-    using type = double2;
-    static constexpr int N = 2;
-    static __device__ __forceinline__ void split(double2 v, double* o) { o[0] = v.x, o[1] = v.y; }
-    static __device__ __forceinline__ double2 join(const double* o) { return make_double2(o[0], o[1]); }
 };
 
 constexpr int SKINNY_S = 16, SKINNY_WARPS = 8;

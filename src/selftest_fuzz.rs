@@ -679,13 +679,25 @@ pub fn gemm_case(stream: &Arc<Stream>, case: &GemmCase, runs: usize, seed: u64) 
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: bool) -> Result<Report> {
-    let mut rng = Rng::new(seed ^ (ty as u64).wrapping_mul(0x9E37_79B9));
+    let rng = Rng::new(seed ^ (ty as u64).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_gemm_case(rng, ty, large))
+}
+
+/// `cases` GEMMs that `draw` makes from `rng` (which also makes their inputs), each run twice
+/// and checked, reported under `seed`.
+fn run_drawn(
+    stream: &Arc<Stream>,
+    seed: u64,
+    mut rng: Rng,
+    cases: usize,
+    mut draw: impl FnMut(&mut Rng) -> GemmCase,
+) -> Result<Report> {
     let mut report = Report {
         seed,
         ..Report::default()
     };
     for _ in 0..cases {
-        let case = random_gemm_case(&mut rng, ty, large);
+        let case = draw(&mut rng);
         let (kernel, outcome) = run_typed(stream, &case, 2, &mut rng)?;
         report.merge_case(&kernel, &case.to_string(), outcome);
     }
@@ -704,17 +716,8 @@ pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: 
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let mut rng = Rng::new(seed ^ (ty as u64 + 17).wrapping_mul(0x9E37_79B9));
-    let mut report = Report {
-        seed,
-        ..Report::default()
-    };
-    for _ in 0..cases {
-        let case = random_skinny_case(&mut rng, ty);
-        let (kernel, outcome) = run_typed(stream, &case, 2, &mut rng)?;
-        report.merge_case(&kernel, &case.to_string(), outcome);
-    }
-    Ok(report)
+    let rng = Rng::new(seed ^ (ty as u64 + 17).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_skinny_case(rng, ty))
 }
 
 #[path = "selftest_fuzz_draw.rs"]

@@ -4,13 +4,13 @@
 //! item `pos` is in the device ring, read it, run it (all blocks share each item's elements,
 //! grid-stride), go on.
 //!
-//! **The fetcher** (`cudrv_executor_fetch`, with `ExecutorBuilder::fetcher(true)`: one block on a
+//! **The fetcher** (`cudrv_executor_fetch`, unless `ExecutorBuilder::fetcher(false)`: one block on a
 //! stream of its own, asking for all the shared memory a block may have so that it has a
 //! multiprocessor to itself): waits for the host's tail (host-mapped memory, read with acquire at
 //! system scope), copies new items from the host ring into the device ring (at most
 //! `FETCH_CHUNK` at a time) and publishes the device tail (release at GPU scope), ahead of the
 //! workers: fetching crosses PCIe (a microsecond or more per round trip) while they run earlier
-//! items. Without it (the default), block 0 of the workers fetches when it runs out of items,
+//! items (the default). Without it, block 0 of the workers fetches when it runs out of items,
 //! and the other blocks wait for it. The fetcher ends after copying the stop item (the last the
 //! host ever publishes).
 //!
@@ -93,7 +93,8 @@ pub(crate) fn generate(fusions: &[Fusion]) -> String {
         s,
         "extern \"C\" __global__ void __launch_bounds__({FETCH_THREADS}) {FETCH_KERNEL}(const unsigned long long* \
          host_ring, Host* host, unsigned long long* dev_ring, Ctl* ctl, unsigned long long capacity) {{\n  \
-         const unsigned long long chunk = {FETCH_CHUNK}ull;"
+         const unsigned long long chunk = {FETCH_CHUNK}ull, item_words = {ITEM_WORDS}ull, stop = {}ull;",
+        op::STOP
     );
     s.push_str(FETCH_BODY);
     s
@@ -327,8 +328,8 @@ const FETCH_BODY: &str = r#"  __shared__ unsigned long long s_to;
     if (threadIdx.x == 0) {
       st_release_gpu(&ctl->dev_tail, to);
       // The stop item is the last the host publishes: once it is copied, nothing follows.
-      const unsigned long long code = __ldcv(host_ring + ((to - 1) % capacity) * 16) & 0xffffffffull;
-      s_stop = code == 1ull;
+      const unsigned long long code = __ldcv(host_ring + ((to - 1) % capacity) * item_words) & 0xffffffffull;
+      s_stop = code == stop;
     }
     __syncthreads();
     if (s_stop) return;

@@ -221,9 +221,8 @@ pub fn run(trials: usize) -> Result<bool> {
             }
             let full = executor_step(&e, &a, trials, 50)?;
             let nop = dispatch_only(&e, trials)?;
-            let has = e.has_fetcher();
             e.shutdown()?;
-            by_blocks.push((bps, has, full, nop));
+            by_blocks.push((bps, fetcher, full, nop));
         }
     }
 
