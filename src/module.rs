@@ -540,6 +540,9 @@ pub struct Function {
     ctx: Arc<Context>,
 }
 
+/// (block size, dynamic shared memory) and the blocks per multiprocessor the driver answered.
+type OccupancyAnswer = ((u32, usize), u32);
+
 /// A function without a reference to its context: what a context's kernel registry caches
 /// (a strong reference there would be a cycle through the context).
 #[derive(Debug, Clone)]
@@ -549,6 +552,9 @@ pub(crate) struct FunctionCore {
     name: Arc<str>,
     attributes: FunctionAttributes,
     max_dynamic_shared: Arc<AtomicU32>,
+    /// Occupancy answers so far, by (block size, dynamic shared memory): see
+    /// [`Function::max_active_blocks_cached`].
+    occupancy: Arc<parking_lot::Mutex<Vec<OccupancyAnswer>>>,
     /// The parameters' sizes in bytes, where the driver reports them (`cuFuncGetParamInfo`,
     /// CUDA 12.4 and later).
     params: Option<Arc<[usize]>>,
@@ -592,6 +598,7 @@ impl FunctionCore {
             name: name.into(),
             attributes,
             max_dynamic_shared: Arc::new(AtomicU32::new(max_dynamic)),
+            occupancy: Arc::default(),
         })
     }
 }
@@ -757,6 +764,24 @@ impl Function {
             ))?
         };
         Ok(blocks.max(0) as u32)
+    }
+
+    /// [`Function::max_active_blocks_per_multiprocessor`], asked of the driver once per block
+    /// size and shared memory and remembered with the function (its clones and its registry
+    /// entry share the memory): for cudrv's own launch paths, which ask it on every call of a
+    /// GEMV. The answer depends only on the kernel's resources and the device, which cudrv never
+    /// changes after loading (it sets no carveout).
+    pub(crate) fn max_active_blocks_cached(&self, block_size: u32, dynamic_shared: usize) -> Result<u32> {
+        let key = (block_size, dynamic_shared);
+        if let Some(&(_, blocks)) = self.core.occupancy.lock().iter().find(|(k, _)| *k == key) {
+            return Ok(blocks);
+        }
+        let blocks = self.max_active_blocks_per_multiprocessor(block_size, dynamic_shared)?;
+        let mut memo = self.core.occupancy.lock();
+        if memo.len() < 64 && !memo.iter().any(|(k, _)| *k == key) {
+            memo.push((key, blocks));
+        }
+        Ok(blocks)
     }
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device

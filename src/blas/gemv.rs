@@ -370,7 +370,7 @@ pub fn gemv<T: GemvType>(
         }
     };
     let mut f = ctx.kernel(&format!("gemv_{name}_{}", T::NAME))?;
-    let slots = f.max_active_blocks_per_multiprocessor(THREADS, 0)?.max(1) as usize * sms;
+    let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
     let (mut grid_x, splits, chunk) = plan(base, len, min_chunk, grain, slots);
     // alpha == 0: reduce over nothing (A and x are not read), leaving y = beta * y.
     let (mut splits, mut chunk) = if alpha == 0.0 { (1, 0) } else { (splits, chunk) };

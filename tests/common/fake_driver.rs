@@ -32,6 +32,11 @@ pub enum Fixture {
     NotCuda,
     /// Not a driver: `nvtxRangePushA` / `nvtxRangePop` logging to `$FAKE_NVTX_LOG`.
     FakeNvtx,
+    /// One H100-shaped device on which every call succeeds at once and no kernel runs (device
+    /// memory is host memory); every entry point counts its calls (`nulldrv_calls`,
+    /// `nulldrv_reset`; tests/support/null_driver.rs reads them). Built optimised: benches time
+    /// cudrv's host work through it.
+    NullDriver,
 }
 
 impl Fixture {
@@ -43,6 +48,7 @@ impl Fixture {
             Fixture::OneDeviceUuidV1 => "one_device_uuid_v1",
             Fixture::NotCuda => "not_cuda",
             Fixture::FakeNvtx => "fake_nvtx",
+            Fixture::NullDriver => "null_driver",
         }
     }
 
@@ -53,6 +59,7 @@ impl Fixture {
             Fixture::OneDevice | Fixture::OneDeviceUuidV1 => include_str!("../fixtures/one_device.c"),
             Fixture::NotCuda => include_str!("../fixtures/not_cuda.c"),
             Fixture::FakeNvtx => include_str!("../fixtures/fake_nvtx.c"),
+            Fixture::NullDriver => include_str!("../fixtures/null_driver.c"),
         }
     }
 
@@ -153,7 +160,7 @@ pub fn build(test: &str, fixture: Fixture) -> Option<FakeDriver> {
         .cargo_metadata(false)
         .cargo_warnings(false)
         .emit_rerun_if_env_changed(false)
-        .opt_level(0)
+        .opt_level(if fixture == Fixture::NullDriver { 2 } else { 0 })
         .debug(false)
         .target(&target)
         .host(&target)

@@ -240,8 +240,8 @@ impl<S: Copy + From<u8>> Gemm<S> {
 /// The validated problem in the kernels' row-major form (see ptx/gemm_tc.cu).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Plan {
-    /// Kernel-name suffix: the column-major ops of A and B.
-    pub ops: String,
+    /// Kernel-name suffix: the column-major ops of A and B (`"nn"`, `"nt"`, `"tn"`, `"tt"`).
+    pub ops: &'static str,
     pub m: usize,
     pub n: usize,
     pub k: usize,
@@ -256,10 +256,21 @@ pub(crate) struct Plan {
     pub swapped: bool,
 }
 
+/// The kernel-name suffix of the column-major ops `first`, `second` (no allocation: a plan is
+/// made on every call).
+fn ops_suffix(first: Transpose, second: Transpose) -> &'static str {
+    match (first, second) {
+        (Transpose::N, Transpose::N) => "nn",
+        (Transpose::N, Transpose::T) => "nt",
+        (Transpose::T, Transpose::N) => "tn",
+        (Transpose::T, Transpose::T) => "tt",
+    }
+}
+
 /// How a checked GEMM runs: the skinny kernel, or the tiled kernels' choice.
 enum Path {
     Skinny(skinny::SkinnyRoute),
-    Tiles(super::dispatch::Choice),
+    Tiles(std::sync::Arc<super::dispatch::Choice>),
 }
 
 /// Checks one operand: stored `rows x cols` in `layout`, leading dimension `ld`, `len` elements.
@@ -370,7 +381,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         // column-major problem (ops of B, A; n, m; B, A), whose kernel form is X from A, Y from B.
         let plan = match self.layout {
             Layout::ColMajor => Plan {
-                ops: format!("{}{}", self.trans_a.letter(), self.trans_b.letter()),
+                ops: ops_suffix(self.trans_a, self.trans_b),
                 m: self.n,
                 n: self.m,
                 k: self.k,
@@ -383,7 +394,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
                 swapped: true,
             },
             Layout::RowMajor => Plan {
-                ops: format!("{}{}", self.trans_b.letter(), self.trans_a.letter()),
+                ops: ops_suffix(self.trans_b, self.trans_a),
                 m: self.m,
                 n: self.n,
                 k: self.k,

@@ -2,8 +2,10 @@
 //! shape, alignment, compute capability and multiprocessor count.
 
 use std::mem::size_of;
+use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
+use super::choice_cache::{self, Key};
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
@@ -406,7 +408,7 @@ pub(crate) fn choose_kernel(
                 ("tf32", false, true) => ("tt", [false; 2], false),
                 ("tf32", true, false) => ("nn", [false; 2], true),
                 ("tf32", false, false) => ("tt", [false, true], false),
-                _ => (plan.ops.as_str(), [false; 2], false),
+                _ => (plan.ops, [false; 2], false),
             };
             let dims = if swap { (plan.n, plan.m) } else { (plan.m, plan.n) };
             let forced_parts = match split {
@@ -714,13 +716,42 @@ fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, b
     x.fits() && y.fits()
 }
 
-pub(crate) fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Choice> {
+/// The tiled kernel for `g` on `stream`'s device: [`choose_on`], memoized per thread (see
+/// [`super::choice_cache`]), so a repeated shape costs one lookup.
+pub(crate) fn choose<T: GemmType, S>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    stream: &Stream,
+) -> Result<Arc<Choice>> {
+    let ctx = stream.context();
+    let (cc, sms) = (ctx.compute_capability(), ctx.limits().multiprocessor_count as usize);
+    let key = Key::new(
+        T::NAME,
+        (g.math, g.kernel, g.tile, g.split),
+        g.batch,
+        plan,
+        params,
+        cc,
+        sms,
+    );
+    choice_cache::get_or_choose(key, || choose_on::<T, S>(g, plan, params, cc, sms))
+}
+
+/// The tiled kernel for `g` on a device of compute capability `cc` with `sms` multiprocessors:
+/// a pure function of the type, the knobs, the plan, the batch, the kernels' k and the operand
+/// addresses' alignment (what [`Key`] holds).
+pub(crate) fn choose_on<T: GemmType, S>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    cc: (u32, u32),
+    sms: usize,
+) -> Result<Choice> {
     let vec = match (T::NAME, g.math) {
         ("f32", _) => 4,
         _ => (16 / size_of::<T>()) as i64,
     };
-    let ctx = stream.context();
-    let cc = ctx.compute_capability();
     let pick = |params: &GemmParams, aligned: bool| {
         choose_kernel(
             T::NAME,
@@ -733,7 +764,7 @@ pub(crate) fn choose<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmPara
             aligned,
             wgmma_fits::<T>(g.math, plan, params, g.batch),
             cc,
-            ctx.limits().multiprocessor_count as usize,
+            sms,
             g.batch,
         )
     };

@@ -4,6 +4,7 @@
 //! picks a kernel family, tile and split for it, and launch queues it.
 
 mod builder;
+mod choice_cache;
 mod dispatch;
 mod functions;
 mod launch;

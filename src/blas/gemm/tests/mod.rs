@@ -132,9 +132,9 @@ fn bias_length_is_checked() {
 fn the_row_major_problem_maps_onto_the_kernels_form() {
     let g = Gemm::<f32>::new(Transpose::T, Transpose::N, 3, 4, 5);
     let p = plan(&g, [100, 100, 100]).unwrap();
-    assert_eq!((p.ops.as_str(), p.m, p.n, p.swapped), ("tn", 4, 3, true));
+    assert_eq!((p.ops, p.m, p.n, p.swapped), ("tn", 4, 3, true));
     let p = plan(&g.layout(Layout::RowMajor), [100, 100, 100]).unwrap();
-    assert_eq!((p.ops.as_str(), p.m, p.n, p.swapped), ("nt", 3, 4, false));
+    assert_eq!((p.ops, p.m, p.n, p.swapped), ("nt", 3, 4, false));
 }
 
 mod degenerate {
@@ -155,6 +155,7 @@ mod degenerate {
 }
 
 mod aligned_copies;
+mod choice_memo;
 mod dispatch;
 mod skinny_route;
 mod vector_route;

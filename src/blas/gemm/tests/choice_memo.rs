@@ -1,0 +1,199 @@
+//! The dispatch memo (`choice_cache`): its key holds everything the tiled kernels' choice reads.
+//! Random GEMMs of every type, op, layout, batch, knob and alignment are changed in what the key
+//! leaves out (addresses by multiples of 16, C and bias addresses, nonzero alpha, beta, the
+//! activation): the key and the choice must both stay the same. Then a shuffled sequence with
+//! repeats through the memo gives what the choice gives directly.
+
+use super::super::builder::Gemm;
+use super::super::choice_cache::{self, Key};
+use super::super::dispatch::choose_on;
+use super::super::{GemmType, Kernel, SplitK, Tile};
+use crate::blas::{Activation, Layout, MathMode, Transpose};
+use crate::selftest::Rng;
+
+/// A random GEMM description and its operand addresses (A, B, C, bias).
+struct Case<S> {
+    g: Gemm<S>,
+    ptrs: [u64; 4],
+}
+
+fn pick<T: Copy>(rng: &mut Rng, from: &[T]) -> T {
+    from[(rng.next_u64() % from.len() as u64) as usize]
+}
+
+fn dim(rng: &mut Rng) -> usize {
+    pick(
+        rng,
+        &[
+            1, 2, 7, 16, 17, 32, 33, 64, 100, 128, 255, 256, 1000, 1024, 4096, 11008, 65536,
+        ],
+    )
+}
+
+fn random_case<S: Copy + From<u8>>(rng: &mut Rng) -> Case<S> {
+    use Transpose::{N, T};
+    let (m, n, k) = (dim(rng), dim(rng), dim(rng));
+    let mut g = Gemm::<S>::new(pick(rng, &[N, T]), pick(rng, &[N, T]), m, n, k)
+        .layout(pick(rng, &[Layout::ColMajor, Layout::RowMajor]))
+        .math(pick(rng, &[MathMode::Exact, MathMode::Tf32]))
+        .kernel(pick(
+            rng,
+            &[
+                Kernel::Auto,
+                Kernel::Auto,
+                Kernel::Auto,
+                Kernel::Simt,
+                Kernel::TensorCore,
+                Kernel::MmaSync,
+                Kernel::Wgmma,
+            ],
+        ))
+        .tile(pick(
+            rng,
+            &[
+                Tile::Auto,
+                Tile::Auto,
+                Tile::Small,
+                Tile::Large,
+                Tile::Wide,
+                Tile::Narrow,
+            ],
+        ))
+        .split_k(pick(rng, &[SplitK::Auto, SplitK::Auto, SplitK::Off, SplitK::Parts(4)]))
+        .alpha(S::from(pick(rng, &[0u8, 1, 1, 2])));
+    if rng.next_u64() % 3 == 0 {
+        // At least every stored dimension, so that any op and layout plans.
+        let pad = pick(rng, &[0usize, 1, 3, 8]);
+        g = g.ld(m.max(k) + pad, k.max(n) + pad, m.max(n) + pad);
+    }
+    if rng.next_u64() % 3 == 0 {
+        let batch = pick(rng, &[2usize, 4, 512]);
+        // Strides of at least one matrix at any leading dimension drawn above (0: shared).
+        let extra = pick(rng, &[0usize, 1, 8]);
+        let span = |x: usize, y: usize| (x + 8) * y + extra;
+        let sa = if rng.next_u64() % 4 == 0 {
+            0
+        } else {
+            span(m.max(k), m.max(k))
+        };
+        let sb = if rng.next_u64() % 4 == 0 {
+            0
+        } else {
+            span(k.max(n), k.max(n))
+        };
+        g = g.batched(batch, sa, sb, span(m.max(n), m.max(n)));
+    }
+    let base = 1u64 << 32;
+    let ptrs = [
+        base + pick(rng, &[0u64, 2, 4, 8, 16, 256]),
+        base * 2 + pick(rng, &[0u64, 2, 4, 8, 16, 256]),
+        base * 3 + pick(rng, &[0u64, 4, 256]),
+        pick(rng, &[0u64, base * 4]),
+    ];
+    Case { g, ptrs }
+}
+
+/// The key and the choice (or its error's text) of `case` on an H100.
+fn key_and_choice<T: GemmType>(case: &Case<T::Scalar>) -> Option<(Key, Result<String, String>)>
+where
+    T::Scalar: Copy + Into<f64>,
+{
+    let plan = case.g.plan([usize::MAX / 64; 3], None).ok()?;
+    let [a, b, c, bias] = case.ptrs;
+    let params = case.g.params(&plan, [a, b, c], bias);
+    let (cc, sms) = ((9, 0), 132);
+    let g = &case.g;
+    let key = Key::new(
+        T::NAME,
+        (g.math, g.kernel, g.tile, g.split),
+        g.batch,
+        &plan,
+        &params,
+        cc,
+        sms,
+    );
+    let choice = choose_on::<T, T::Scalar>(g, &plan, &params, cc, sms)
+        .map(|c| format!("{c:?}"))
+        .map_err(|e| e.to_string());
+    Some((key, choice))
+}
+
+fn invariance<T: GemmType>(seed: u64)
+where
+    T::Scalar: Copy + Into<f64> + From<u8>,
+{
+    let mut rng = Rng::new(seed);
+    let mut checked = 0;
+    for _ in 0..3000 {
+        let case = random_case::<T::Scalar>(&mut rng);
+        let Some((key, choice)) = key_and_choice::<T>(&case) else {
+            continue;
+        };
+        // What the key leaves out: operand addresses by multiples of 16, C and the bias, a
+        // nonzero alpha, beta, the activation.
+        let mut other = Case {
+            g: case.g,
+            ptrs: case.ptrs,
+        };
+        other.ptrs[0] += 16 * (1 + rng.next_u64() % 1000);
+        other.ptrs[1] += 16 * (1 + rng.next_u64() % 1000);
+        other.ptrs[2] += 2 * (1 + rng.next_u64() % 1000);
+        other.ptrs[3] = if other.ptrs[3] == 0 { 0 } else { other.ptrs[3] + 2 };
+        let alpha: f64 = case.g.alpha.into();
+        if alpha != 0.0 {
+            other.g = other.g.alpha(T::Scalar::from(3u8));
+        }
+        other.g = other
+            .g
+            .beta(T::Scalar::from(pick(&mut rng, &[0u8, 1, 2])))
+            .activation(pick(&mut rng, &[Activation::None, Activation::Relu, Activation::Gelu]));
+        let (other_key, other_choice) = key_and_choice::<T>(&other).expect("the same shape plans");
+        assert_eq!(key, other_key, "{} {:?}", T::NAME, case.g);
+        assert_eq!(choice, other_choice, "{} {:?} vs {:?}", T::NAME, case.g, other.g);
+        checked += 1;
+    }
+    assert!(checked > 1000, "{}: only {checked} cases planned", T::NAME);
+}
+
+#[test]
+fn the_key_holds_everything_the_choice_reads() {
+    let seed = 0x0005_eedc_4c4e;
+    invariance::<f32>(seed);
+    invariance::<f64>(seed + 1);
+    invariance::<half::f16>(seed + 2);
+    invariance::<half::bf16>(seed + 3);
+}
+
+#[test]
+fn the_memo_answers_what_the_choice_answers() {
+    let mut rng = Rng::new(0x000c_4c4e_0002);
+    let cases: Vec<Case<f32>> = (0..200).map(|_| random_case::<f32>(&mut rng)).collect();
+    for round in 0..3 {
+        for i in 0..cases.len() {
+            let case = &cases[(i * 7 + round * 13) % cases.len()];
+            let Ok(plan) = case.g.plan([usize::MAX / 64; 3], None) else {
+                continue;
+            };
+            let [a, b, c, bias] = case.ptrs;
+            let params = case.g.params(&plan, [a, b, c], bias);
+            let g = &case.g;
+            let key = Key::new(
+                "f32",
+                (g.math, g.kernel, g.tile, g.split),
+                g.batch,
+                &plan,
+                &params,
+                (9, 0),
+                132,
+            );
+            let direct = choose_on::<f32, f32>(g, &plan, &params, (9, 0), 132);
+            let memo = choice_cache::get_or_choose(key, || choose_on::<f32, f32>(g, &plan, &params, (9, 0), 132));
+            match (direct, memo) {
+                (Ok(d), Ok(m)) => assert_eq!(d, *m, "{g:?}"),
+                (Err(d), Err(m)) => assert_eq!(d.to_string(), m.to_string(), "{g:?}"),
+                (d, m) => panic!("{g:?}: direct {d:?}, memo {m:?}"),
+            }
+        }
+    }
+    assert!(choice_cache::len() > 0);
+}
