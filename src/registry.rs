@@ -11,12 +11,11 @@
 //! may share module-scope variables.
 
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -67,6 +67,18 @@ impl Rng {
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
+    /// One of `options`, each equally likely (a value listed twice is drawn twice as often).
+    ///
+    /// ```
+    /// use cudrv::selftest::Rng;
+    /// let mut rng = Rng::new(3);
+    /// let op = rng.pick(&['n', 't']);
+    /// assert!(op == 'n' || op == 't');
+    /// ```
+    pub fn pick<T: Copy>(&mut self, options: &[T]) -> T {
+        options[self.next_u64() as usize % options.len()]
+    }
+
     /// A uniform value in [lo, hi).
     ///
     /// ```

@@ -724,6 +724,6 @@ pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Re
 mod draw;
 #[path = "selftest_fuzz_gemv.rs"]
 mod gemv_fuzz;
-use draw::{pick, range};
+use draw::range;
 pub use draw::{random_gemm_case, random_skinny_case};
 pub use gemv_fuzz::gemv;

@@ -6,10 +6,6 @@ use super::{FuzzType, GemmCase};
 use crate::blas::{Activation, Kernel, Layout, SplitK, Tile, Transpose};
 use crate::selftest::Rng;
 
-pub(super) fn pick<T: Copy>(rng: &mut Rng, options: &[T]) -> T {
-    options[rng.next_u64() as usize % options.len()]
-}
-
 pub(super) fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
     lo + rng.next_u64() as usize % (hi - lo + 1)
 }
@@ -17,15 +13,12 @@ pub(super) fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
 /// No activation three times in four, else one of the four.
 fn activation(rng: &mut Rng) -> Activation {
     if rng.next_u64() % 4 == 0 {
-        pick(
-            rng,
-            &[
-                Activation::Relu,
-                Activation::Gelu,
-                Activation::Sigmoid,
-                Activation::Tanh,
-            ],
-        )
+        rng.pick(&[
+            Activation::Relu,
+            Activation::Gelu,
+            Activation::Sigmoid,
+            Activation::Tanh,
+        ])
     } else {
         Activation::None
     }
@@ -78,8 +71,8 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
         _ => (dim(rng, 1500, 4000), dim(rng, 1500, 4000), dim(rng, 200, 2000)),
     };
     let ops = (
-        pick(rng, &[Transpose::N, Transpose::T]),
-        pick(rng, &[Transpose::N, Transpose::T]),
+        rng.pick(&[Transpose::N, Transpose::T]),
+        rng.pick(&[Transpose::N, Transpose::T]),
     );
     let layout = if rng.next_u64() % 5 == 0 {
         Layout::RowMajor
@@ -112,56 +105,47 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
         stride(rng),
         stride(rng),
         if aligned {
-            pick(rng, &[0, 0, 8])
+            rng.pick(&[0, 0, 8])
         } else {
-            pick(rng, &[0, 5, 8])
+            rng.pick(&[0, 5, 8])
         },
     );
     let mut offsets = [0usize; 3];
     if !aligned && rng.next_u64() % 3 == 0 {
         offsets[(rng.next_u64() % 3) as usize] = range(rng, 1, 3);
     }
-    let alpha = pick(rng, &[1.0, 1.0, -0.75, 0.5, 1.5]);
-    let beta = pick(rng, &[0.0, 0.0, 1.0, 0.5, -1.25]);
+    let alpha = rng.pick(&[1.0, 1.0, -0.75, 0.5, 1.5]);
+    let beta = rng.pick(&[0.0, 0.0, 1.0, 0.5, -1.25]);
     let bias = rng.next_u64() % 4 == 0;
     let act = activation(rng);
     let knobs = if rng.next_u64() % 6 == 0 {
-        let kernel = pick(
-            rng,
-            &[
-                Kernel::Auto,
-                Kernel::Auto,
-                Kernel::Simt,
-                Kernel::TensorCore,
-                Kernel::MmaSync,
-                Kernel::Wgmma,
-            ],
-        );
-        let tile = pick(rng, &[Tile::Auto, Tile::Small, Tile::Large, Tile::Wide, Tile::Narrow]);
+        let kernel = rng.pick(&[
+            Kernel::Auto,
+            Kernel::Auto,
+            Kernel::Simt,
+            Kernel::TensorCore,
+            Kernel::MmaSync,
+            Kernel::Wgmma,
+        ]);
+        let tile = rng.pick(&[Tile::Auto, Tile::Small, Tile::Large, Tile::Wide, Tile::Narrow]);
         let split = match ty {
-            FuzzType::F32 | FuzzType::F64 => pick(
-                rng,
-                &[
-                    SplitK::Auto,
-                    SplitK::Off,
-                    SplitK::Parts(2),
-                    SplitK::Parts(3),
-                    SplitK::Parts(4),
-                ],
-            ),
+            FuzzType::F32 | FuzzType::F64 => rng.pick(&[
+                SplitK::Auto,
+                SplitK::Off,
+                SplitK::Parts(2),
+                SplitK::Parts(3),
+                SplitK::Parts(4),
+            ]),
             // The wgmma kernels' split: more parts than k-tiles included.
-            _ => pick(
-                rng,
-                &[
-                    SplitK::Auto,
-                    SplitK::Off,
-                    SplitK::Parts(2),
-                    SplitK::Parts(3),
-                    SplitK::Parts(7),
-                    SplitK::Parts(16),
-                    SplitK::Parts(64),
-                ],
-            ),
+            _ => rng.pick(&[
+                SplitK::Auto,
+                SplitK::Off,
+                SplitK::Parts(2),
+                SplitK::Parts(3),
+                SplitK::Parts(7),
+                SplitK::Parts(16),
+                SplitK::Parts(64),
+            ]),
         };
         (kernel, tile, split)
     } else {
@@ -228,18 +212,18 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     // or one element more.
     let whole = k.next_multiple_of(4) - k + 4 * range(rng, 0, 2);
     let pad = if rng.next_u64() % 6 == 0 { whole + 1 } else { whole };
-    let both = |rng: &mut Rng| pick(rng, &[None, None, Some(0)]);
+    let both = |rng: &mut Rng| rng.pick(&[None, None, Some(0)]);
     let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
     GemmCase {
         ty,
         ops,
         dims: (m, n, k),
         layout,
-        ld_pad: [pad, pad, pick(rng, &[0, 1, 3])],
+        ld_pad: [pad, pad, rng.pick(&[0, 1, 3])],
         batch,
-        strides: (both(rng), both(rng), pick(rng, &[0, 5])),
-        offsets: [pick(rng, &[0, 4]), pick(rng, &[0, 4]), range(rng, 0, 3)],
-        scalars: (pick(rng, &[1.0, 1.0, -0.75, 0.5]), pick(rng, &[0.0, 0.0, 1.0, -1.25])),
+        strides: (both(rng), both(rng), rng.pick(&[0, 5])),
+        offsets: [rng.pick(&[0, 4]), rng.pick(&[0, 4]), range(rng, 0, 3)],
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
         bias: rng.next_u64() % 3 == 0,
         act: activation(rng),
         knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),

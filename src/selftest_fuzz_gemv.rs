@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use half::{bf16, f16};
 
-use super::{pick, range, same_bits, CaseOutcome, FuzzElement, Report, PAD};
+use super::{range, same_bits, CaseOutcome, FuzzElement, Report, PAD};
 use crate::blas::{self, GemvType, Transpose};
 use crate::error::Result;
 use crate::memory::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
@@ -48,14 +48,14 @@ impl GemvCase {
             _ => 0,
         };
         GemvCase {
-            trans: pick(rng, &[Transpose::N, Transpose::T]),
+            trans: rng.pick(&[Transpose::N, Transpose::T]),
             m,
             n,
             lda,
-            incx: pick(rng, &[1, 1, 1, 2, -1, 3]),
-            incy: pick(rng, &[1, 1, 1, 2, -2]),
-            alpha: pick(rng, &[1.0, -0.75, 0.5]),
-            beta: pick(rng, &[0.0, 0.0, 1.0, 0.5]),
+            incx: rng.pick(&[1, 1, 1, 2, -1, 3]),
+            incy: rng.pick(&[1, 1, 1, 2, -2]),
+            alpha: rng.pick(&[1.0, -0.75, 0.5]),
+            beta: rng.pick(&[0.0, 0.0, 1.0, 0.5]),
             offset_a: if rng.next_u64() % 10 == 0 { range(rng, 1, 3) } else { 0 },
         }
     }

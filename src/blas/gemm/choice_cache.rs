@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::builder::Plan;
+use super::builder::{Gemm, Plan};
 use super::dispatch::Choice;
 use super::params::GemmParams;
-use super::{Kernel, SplitK, Tile};
+use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::MathMode;
 use crate::error::Result;
 
@@ -48,25 +48,22 @@ pub(crate) struct Key {
 }
 
 impl Key {
-    /// The key of a choice for `plan` and `params` on a device of capability `cc` with `sms`
+    /// The key of `g`'s choice for `plan` and `params` on a device of capability `cc` with `sms`
     /// multiprocessors.
-    #[allow(clippy::too_many_arguments)] // the knobs of `Gemm`, passed as they are
-    pub(crate) fn new(
-        type_name: &'static str,
-        (math, kernel, tile, split): (MathMode, Kernel, Tile, SplitK),
-        batch: usize,
+    pub(crate) fn new<T: GemmType, S>(
+        g: &Gemm<S>,
         plan: &Plan,
         params: &GemmParams,
         cc: (u32, u32),
         sms: usize,
     ) -> Key {
         Key {
-            type_name,
-            math,
-            kernel,
-            tile,
-            split,
-            batch,
+            type_name: T::NAME,
+            math: g.math,
+            kernel: g.kernel,
+            tile: g.tile,
+            split: g.split,
+            batch: g.batch,
             ops: plan.ops,
             swapped: plan.swapped,
             mnk: [plan.m, plan.n, plan.k],

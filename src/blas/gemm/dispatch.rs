@@ -726,15 +726,7 @@ pub(crate) fn choose<T: GemmType, S>(
 ) -> Result<Arc<Choice>> {
     let ctx = stream.context();
     let (cc, sms) = (ctx.compute_capability(), ctx.limits().multiprocessor_count as usize);
-    let key = Key::new(
-        T::NAME,
-        (g.math, g.kernel, g.tile, g.split),
-        g.batch,
-        plan,
-        params,
-        cc,
-        sms,
-    );
+    let key = Key::new::<T, S>(g, plan, params, cc, sms);
     choice_cache::get_or_choose(key, || choose_on::<T, S>(g, plan, params, cc, sms))
 }
 

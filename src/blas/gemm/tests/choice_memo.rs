@@ -4,9 +4,10 @@
 //! activation): the key and the choice must both stay the same. Then a shuffled sequence with
 //! repeats through the memo gives what the choice gives directly.
 
-use super::super::builder::Gemm;
+use super::super::builder::{Gemm, Plan};
 use super::super::choice_cache::{self, Key};
 use super::super::dispatch::choose_on;
+use super::super::params::GemmParams;
 use super::super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, Layout, MathMode, Transpose};
 use crate::selftest::Rng;
@@ -17,59 +18,46 @@ struct Case<S> {
     ptrs: [u64; 4],
 }
 
-fn pick<T: Copy>(rng: &mut Rng, from: &[T]) -> T {
-    from[(rng.next_u64() % from.len() as u64) as usize]
-}
-
 fn dim(rng: &mut Rng) -> usize {
-    pick(
-        rng,
-        &[
-            1, 2, 7, 16, 17, 32, 33, 64, 100, 128, 255, 256, 1000, 1024, 4096, 11008, 65536,
-        ],
-    )
+    rng.pick(&[
+        1, 2, 7, 16, 17, 32, 33, 64, 100, 128, 255, 256, 1000, 1024, 4096, 11008, 65536,
+    ])
 }
 
 fn random_case<S: Copy + From<u8>>(rng: &mut Rng) -> Case<S> {
     use Transpose::{N, T};
     let (m, n, k) = (dim(rng), dim(rng), dim(rng));
-    let mut g = Gemm::<S>::new(pick(rng, &[N, T]), pick(rng, &[N, T]), m, n, k)
-        .layout(pick(rng, &[Layout::ColMajor, Layout::RowMajor]))
-        .math(pick(rng, &[MathMode::Exact, MathMode::Tf32]))
-        .kernel(pick(
-            rng,
-            &[
-                Kernel::Auto,
-                Kernel::Auto,
-                Kernel::Auto,
-                Kernel::Simt,
-                Kernel::TensorCore,
-                Kernel::MmaSync,
-                Kernel::Wgmma,
-            ],
-        ))
-        .tile(pick(
-            rng,
-            &[
-                Tile::Auto,
-                Tile::Auto,
-                Tile::Small,
-                Tile::Large,
-                Tile::Wide,
-                Tile::Narrow,
-            ],
-        ))
-        .split_k(pick(rng, &[SplitK::Auto, SplitK::Auto, SplitK::Off, SplitK::Parts(4)]))
-        .alpha(S::from(pick(rng, &[0u8, 1, 1, 2])));
+    let mut g = Gemm::<S>::new(rng.pick(&[N, T]), rng.pick(&[N, T]), m, n, k)
+        .layout(rng.pick(&[Layout::ColMajor, Layout::RowMajor]))
+        .math(rng.pick(&[MathMode::Exact, MathMode::Tf32]))
+        .kernel(rng.pick(&[
+            Kernel::Auto,
+            Kernel::Auto,
+            Kernel::Auto,
+            Kernel::Simt,
+            Kernel::TensorCore,
+            Kernel::MmaSync,
+            Kernel::Wgmma,
+        ]))
+        .tile(rng.pick(&[
+            Tile::Auto,
+            Tile::Auto,
+            Tile::Small,
+            Tile::Large,
+            Tile::Wide,
+            Tile::Narrow,
+        ]))
+        .split_k(rng.pick(&[SplitK::Auto, SplitK::Auto, SplitK::Off, SplitK::Parts(4)]))
+        .alpha(S::from(rng.pick(&[0u8, 1, 1, 2])));
     if rng.next_u64() % 3 == 0 {
         // At least every stored dimension, so that any op and layout plans.
-        let pad = pick(rng, &[0usize, 1, 3, 8]);
+        let pad = rng.pick(&[0usize, 1, 3, 8]);
         g = g.ld(m.max(k) + pad, k.max(n) + pad, m.max(n) + pad);
     }
     if rng.next_u64() % 3 == 0 {
-        let batch = pick(rng, &[2usize, 4, 512]);
+        let batch = rng.pick(&[2usize, 4, 512]);
         // Strides of at least one matrix at any leading dimension drawn above (0: shared).
-        let extra = pick(rng, &[0usize, 1, 8]);
+        let extra = rng.pick(&[0usize, 1, 8]);
         let span = |x: usize, y: usize| (x + 8) * y + extra;
         let sa = if rng.next_u64() % 4 == 0 {
             0
@@ -85,33 +73,33 @@ fn random_case<S: Copy + From<u8>>(rng: &mut Rng) -> Case<S> {
     }
     let base = 1u64 << 32;
     let ptrs = [
-        base + pick(rng, &[0u64, 2, 4, 8, 16, 256]),
-        base * 2 + pick(rng, &[0u64, 2, 4, 8, 16, 256]),
-        base * 3 + pick(rng, &[0u64, 4, 256]),
-        pick(rng, &[0u64, base * 4]),
+        base + rng.pick(&[0u64, 2, 4, 8, 16, 256]),
+        base * 2 + rng.pick(&[0u64, 2, 4, 8, 16, 256]),
+        base * 3 + rng.pick(&[0u64, 4, 256]),
+        rng.pick(&[0u64, base * 4]),
     ];
     Case { g, ptrs }
 }
+
+/// The plan and kernel parameters of `case` (`None` where it does not plan).
+fn planned<S: Copy + Into<f64>>(case: &Case<S>) -> Option<(Plan, GemmParams)> {
+    let plan = case.g.plan([usize::MAX / 64; 3], None).ok()?;
+    let [a, b, c, bias] = case.ptrs;
+    let params = case.g.params(&plan, [a, b, c], bias);
+    Some((plan, params))
+}
+
+/// An H100's compute capability and multiprocessor count.
+const H100: ((u32, u32), usize) = ((9, 0), 132);
 
 /// The key and the choice (or its error's text) of `case` on an H100.
 fn key_and_choice<T: GemmType>(case: &Case<T::Scalar>) -> Option<(Key, Result<String, String>)>
 where
     T::Scalar: Copy + Into<f64>,
 {
-    let plan = case.g.plan([usize::MAX / 64; 3], None).ok()?;
-    let [a, b, c, bias] = case.ptrs;
-    let params = case.g.params(&plan, [a, b, c], bias);
-    let (cc, sms) = ((9, 0), 132);
-    let g = &case.g;
-    let key = Key::new(
-        T::NAME,
-        (g.math, g.kernel, g.tile, g.split),
-        g.batch,
-        &plan,
-        &params,
-        cc,
-        sms,
-    );
+    let (plan, params) = planned(case)?;
+    let ((cc, sms), g) = (H100, &case.g);
+    let key = Key::new::<T, T::Scalar>(g, &plan, &params, cc, sms);
     let choice = choose_on::<T, T::Scalar>(g, &plan, &params, cc, sms)
         .map(|c| format!("{c:?}"))
         .map_err(|e| e.to_string());
@@ -145,8 +133,8 @@ where
         }
         other.g = other
             .g
-            .beta(T::Scalar::from(pick(&mut rng, &[0u8, 1, 2])))
-            .activation(pick(&mut rng, &[Activation::None, Activation::Relu, Activation::Gelu]));
+            .beta(T::Scalar::from(rng.pick(&[0u8, 1, 2])))
+            .activation(rng.pick(&[Activation::None, Activation::Relu, Activation::Gelu]));
         let (other_key, other_choice) = key_and_choice::<T>(&other).expect("the same shape plans");
         assert_eq!(key, other_key, "{} {:?}", T::NAME, case.g);
         assert_eq!(choice, other_choice, "{} {:?} vs {:?}", T::NAME, case.g, other.g);
@@ -171,23 +159,13 @@ fn the_memo_answers_what_the_choice_answers() {
     for round in 0..3 {
         for i in 0..cases.len() {
             let case = &cases[(i * 7 + round * 13) % cases.len()];
-            let Ok(plan) = case.g.plan([usize::MAX / 64; 3], None) else {
+            let Some((plan, params)) = planned(case) else {
                 continue;
             };
-            let [a, b, c, bias] = case.ptrs;
-            let params = case.g.params(&plan, [a, b, c], bias);
-            let g = &case.g;
-            let key = Key::new(
-                "f32",
-                (g.math, g.kernel, g.tile, g.split),
-                g.batch,
-                &plan,
-                &params,
-                (9, 0),
-                132,
-            );
-            let direct = choose_on::<f32, f32>(g, &plan, &params, (9, 0), 132);
-            let memo = choice_cache::get_or_choose(key, || choose_on::<f32, f32>(g, &plan, &params, (9, 0), 132));
+            let ((cc, sms), g) = (H100, &case.g);
+            let key = Key::new::<f32, f32>(g, &plan, &params, cc, sms);
+            let direct = choose_on::<f32, f32>(g, &plan, &params, cc, sms);
+            let memo = choice_cache::get_or_choose(key, || choose_on::<f32, f32>(g, &plan, &params, cc, sms));
             match (direct, memo) {
                 (Ok(d), Ok(m)) => assert_eq!(d, *m, "{g:?}"),
                 (Err(d), Err(m)) => assert_eq!(d.to_string(), m.to_string(), "{g:?}"),
