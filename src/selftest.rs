@@ -69,6 +69,9 @@ impl Rng {
 
     /// One of `options`, each equally likely (a value listed twice is drawn twice as often).
     ///
+    /// # Panics
+    /// If `options` is empty: there is nothing to draw.
+    ///
     /// ```
     /// use cudrv::selftest::Rng;
     /// let mut rng = Rng::new(3);
@@ -76,6 +79,7 @@ impl Rng {
     /// assert!(op == 'n' || op == 't');
     /// ```
     pub fn pick<T: Copy>(&mut self, options: &[T]) -> T {
+        assert!(!options.is_empty(), "Rng::pick: no options to draw from");
         options[self.next_u64() as usize % options.len()]
     }
 
