@@ -308,6 +308,59 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
     }
 }
 
+/// The sum of a split of k through partial products (`gemm_partials_f32`, `gemm_partials_f64`):
+/// 70 x 50 x 3001 in 5 parts (four batched, a shorter last one) on leading dimensions one
+/// longer, NN and TT, each with an activation, beta and a bias.
+fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    use Transpose::{N, T as Tr};
+    let shape = (70, 50, 3001);
+    let knobs = (Tile::Auto, SplitK::Partials(5));
+    let runs = [((N, N), ACTIVATIONS[1]), ((Tr, Tr), ACTIVATIONS[3])];
+    let detail = "70x50x3001 /5 ld+1 +bias";
+    let (k, e) = (Kernel::Auto, MathMode::Exact);
+    kernel_rows(
+        out,
+        covered,
+        "gemm_partials_f32",
+        detail,
+        1e-5,
+        &runs,
+        &mut |ops, act| gemm_case::<f32>(stream, rng, ops, shape, 1, e, k, knobs, act),
+    );
+    kernel_rows(
+        out,
+        covered,
+        "gemm_partials_f64",
+        detail,
+        1e-12,
+        &runs,
+        &mut |ops, act| gemm_case::<f64>(stream, rng, ops, shape, 1, e, k, knobs, act),
+    );
+}
+
+/// One check row per `(ops, activation)` of `runs` for the kernel `name` (`gemm <name> <ops>`,
+/// described as `<detail> <activation>`); the kernel counts as covered when every row passed.
+fn kernel_rows(
+    out: &mut Vec<Check>,
+    covered: &mut BTreeSet<String>,
+    name: &str,
+    detail: &str,
+    tol: f64,
+    runs: &[((Transpose, Transpose), Activation)],
+    case: &mut dyn FnMut((Transpose, Transpose), Activation) -> Result<f64>,
+) {
+    let mut all = true;
+    for &(ops, act) in runs {
+        let label = format!("gemm {name} {}{}", letter_of(ops.0), letter_of(ops.1));
+        let check = Check::new(label, format!("{detail} {act:?}"), tol, case(ops, act));
+        all &= check.passed;
+        out.push(check);
+    }
+    if all {
+        covered.insert(name.to_string());
+    }
+}
+
 /// The one-block-per-matrix kernels (`gemm_small_<t>`), which every GEMM with m, n and k of at
 /// most 32 and automatic knobs runs: 17 x 23 x 29 on leading dimensions one longer, every op
 /// combination, each with an activation, beta and a bias.
@@ -315,21 +368,16 @@ fn small_matrices(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     use Transpose::{N, T as Tr};
     let shape = (17, 23, 29);
     let auto = (Tile::Auto, SplitK::Auto);
+    let runs: Vec<_> = [(N, N), (N, Tr), (Tr, N), (Tr, Tr)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, ops)| (ops, ACTIVATIONS[i + 1]))
+        .collect();
+    let detail = "17x23x29 ld+1 +bias";
+    let (e, k) = (MathMode::Exact, Kernel::Auto);
     let mut each = |name: &str, tol: f64, case: &mut dyn FnMut((Transpose, Transpose), Activation) -> Result<f64>| {
-        let mut all = true;
-        for (i, ops) in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)].into_iter().enumerate() {
-            let act = ACTIVATIONS[i + 1];
-            let label = format!("gemm {name} {}{}", letter_of(ops.0), letter_of(ops.1));
-            let check = Check::new(label, format!("17x23x29 ld+1 +bias {act:?}"), tol, case(ops, act));
-            all &= check.passed;
-            out.push(check);
-        }
-        if all {
-            covered.insert(name.to_string());
-        }
+        kernel_rows(out, covered, name, detail, tol, &runs, case)
     };
-    let e = MathMode::Exact;
-    let k = Kernel::Auto;
     each("gemm_small_f32", 1e-5, &mut |ops, act| {
         gemm_case::<f32>(stream, rng, ops, shape, 1, e, k, auto, act)
     });
@@ -466,6 +514,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     }
     small_matrices(s, r, &mut out, &mut covered);
     skinny_products(s, r, &mut out, &mut covered);
+    partial_products(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
         // this small, Narrow is m (128 x 64); the k splits over the 2 blocks of a cluster are

@@ -720,10 +720,26 @@ pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Re
     run_drawn(stream, seed, rng, cases, |rng| random_skinny_case(rng, ty))
 }
 
+/// `cases` random GEMMs with long k over few output tiles from `seed` ([`random_deep_case`]: a
+/// split of k through partial products, forced or automatic), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::deep(&stream, FuzzType::F64, 0xbeef, 20)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ (ty as u64 + 29).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_deep_case(rng, ty))
+}
+
 #[path = "selftest_fuzz_draw.rs"]
 mod draw;
 #[path = "selftest_fuzz_gemv.rs"]
 mod gemv_fuzz;
 use draw::range;
-pub use draw::{random_gemm_case, random_skinny_case};
+pub use draw::{random_deep_case, random_gemm_case, random_skinny_case};
 pub use gemv_fuzz::gemv;

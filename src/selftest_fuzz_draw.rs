@@ -230,3 +230,63 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         tf32_exact_inputs: false,
     }
 }
+
+/// Draws a GEMM with long k over few output tiles (m and n up to 300, k from 2000 to 40000):
+/// the shapes of a split of k through partial products. Three cases in four force
+/// [`SplitK::Partials`] (2 to 256 parts, more than k holds included, sometimes with a forced
+/// kernel family or tile), the rest leave the choice to dispatch; any ops, layout, leading
+/// dimension, offset, scalars and epilogue; batch 1.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_deep_case(&mut Rng::new(3), fuzz::FuzzType::F64);
+/// let (m, n, k) = case.dims;
+/// assert!(m <= 300 && n <= 300 && k >= 2000);
+/// ```
+pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let side = |rng: &mut Rng| match rng.next_u64() % 4 {
+        0 => range(rng, 1, 16),
+        1 => range(rng, 17, 300),
+        _ => rng.pick(&[32, 64, 64, 128, 256]),
+    };
+    let (m, n) = (side(rng), side(rng));
+    // Keeps the host's inputs and reference small.
+    let k = range(rng, 2000, 40000).min(24_000_000 / (m + n));
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    let ops = (t(rng), t(rng));
+    let layout = rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]);
+    let pad = |rng: &mut Rng| rng.pick(&[0, 0, 0, 1, 3, 8]);
+    let knobs = if rng.next_u64() % 4 != 0 {
+        let kernel = rng.pick(&[
+            Kernel::Auto,
+            Kernel::Auto,
+            Kernel::Auto,
+            Kernel::Simt,
+            Kernel::TensorCore,
+        ]);
+        let tile = rng.pick(&[Tile::Auto, Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large]);
+        let parts = rng.pick(&[2, 3, 5, 8, 16, 33, 64, 128, 256]);
+        (kernel, tile, SplitK::Partials(parts))
+    } else {
+        (Kernel::Auto, Tile::Auto, SplitK::Auto)
+    };
+    let mut offsets = [0usize; 3];
+    if rng.next_u64() % 4 == 0 {
+        offsets[(rng.next_u64() % 3) as usize] = range(rng, 1, 3);
+    }
+    GemmCase {
+        ty,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad: [pad(rng), pad(rng), pad(rng)],
+        batch: 1,
+        strides: (None, None, 0),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs,
+        tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}

@@ -72,7 +72,8 @@ fn v_split_cases() -> Vec<Case> {
             (c.alpha, c.beta) = if j == 1 { (0.75, -0.5) } else { (1.0, 0.0) };
             v.push(c);
         }
-        // Deep splits (8-64 parts): few tiles, long k; one tile, a few, edges, both layouts.
+        // Long k over few tiles (the automatic choice: partial products, or the v tile split in
+        // 8-64 parts): one tile, a few, edges, both layouts.
         let (m, n, k) = [(64, 64, 40000), (96, 200, 20000), (257, 130, 16384), (33, 70, 30001)][i];
         let mut c = Case::new(ta, tb, m, n, k);
         c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };

@@ -162,6 +162,33 @@ fn gemm_fuzz_skinny() {
     }
 }
 
+/// GEMMs with long k over few output tiles, split through partial products (forced and
+/// automatic) in f32, tf32 and f64: every type must have run the split.
+#[test]
+fn gemm_fuzz_partials() {
+    let Some(ctx) = gpu!("gemm_fuzz_partials") else { return };
+    let stream = ctx.new_stream().expect("stream");
+    for ty in [FuzzType::F32, FuzzType::Tf32, FuzzType::F64] {
+        let start = Instant::now();
+        let reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::deep(&stream, ty, seed, cases() / 5).expect("fuzz run"))
+            .collect();
+        let split = reports
+            .iter()
+            .any(|r| r.kernels.keys().any(|k| k.contains("/partials")));
+        check(
+            &format!(
+                "gemm_fuzz_partials {} ({:.1} s)",
+                ty.name(),
+                start.elapsed().as_secs_f64()
+            ),
+            reports,
+        );
+        assert!(split, "{}: no case ran a split through partial products", ty.name());
+    }
+}
+
 #[test]
 fn gemv_fuzz_every_type() {
     let Some(ctx) = gpu!("gemv_fuzz_every_type") else {

@@ -24,6 +24,11 @@
 //! as the transposed problem); only NT (`op(A) = A`, `op(B) = B^T`) packs B into a temporary
 //! buffer first (batch 1; NT batches use mma.sync).
 //!
+//! Long k over few output tiles (64 x 64 x 65536) in f32, tf32 and f64 splits k through partial
+//! products ([`SplitK::Partials`]): the parts run as one strided batch of the kernels above into
+//! a scratch from the caching pool, and `gemm_partials_<t>` adds them in a fixed order and applies
+//! the epilogue.
+//!
 //! Every entry point validates the shapes, leading dimensions, strides and buffer lengths first
 //! and returns [`Error::InvalidArgument`](crate::Error::InvalidArgument) quoting the numbers; on
 //! an error nothing is launched and `C` is untouched. Work is queued on `C`'s stream (after

@@ -14,8 +14,9 @@
 //! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
 //! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w` (gemm: force
 //! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
-//! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4`
-//! (gemm: force how k is split between blocks, one row each; the tile column shows `/parts`),
+//! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4,p16`
+//! (gemm: force how k is split between blocks, one row each, `pN` through N partial products;
+//! the tile column shows `/parts`),
 //! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn), `--beta B`
 //! (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls stay
 //! bounded and both converge to the same C), `--epilogue bias,relu,gelu,sigmoid,tanh` (gemm: one
@@ -198,9 +199,12 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                 o.splits = list(&value()?, |t| match t {
                     "auto" => Ok(SplitK::Auto),
                     "off" | "1" => Ok(SplitK::Off),
-                    _ => match t.parse::<u32>() {
+                    _ => match t.strip_prefix('p').unwrap_or(t).parse::<u32>() {
+                        Ok(p) if p > 1 && t.starts_with('p') => Ok(SplitK::Partials(p)),
                         Ok(p) if p > 1 => Ok(SplitK::Parts(p)),
-                        _ => Err(err(format!("bad split {t:?}; choose auto, off, or a part count"))),
+                        _ => Err(err(format!(
+                            "bad split {t:?}; choose auto, off, a part count, or p and a part count (partial products)"
+                        ))),
                     },
                 })?
             }
@@ -449,6 +453,7 @@ fn gemm_bench(
                     SplitK::Auto => {}
                     SplitK::Off => tname.push_str("/1"),
                     SplitK::Parts(p) => tname.push_str(&format!("/{p}")),
+                    SplitK::Partials(p) => tname.push_str(&format!("/p{p}")),
                 }
                 let sel = (tile, kernel, ops, split, epi);
                 let r = match ty.as_str() {

@@ -78,7 +78,7 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
                     activation, timed against cuBLAS's plain product (needs --beta 0)
   --tiles LIST      gemm: auto, s, n, l, w: force a tile shape (default auto)
   --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
-  --splits LIST     gemm: auto, off, or a part count: force the split of k (default auto)
+  --splits LIST     gemm: auto, off, a part count, or pN (N partial products): force the split of k (default auto)
 
 profile options:
   --runs N          profiled runs of each launch (default 20), after

@@ -1,10 +1,10 @@
 //! [`Gemm`]: the description of one GEMM (shape, scalars, layout, batch, knobs), its checks
 //! against the buffers, and the calls that queue it.
 
-use super::dispatch::{choose, Family};
-use super::launch::{align_operands, run_kernel, run_small, run_wgmma};
+use super::dispatch::choose;
+use super::launch::run_choice;
 use super::params::GemmParams;
-use super::{skinny, vector};
+use super::{partials, skinny, vector};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
@@ -270,6 +270,7 @@ fn ops_suffix(first: Transpose, second: Transpose) -> &'static str {
 /// How a checked GEMM runs: the skinny kernel, or the tiled kernels' choice.
 enum Path {
     Skinny(skinny::SkinnyRoute),
+    Partials(partials::PartialsRoute),
     Tiles(std::sync::Arc<super::dispatch::Choice>),
 }
 
@@ -472,7 +473,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// operands k-contiguous). A split of k over blocks shows as `/splitN` (the f32 `w` and `v`
     /// tiles, the wgmma `n` and `l` tiles, the skinny kernel), a tf32 operand packed first as a
     /// `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer first (for
-    /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix; a GEMM with one row or one
+    /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix, a split of k through partial
+    /// products ([`SplitK::Partials`]) as a `/partials<parts>` suffix after the parts' kernel; a
+    /// GEMM with one row or one
     /// column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch
     /// 0), which launch nothing, give `""`. For tests, benches and tuning notes.
     ///
@@ -505,6 +508,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let sms = c.stream().context().limits().multiprocessor_count as usize;
         if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms) {
             return Ok(route.name());
+        }
+        if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
+            return Ok(route.name::<T>());
         }
         let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
         let mut name = choice.name.clone();
@@ -602,9 +608,12 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         );
         let sms = stream.context().limits().multiprocessor_count as usize;
         // Every check (including the kernel choice) comes before anything is queued.
-        let path = match skinny::route::<T, S>(self, &plan, &params, sms) {
-            Some(route) => Path::Skinny(route),
-            None => Path::Tiles(choose::<T, S>(self, &plan, &params, &stream)?),
+        let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms) {
+            Path::Skinny(route)
+        } else if let Some(route) = partials::route::<T, S>(self, &plan, &params, &stream)? {
+            Path::Partials(route)
+        } else {
+            Path::Tiles(choose::<T, S>(self, &plan, &params, &stream)?)
         };
         use_on(a, &stream)?;
         use_on(b, &stream)?;
@@ -613,16 +622,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         }
         let choice = match path {
             Path::Skinny(route) => return skinny::run::<T>(&stream, &route),
+            Path::Partials(route) => return partials::run::<T>(&stream, &route, &params),
             Path::Tiles(choice) => choice,
         };
-        let mut params = params;
-        let aligned = align_operands::<T>(&stream, &plan, &choice, &mut params, self.batch)?;
-        let run = match choice.family {
-            Family::Wgmma => run_wgmma::<T>(&stream, &choice, params, self.batch, self.activation),
-            Family::Small => run_small(&stream, &choice, &plan, params, self.batch),
-            _ => run_kernel::<T>(&stream, &choice, params, self.batch),
-        };
-        drop(aligned);
-        run
+        run_choice::<T>(&stream, &choice, &plan, params, self.batch, self.activation)
     }
 }

@@ -744,6 +744,12 @@ pub(crate) fn choose_on<T: GemmType, S>(
         ("f32", _) => 4,
         _ => (16 / size_of::<T>()) as i64,
     };
+    // A split through partial products reaches here only when k is too short to make two
+    // parts (partials::route): the tiles then run unsplit.
+    let split = match g.split {
+        SplitK::Partials(_) => SplitK::Off,
+        s => s,
+    };
     let pick = |params: &GemmParams, aligned: bool| {
         choose_kernel(
             T::NAME,
@@ -751,7 +757,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
             g.math,
             g.kernel,
             g.tile,
-            g.split,
+            split,
             plan,
             aligned,
             wgmma_fits::<T>(g.math, plan, params, g.batch),

@@ -5,7 +5,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::Plan;
-use super::dispatch::{operand_storage, packed_ld, tiles2, tma_element, tma_operands, wg_parts, Choice};
+use super::dispatch::{operand_storage, packed_ld, tiles2, tma_element, tma_operands, wg_parts, Choice, Family};
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
@@ -49,6 +49,26 @@ fn split_scratch(stream: &Arc<Stream>, ws: usize, counters: usize) -> Result<(De
     let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, ws) }?;
     let counters = DeviceBuffer::<u32>::zeroed(stream, counters)?;
     Ok((ws, counters))
+}
+
+/// Queues a tiled choice for `plan`: the aligned copies of the operands it asks for, then its
+/// kernel family's launch. The copies are freed in stream order after the GEMM.
+pub(crate) fn run_choice<T: GemmType>(
+    stream: &Arc<Stream>,
+    choice: &Choice,
+    plan: &Plan,
+    mut params: GemmParams,
+    batch: usize,
+    activation: Activation,
+) -> Result<()> {
+    let aligned = align_operands::<T>(stream, plan, choice, &mut params, batch)?;
+    let run = match choice.family {
+        Family::Wgmma => run_wgmma::<T>(stream, choice, params, batch, activation),
+        Family::Small => run_small(stream, choice, plan, params, batch),
+        _ => run_kernel::<T>(stream, choice, params, batch),
+    };
+    drop(aligned);
+    run
 }
 
 pub(crate) fn run_kernel<T: GemmType>(

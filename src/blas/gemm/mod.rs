@@ -10,6 +10,7 @@ mod functions;
 mod launch;
 mod options;
 mod params;
+mod partials;
 mod skinny;
 mod types;
 mod vector;

@@ -115,4 +115,14 @@ pub enum SplitK {
     /// most one part per 128 bytes of k: more are reduced to that); other kernels and tiles
     /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
+    /// Split k in this many parts (2-256) that run as one strided batch of the ordinary
+    /// kernels, each writing its partial product into a scratch buffer in the accumulator type,
+    /// then add them in a fixed order with one more kernel (`gemm_partials_<t>`) that applies
+    /// alpha, beta, the bias and the activation. Any tile and kernel family runs the parts (the
+    /// [`Tile`] and [`Kernel`] knobs apply to them); f32 (also with [`MathMode::Tf32`]) and f64
+    /// only, whose partial sums keep their own type, and batch 1: elsewhere an
+    /// `InvalidArgument`. Each part keeps a multiple of 8 of k, so fewer parts run when k is
+    /// short; 0 and 1 mean no split. The automatic choice takes this path for long k over few
+    /// output tiles (docs/kernels/gemm.md, "Partial products").
+    Partials(u32),
 }

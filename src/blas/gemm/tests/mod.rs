@@ -157,5 +157,6 @@ mod degenerate {
 mod aligned_copies;
 mod choice_memo;
 mod dispatch;
+mod partials_route;
 mod skinny_route;
 mod vector_route;

@@ -1,0 +1,296 @@
+//! A k split through partial products: a GEMM whose output tiles are too few to fill the GPU
+//! and whose k is long (64 x 64 x 65536: one to four tiles, however they are cut) runs as
+//! `parts` GEMMs over consecutive ranges of k. They are one strided batch of the ordinary kernels
+//! (the batch stride steps through k), so every kernel family, tile and alignment rule applies
+//! unchanged; each writes its partial product (alpha 1, beta 0, no bias, no activation) in the
+//! accumulator type into a scratch buffer, and `gemm_partials_<t>` (ptx/gemm_partials.cu) adds
+//! them in a fixed order and applies the GEMM's epilogue. Only f32 (also as tf32) and f64, whose
+//! partial sums are their own type: f16 and bf16 would round each partial sum to 16 bits.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::builder::{Gemm, Plan};
+use super::dispatch::{choose, tiles2, Choice};
+use super::launch::run_choice;
+use super::params::GemmParams;
+use super::{GemmType, Kernel, SplitK, Tile};
+use crate::blas::{Activation, MathMode};
+use crate::error::{bail_invalid, Result};
+use crate::launch::LaunchConfig;
+use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::stream::Stream;
+
+/// Most parts a split through partial products has (forced or automatic).
+pub(crate) const PARTIALS_MAX: usize = 256;
+/// Every part but the last keeps a multiple of this much of k, so that the parts of a
+/// k-contiguous operand start on 16-byte bounds when the operand does (f32 and f64).
+const KPER_STEP: usize = 8;
+
+/// A GEMM split through partial products, before anything is queued: the parts, their share of
+/// k, the scratch's row length and the chosen kernels of the parts.
+#[derive(Clone, Debug)]
+pub(crate) struct PartialsRoute {
+    /// Parts (>= 2): `full` of the same share of k (a multiple of 8), then (when `full < parts`)
+    /// one over the rest.
+    parts: usize,
+    full: usize,
+    /// Elements per row of a partial product in the scratch (n rounded up to 16 bytes of f32).
+    ldw: usize,
+    /// The kernels' problem of the `full` batched parts and of the last, shorter one.
+    plans: [Plan; 2],
+    /// The choice for the batched parts, and for the last part when it is shorter.
+    choices: [Arc<Choice>; 2],
+}
+
+impl PartialsRoute {
+    /// `<the parts' kernel>/partials<parts>`, as [`Gemm::kernel_name`] reports it.
+    pub(crate) fn name<T: GemmType>(&self) -> String {
+        let c = &self.choices[0];
+        let mut name = c.name.clone();
+        if c.pack.iter().any(|&p| p) {
+            name = format!("gemm_wg_pack_tf32+{name}");
+        }
+        if c.align.iter().any(|&a| a) {
+            name = format!("gemm_pack_b{}+{name}", 8 * size_of::<T>());
+        }
+        if let Some(parts) = c.split_k.filter(|&p| p > 1) {
+            name = format!("{name}/split{parts}");
+        }
+        format!("{name}/partials{}", self.parts)
+    }
+}
+
+/// Whether `T` keeps its partial sums in its own type.
+fn own_accumulator<T: GemmType>() -> bool {
+    matches!(T::NAME, "f32" | "f64")
+}
+
+/// The automatic part count, or `None` to leave the GEMM to the other kernels. Fitted to forced
+/// splits on the H100 (docs/kernels/gemm.md, "Partial products"): the best count makes about
+/// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
+/// f64 (the DMMA tiles): `2 sms / t` rounded down to a power of two, at most 64, where `t` is
+/// the 64 x 64 tiles of the output; taken from 4 parts. f32 on the CUDA cores: the same, at most
+/// 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster). tf32 (the
+/// wgmma kernels, which stay resident and so want fewer parts as the tiles grow):
+/// `sms / 2 / t^(2/3)` rounded to a power of two, at most 64, where `t` is the 128 x 128
+/// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
+/// decode steps such as 8192 x 16 x 28672, and 1024 x 1024 x 32768 gained too little to
+/// count). Every part keeps at least 128 of k, and k is at least 4096 (the measured range: 4096
+/// to 65536).
+pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
+    if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K {
+        return None;
+    }
+    let pow2_below = |x: f64| {
+        if x < 1.0 {
+            0
+        } else {
+            1usize << (x.log2().floor() as u32)
+        }
+    };
+    let two_per_sm = |tile| 2.0 * sms as f64 / tiles2(plan.m, plan.n, tile).max(1) as f64;
+    let (parts, least) = match (T::NAME, g.math) {
+        ("f64", _) => (pow2_below(two_per_sm((64, 64))).min(64), 4),
+        ("f32", MathMode::Exact) => (pow2_below(two_per_sm((64, 64))).min(128), 16),
+        ("f32", MathMode::Tf32) => {
+            let t = tiles2(plan.m, plan.n, (128, 128)).max(1) as f64;
+            let x = sms as f64 / 2.0 / t.powf(2.0 / 3.0);
+            let parts = if x < 1.0 {
+                0
+            } else {
+                1usize << (x.log2().round() as u32)
+            };
+            (parts.min(64), 8)
+        }
+        _ => return None,
+    };
+    let parts = parts.min(plan.k / AUTO_MIN_KPER);
+    // tf32 below 32 parts lost to the wgmma kernels' own split at k < 16384 (512 x 512 x 4096
+    // and 1000 x 200 x 12000 in 8 parts: 15% and 9% slower; 16-token decode steps).
+    if T::NAME == "f32" && g.math == MathMode::Tf32 && parts < 32 && plan.k < 16384 {
+        return None;
+    }
+    (parts >= least).then_some(parts)
+}
+
+/// The least k the automatic choice splits through partial products.
+const AUTO_MIN_K: usize = 4096;
+/// The least k a part of an automatic split keeps.
+const AUTO_MIN_KPER: usize = 128;
+
+/// The route of `g` through partial products: a forced [`SplitK::Partials`] (refused, before
+/// anything is queued, for f16, bf16 and batches), or the automatic choice; `None` for every
+/// other GEMM, and for a forced split that k is too short to make.
+pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    stream: &Stream,
+) -> Result<Option<PartialsRoute>> {
+    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    let asked = match g.split {
+        SplitK::Partials(p) => p as usize,
+        SplitK::Auto => 0,
+        _ => return Ok(None),
+    };
+    if asked >= 2 {
+        if !own_accumulator::<T>() {
+            bail_invalid!(
+                "gemm: a split of k through partial products takes f32 and f64, whose partial sums keep their own type; {} would round them to 16 bits",
+                T::NAME
+            );
+        }
+        if g.batch != 1 {
+            bail_invalid!(
+                "gemm: a split of k through partial products takes one matrix, not a batch of {}",
+                g.batch
+            );
+        }
+        if asked > PARTIALS_MAX {
+            bail_invalid!("gemm: a split of k through partial products has at most {PARTIALS_MAX} parts, not {asked}");
+        }
+    }
+    // alpha == 0 (k 0 in the parameters) reads neither operand: nothing to split.
+    if !own_accumulator::<T>() || g.batch != 1 || params.k == 0 {
+        return Ok(None);
+    }
+    let wanted = match (g.split, asked) {
+        (SplitK::Partials(_), p) if p >= 2 => p,
+        (SplitK::Auto, _) => match auto_parts::<T, S>(g, plan, sms) {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let kper = plan.k.div_ceil(wanted).next_multiple_of(KPER_STEP);
+    let parts = plan.k.div_ceil(kper);
+    if parts < 2 {
+        return Ok(None);
+    }
+    let full = if plan.k % kper == 0 { parts } else { parts - 1 };
+    let ldw = plan.n.next_multiple_of(4);
+    let plane = plan.m.checked_mul(ldw).filter(|p| p.checked_mul(parts).is_some());
+    let Some(plane) = plane else {
+        bail_invalid!(
+            "gemm: the partial products of {} x {} in {parts} parts overflow",
+            plan.m,
+            plan.n
+        );
+    };
+    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
+    let batched = Plan {
+        k: kper,
+        ldd: ldw,
+        sx: if xk { kper } else { kper * plan.ldx },
+        sy: if yk { kper } else { kper * plan.ldy },
+        sd: plane,
+        ..plan.clone()
+    };
+    let last = Plan {
+        k: plan.k - full * kper,
+        ..batched.clone()
+    };
+    let inner = |batch: usize| Gemm {
+        batch,
+        split: SplitK::Off,
+        activation: Activation::None,
+        ..*g
+    };
+    let [p_full, p_last] = part_params(params, &batched, &last, full, size_of::<T>(), 0);
+    let first = choose::<T, S>(&inner(full), &batched, &p_full, stream)?;
+    let second = if full < parts {
+        choose::<T, S>(&inner(1), &last, &p_last, stream)?
+    } else {
+        first.clone()
+    };
+    Ok(Some(PartialsRoute {
+        parts,
+        full,
+        ldw,
+        plans: [batched, last],
+        choices: [first, second],
+    }))
+}
+
+/// The parameter blocks of the batched parts and of the last part, writing into the scratch at
+/// `ws`: alpha 1, beta 0, no bias, no activation; the last part starts `full` steps into X, Y and
+/// the scratch.
+fn part_params(params: &GemmParams, batched: &Plan, last: &Plan, full: usize, sz: usize, ws: u64) -> [GemmParams; 2] {
+    let first = GemmParams {
+        d: ws,
+        bias: 0,
+        k: batched.k as i64,
+        ldd: batched.ldd as i64,
+        sx: batched.sx as i64,
+        sy: batched.sy as i64,
+        sd: batched.sd as i64,
+        alpha: 1.0,
+        beta: 0.0,
+        act: 0,
+        ..*params
+    };
+    let step = |s: usize| (full * s * sz) as u64;
+    let second = GemmParams {
+        x: params.x + step(batched.sx),
+        y: params.y + step(batched.sy),
+        d: ws + step(batched.sd),
+        k: last.k as i64,
+        ..first
+    };
+    [first, second]
+}
+
+/// Queues a route: the parts (one batched launch, and one more for a shorter last part) into a
+/// scratch from the caching pool, then `gemm_partials_<t>`, which adds them and writes D. The
+/// scratch is freed in stream order after the last kernel that reads it.
+pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, params: &GemmParams) -> Result<()> {
+    let f = stream.context().kernel(if T::NAME == "f64" {
+        "gemm_partials_f64"
+    } else {
+        "gemm_partials_f32"
+    })?;
+    let plane = route.plans[0].sd;
+    // SAFETY: every element gemm_partials reads (part q < parts, row < m, column < n) is written
+    // by part q's GEMM, queued before it on the same stream; the padding columns (n <= c < ldw)
+    // are neither written nor read.
+    let ws = unsafe { DeviceBuffer::<T>::uninit(stream, route.parts * plane) }?;
+    let [p_full, p_last] = part_params(
+        params,
+        &route.plans[0],
+        &route.plans[1],
+        route.full,
+        size_of::<T>(),
+        ws.device_ptr(),
+    );
+    run_choice::<T>(
+        stream,
+        &route.choices[0],
+        &route.plans[0],
+        p_full,
+        route.full,
+        Activation::None,
+    )?;
+    if route.full < route.parts {
+        run_choice::<T>(stream, &route.choices[1], &route.plans[1], p_last, 1, Activation::None)?;
+    }
+    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+    let groups = (params.m as usize * params.n as usize).div_ceil(32);
+    let grid = groups.min(sms * 8).max(1) as u32;
+    let (w, ldw, parts) = (ws.device_ptr(), route.ldw as i64, route.parts as i32);
+    let mut l = stream.launch_builder(&f);
+    l.arg(params).arg(&w).arg(&ldw).arg(&parts);
+    // SAFETY: gemm_partials_<t>(GemmParams, const T* ws, i64 ldw, i32 parts) reads ws[(q * m + r)
+    // * ldw + c] for q < parts, r < m, c < n (inside the parts * m * ldw elements of `ws`), and
+    // reads (beta != 0) and writes D at rows < m, columns < n with ldd, and the bias at c < n,
+    // which `plan` checked against C and the bias; block (32, 8) as the kernel requires.
+    unsafe {
+        l.launch(LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    drop(ws);
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! The automatic part count of a split of k through partial products (no GPU: the rule's
+//! arithmetic on an H100's 132 multiprocessors), against the best forced counts measured there
+//! (docs/kernels/gemm.md, "Partial products").
+
+use super::*;
+use crate::blas::gemm::partials::auto_parts;
+
+fn parts<T: GemmType>(g: &Gemm<T::Scalar>) -> Option<usize> {
+    let plan = g.plan([1 << 30; 3], None).expect("plan");
+    auto_parts::<T, T::Scalar>(g, &plan, 132)
+}
+
+fn nn<S: Copy + From<u8>>(m: usize, n: usize, k: usize) -> Gemm<S> {
+    Gemm::new(Transpose::N, Transpose::N, m, n, k)
+}
+
+#[test]
+fn f64_makes_about_two_blocks_per_multiprocessor() {
+    // 1, 8, 16 and 64 tiles of 64 x 64: 64, 32, 16 and 4 parts (each the measured best).
+    assert_eq!(parts::<f64>(&nn(64, 64, 65536)), Some(64));
+    assert_eq!(parts::<f64>(&nn(128, 256, 32768)), Some(32));
+    assert_eq!(parts::<f64>(&nn(256, 256, 65536)), Some(16));
+    assert_eq!(parts::<f64>(&nn(512, 512, 16384)), Some(4));
+    // Tiles that fill the GPU stay on the DMMA kernels.
+    assert_eq!(parts::<f64>(&nn(64, 8192, 8192)), None);
+    assert_eq!(parts::<f64>(&nn(1024, 1024, 32768)), None);
+}
+
+#[test]
+fn f32_splits_from_sixteen_parts() {
+    assert_eq!(parts::<f32>(&nn(64, 64, 65536)), Some(128));
+    assert_eq!(parts::<f32>(&nn(256, 256, 16384)), Some(16));
+    // 20 tiles (8 parts) and 64 tiles (4 parts): the CUDA-core kernels' own split.
+    assert_eq!(parts::<f32>(&nn(300, 200, 20000)), None);
+    assert_eq!(parts::<f32>(&nn(512, 512, 16384)), None);
+}
+
+#[test]
+fn tf32_wants_fewer_parts_as_its_tiles_grow() {
+    let tf32 = |m, n, k| parts::<f32>(&nn(m, n, k).math(MathMode::Tf32));
+    // 1, 2 and 16 tiles of 128 x 128.
+    assert_eq!(tf32(64, 64, 65536), Some(64));
+    assert_eq!(tf32(128, 256, 32768), Some(32));
+    assert_eq!(tf32(512, 512, 16384), Some(8));
+    // From 8 parts at k >= 16384, from 32 below: the wgmma kernels' own split was as fast.
+    assert_eq!(tf32(1024, 1024, 32768), None);
+    assert_eq!(tf32(64, 8192, 8192), None);
+    assert_eq!(tf32(8192, 16, 28672), None);
+    assert_eq!(tf32(512, 512, 4096), None);
+    assert_eq!(tf32(256, 256, 8192), Some(32));
+}
+
+#[test]
+fn short_k_forced_knobs_and_sixteen_bit_types_are_left_alone() {
+    // Each part keeps at least 128 of k, k at least 4096.
+    assert_eq!(parts::<f64>(&nn(64, 64, 4096)), Some(32));
+    assert_eq!(parts::<f64>(&nn(64, 64, 4095)), None);
+    assert_eq!(parts::<f64>(&nn(64, 64, 65536).tile(Tile::Small)), None);
+    assert_eq!(parts::<f64>(&nn(64, 64, 65536).kernel(Kernel::TensorCore)), None);
+    assert_eq!(parts::<half::f16>(&nn(64, 64, 65536)), None);
+    assert_eq!(parts::<half::bf16>(&nn(64, 64, 65536)), None);
+}
