@@ -115,20 +115,14 @@ fn exec_runs_random_chains_like_the_reference() {
     let Some((ctx, _turn)) = gpu::alone("exec_runs_random_chains_like_the_reference") else {
         return;
     };
-    // With the fetcher block (on a multiprocessor of its own) and without it (block 0 fetches),
-    // with few and with as many worker blocks as the occupancy allows on H100.
-    random_chains(&ctx, &[(1, true), (2, false), (4, true)]);
-}
-
-/// Random chains of 170 items at each (worker blocks per SM, fetcher) of `configs`, four rounds
-/// each (n = 1, up to 5000, and two up to 400000), against the f64 reference.
-fn random_chains(ctx: &std::sync::Arc<cudrv::Context>, configs: &[(u32, bool)]) {
     let s = ctx.new_stream().unwrap();
     let seed = seed();
     let mut rng = Rng::new(seed);
     let (mut ran, mut skipped) = (0, 0);
-    for &(blocks_per_sm, fetcher) in configs {
-        let exec = Executor::builder(ctx)
+    // With the fetcher block (on a multiprocessor of its own) and without it (block 0 fetches),
+    // with few and with as many worker blocks as the occupancy allows on H100.
+    for (blocks_per_sm, fetcher) in [(1, true), (2, false), (4, true)] {
+        let exec = Executor::builder(&ctx)
             .blocks_per_sm(blocks_per_sm)
             .fetcher(fetcher)
             .start()

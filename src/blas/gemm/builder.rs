@@ -512,18 +512,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
             return Ok(route.name::<T>());
         }
-        let choice = choose::<T, S>(self, &plan, &params, c.stream())?;
-        let mut name = choice.name.clone();
-        if choice.pack.iter().any(|&p| p) {
-            name = format!("gemm_wg_pack_tf32+{name}");
-        }
-        if choice.align.iter().any(|&a| a) {
-            name = format!("gemm_pack_b{}+{name}", 8 * std::mem::size_of::<T>());
-        }
-        if let Some(parts) = choice.split_k.filter(|&p| p > 1) {
-            name = format!("{name}/split{parts}");
-        }
-        Ok(name)
+        Ok(choose::<T, S>(self, &plan, &params, c.stream())?.reported_name::<T>())
     }
 
     /// The kernels' parameter block for `plan`, from the device addresses of A, B, C and the bias

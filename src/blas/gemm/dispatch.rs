@@ -63,6 +63,26 @@ pub(crate) struct Choice {
     pub cluster_k: u32,
 }
 
+impl Choice {
+    /// The choice as [`Gemm::kernel_name`] reports it for element type `T`: the kernel, after a
+    /// `gemm_wg_pack_tf32+` prefix when an operand is packed first and a `gemm_pack_b<bits>+`
+    /// prefix when one is copied into an aligned buffer, and with a `/split<parts>` suffix when
+    /// blocks split k.
+    pub(crate) fn reported_name<T: GemmType>(&self) -> String {
+        let mut name = self.name.clone();
+        if self.pack.iter().any(|&p| p) {
+            name = format!("gemm_wg_pack_tf32+{name}");
+        }
+        if self.align.iter().any(|&a| a) {
+            name = format!("gemm_pack_b{}+{name}", 8 * size_of::<T>());
+        }
+        if let Some(parts) = self.split_k.filter(|&p| p > 1) {
+            name = format!("{name}/split{parts}");
+        }
+        name
+    }
+}
+
 /// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
 const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
 /// The least k each block keeps when the automatic choice splits the f32 `w` tile's k.

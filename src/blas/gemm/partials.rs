@@ -46,18 +46,7 @@ pub(crate) struct PartialsRoute {
 impl PartialsRoute {
     /// `<the parts' kernel>/partials<parts>`, as [`Gemm::kernel_name`] reports it.
     pub(crate) fn name<T: GemmType>(&self) -> String {
-        let c = &self.choices[0];
-        let mut name = c.name.clone();
-        if c.pack.iter().any(|&p| p) {
-            name = format!("gemm_wg_pack_tf32+{name}");
-        }
-        if c.align.iter().any(|&a| a) {
-            name = format!("gemm_pack_b{}+{name}", 8 * size_of::<T>());
-        }
-        if let Some(parts) = c.split_k.filter(|&p| p > 1) {
-            name = format!("{name}/split{parts}");
-        }
-        format!("{name}/partials{}", self.parts)
+        format!("{}/partials{}", self.choices[0].reported_name::<T>(), self.parts)
     }
 }
 
@@ -128,39 +117,39 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
     params: &GemmParams,
     stream: &Stream,
 ) -> Result<Option<PartialsRoute>> {
-    let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
-    let asked = match g.split {
-        SplitK::Partials(p) => p as usize,
-        SplitK::Auto => 0,
-        _ => return Ok(None),
-    };
-    if asked >= 2 {
-        if !own_accumulator::<T>() {
-            bail_invalid!(
-                "gemm: a split of k through partial products takes f32 and f64, whose partial sums keep their own type; {} would round them to 16 bits",
-                T::NAME
-            );
+    let wanted = match g.split {
+        SplitK::Partials(asked) if asked >= 2 => {
+            let asked = asked as usize;
+            if !own_accumulator::<T>() {
+                bail_invalid!(
+                    "gemm: a split of k through partial products takes f32 and f64, whose partial sums keep their own type; {} would round them to 16 bits",
+                    T::NAME
+                );
+            }
+            if g.batch != 1 {
+                bail_invalid!(
+                    "gemm: a split of k through partial products takes one matrix, not a batch of {}",
+                    g.batch
+                );
+            }
+            if asked > PARTIALS_MAX {
+                bail_invalid!(
+                    "gemm: a split of k through partial products has at most {PARTIALS_MAX} parts, not {asked}"
+                );
+            }
+            // alpha == 0 (k 0 in the parameters) reads neither operand: nothing to split.
+            if params.k == 0 {
+                return Ok(None);
+            }
+            asked
         }
-        if g.batch != 1 {
-            bail_invalid!(
-                "gemm: a split of k through partial products takes one matrix, not a batch of {}",
-                g.batch
-            );
+        SplitK::Auto if own_accumulator::<T>() && g.batch == 1 && params.k != 0 => {
+            let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
+            match auto_parts::<T, S>(g, plan, sms) {
+                Some(p) => p,
+                None => return Ok(None),
+            }
         }
-        if asked > PARTIALS_MAX {
-            bail_invalid!("gemm: a split of k through partial products has at most {PARTIALS_MAX} parts, not {asked}");
-        }
-    }
-    // alpha == 0 (k 0 in the parameters) reads neither operand: nothing to split.
-    if !own_accumulator::<T>() || g.batch != 1 || params.k == 0 {
-        return Ok(None);
-    }
-    let wanted = match (g.split, asked) {
-        (SplitK::Partials(_), p) if p >= 2 => p,
-        (SplitK::Auto, _) => match auto_parts::<T, S>(g, plan, sms) {
-            Some(p) => p,
-            None => return Ok(None),
-        },
         _ => return Ok(None),
     };
     let kper = plan.k.div_ceil(wanted).next_multiple_of(KPER_STEP);
