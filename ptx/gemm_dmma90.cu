@@ -13,8 +13,15 @@
 //   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
 //   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
-// BK = 16. Dynamic shared memory = STAGES * 8 * (BK + 4) * (BM + BN) bytes (the opt-in above
-// 48 KiB is needed for l, m and s). The template also takes BK = 32, m16n8k16 shapes and splits
+//   t = 16 x 64,   4 warps (1 x 4) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
+//   h = 64 x 16,   4 warps (4 x 1) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
+//       The thin tiles: a product with a side
+//       of at most 16 (a decode step's tokens) is memory-bound, so these stream the long operand
+//       once, 256 bytes of k per row and stage, where the square tiles compute 2-8x the rows
+//       that exist (docs/kernels/gemm.md, "Thin tiles").
+// BK = 16 except for t and h. Dynamic shared memory = STAGES * 8 * (slot(BM) + slot(BN)) bytes,
+// slot(rows) = max(rows * (BK + 4), BK * (rows + 4)) (either layout of the tile; the opt-in above
+// 48 KiB is needed for l, m, s, t and h). The template also takes BK = 32, m16n8k16 shapes and splits
 // in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm.md for
 // the configurations measured and dropped.
 //
@@ -35,7 +42,7 @@
 // Shared tiles keep the global layout: k-contiguous tiles are [rows][BK + 4], m- or n-contiguous
 // ones [BK][cols + 4]. Either way the row stride is 4 (mod 16) doubles, so the 64-bit fragment
 // reads of each half-warp (g = 0..3 or 4..7, t = 0..3) fall on 16 distinct bank pairs:
-// g * 20 + t, or t * (cols + 4) + g, are distinct mod 16.
+// g * (BK + 4) + t, or t * (cols + 4) + g, are distinct mod 16.
 
 #include "gemm_common.cuh"
 #include "gemm_cp_async.cuh"
@@ -105,10 +112,11 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // An even number of k-steps per k-tile: each k-tile then starts on fragment buffer 0.
     constexpr int KSTEPS = BK / KS;
     static_assert(BK % 16 == 0 && BK % KS == 0 && KSTEPS % 2 == 0 && STAGES >= 2, "k tiling");
-    // Both layouts of a tile fit in LDK * rows doubles (BK * (cols + 4) <= 20 * cols for cols >= 16).
-    constexpr int XS_ELEMS = BM * LDK, YS_ELEMS = BN * LDK;
-    static_assert(BK * LDXM <= XS_ELEMS && BK * LDYN <= YS_ELEMS, "a tile layout overflows its slot");
-    constexpr int STAGE_BYTES = (XS_ELEMS + YS_ELEMS) * 8;  // = 8 * (BK + 4) * (BM + BN)
+    // A stage's slot of each operand holds either layout of its tile: rows x (BK + 4) doubles
+    // k-contiguous, BK x (rows + 4) otherwise (the larger only for BK > 16 over 16 rows).
+    constexpr int XS_ELEMS = (BM * LDK > BK * LDXM) ? BM * LDK : BK * LDXM;
+    constexpr int YS_ELEMS = (BN * LDK > BK * LDYN) ? BN * LDK : BK * LDYN;
+    constexpr int STAGE_BYTES = (XS_ELEMS + YS_ELEMS) * 8;
     constexpr int WTM = BM / WM, WTN = BN / WN;
     constexpr int MI = WTM / 16, NI = WTN / 8;
     static_assert(MI >= 1 && NI >= 1 && WTM % 16 == 0 && WTN % 8 == 0, "warp tile of whole m16n8 blocks");
@@ -290,3 +298,5 @@ GEMM_DMMA90_OPS(s, 64, 64, 2, 2, 16, 3, 8, 1, 2)
 GEMM_DMMA90_OPS(u, 32, 32, 2, 2, 16, 4, 8, 1, 1)
 GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
 GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)
+GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
+GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)

@@ -2,8 +2,9 @@
 // whose operands are both contiguous along k, on the CUDA cores. Such a product is memory-bound
 // (4096 x 16 x 4096 does 8 FLOP per byte of the large operand), so the kernel reads the large
 // operand once, at the rate of a GEMV, instead of computing the 32- to 256-wide tiles of the GEMM
-// kernels over 16 rows that exist. (An f64 instantiation ran at 0.51-0.76x of cuBLAS on the H100
-// where the DMMA tiles run at 0.57-0.82x, so f64 stays on those: docs/kernels/gemm.md.)
+// kernels over 16 rows that exist. (An f64 instantiation ran at 0.51-0.76x of cuBLAS on the H100;
+// f64 runs such products on its thin DMMA tiles, 16 x 64 and 64 x 16, at 0.95-1.07x:
+// docs/kernels/gemm.md.)
 //
 // The problem, in the terms of src/blas/gemm/skinny.rs (the kernels' row-major D = X Y with X
 // and Y both k-contiguous, seen from its long side):

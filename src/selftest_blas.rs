@@ -110,16 +110,18 @@ fn sweep<T: Element>(
     T::Scalar: From<f32>,
 {
     use Transpose::{N, T as Tr};
-    // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores.
-    let shape = (136, 72, 48);
     for &(tile, split, letter, pad) in tiles {
+        // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores;
+        // the f64 thin tile `h` (64 x 16) is the one for more rows than columns in the kernels'
+        // row-major D (C^T), so it gets the transposed shape.
+        let shape = if letter == "h" { (72, 136, 48) } else { (136, 72, 48) };
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
             let act = acts[out.len() % acts.len()];
             let name = format!("gemm {prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
             let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, (tile, split), act);
-            let what = format!("136x72x48 ld+{pad} +bias {act:?}");
+            let what = format!("{}x{}x{} ld+{pad} +bias {act:?}", shape.0, shape.1, shape.2);
             let check = Check::new(name, what, tol, result);
             all &= check.passed;
             out.push(check);
@@ -517,8 +519,8 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     partial_products(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
-        // this small, Narrow is m (128 x 64); the k splits over the 2 blocks of a cluster are
-        // forced.
+        // this small, Narrow is m (128 x 64), Thin is t (16 x 64) or h (64 x 16) by the shape;
+        // the k splits over the 2 blocks of a cluster are forced.
         let dmma90 = [
             (Tile::Small, SplitK::Auto, "s", 0),
             (Tile::Large, SplitK::Auto, "l", 0),
@@ -526,6 +528,8 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             (Tile::Narrow, SplitK::Auto, "m", 0),
             (Tile::Small, SplitK::Parts(2), "s2", 0),
             (Tile::Auto, SplitK::Parts(2), "u2", 0),
+            (Tile::Thin, SplitK::Auto, "t", 0),
+            (Tile::Thin, SplitK::Auto, "h", 0),
         ];
         sweep::<f64>(
             s,

@@ -127,7 +127,14 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             Kernel::MmaSync,
             Kernel::Wgmma,
         ]);
-        let tile = rng.pick(&[Tile::Auto, Tile::Small, Tile::Large, Tile::Wide, Tile::Narrow]);
+        let tile = rng.pick(&[
+            Tile::Auto,
+            Tile::Small,
+            Tile::Large,
+            Tile::Wide,
+            Tile::Narrow,
+            Tile::Thin,
+        ]);
         let split = match ty {
             FuzzType::F32 | FuzzType::F64 => rng.pick(&[
                 SplitK::Auto,
@@ -172,7 +179,8 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// decode step's linear layer, column-major TN or row-major NT): the shapes of the skinny kernel
 /// (`gemm_skinny_<t>`), both orientations, with and without its split of k, batches, bias,
 /// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
-/// vector (and so runs on the tiled kernels).
+/// vector (and so runs on the tiled kernels). f64 draws any op pair: it runs such products on
+/// its thin DMMA tiles (and long k through partial products), which take every layout.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
@@ -205,6 +213,11 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         Layout::ColMajor
     };
     let ops = match layout {
+        // f64 runs such products on its thin DMMA tiles, which take every op pair.
+        _ if ty == FuzzType::F64 => (
+            rng.pick(&[Transpose::N, Transpose::T]),
+            rng.pick(&[Transpose::N, Transpose::T]),
+        ),
         Layout::ColMajor => (Transpose::T, Transpose::N),
         Layout::RowMajor => (Transpose::N, Transpose::T),
     };
@@ -264,7 +277,14 @@ pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
             Kernel::Simt,
             Kernel::TensorCore,
         ]);
-        let tile = rng.pick(&[Tile::Auto, Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large]);
+        let tile = rng.pick(&[
+            Tile::Auto,
+            Tile::Auto,
+            Tile::Small,
+            Tile::Narrow,
+            Tile::Large,
+            Tile::Thin,
+        ]);
         let parts = rng.pick(&[2, 3, 5, 8, 16, 33, 64, 128, 256]);
         (kernel, tile, SplitK::Partials(parts))
     } else {

@@ -162,6 +162,37 @@ fn gemm_fuzz_skinny() {
     }
 }
 
+/// f64 GEMMs with one short side (2 to 16) on the thin DMMA tiles, any op pair and layout, with
+/// and without a split of k through partial products: both thin tiles (16 x 64 for a short m of
+/// the kernels' row-major D, 64 x 16 for a short n) must have run.
+#[test]
+fn gemm_fuzz_thin() {
+    let Some(ctx) = gpu!("gemm_fuzz_thin") else { return };
+    if ctx.compute_capability() < (9, 0) {
+        println!("gemm_fuzz_thin: skipped (the thin tiles need compute capability 9.0)");
+        return;
+    }
+    let stream = ctx.new_stream().expect("stream");
+    let start = Instant::now();
+    let reports: Vec<Report> = seeds()
+        .into_iter()
+        .map(|seed| fuzz::skinny(&stream, FuzzType::F64, seed, cases() / 2).expect("fuzz run"))
+        .collect();
+    let ran = |tile: &str| {
+        reports.iter().any(|r| {
+            r.kernels
+                .keys()
+                .any(|k| k.contains(&format!("gemm_dmma90_f64_{tile}_")))
+        })
+    };
+    let (rows, cols) = (ran("t"), ran("h"));
+    check(
+        &format!("gemm_fuzz_thin f64 ({:.1} s)", start.elapsed().as_secs_f64()),
+        reports,
+    );
+    assert!(rows && cols, "the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}");
+}
+
 /// GEMMs with long k over few output tiles, split through partial products (forced and
 /// automatic) in f32, tf32 and f64: every type must have run the split.
 #[test]

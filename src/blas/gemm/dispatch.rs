@@ -225,15 +225,19 @@ fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sm
 /// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
 ///
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
-/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`). Forced:
-/// Large and Wide give `l`, Narrow `m`, Small `s`; a forced split in 2 takes `s` (Small, or Auto
-/// when the 64 x 64 tiles fill a wave) or `u`. Automatically, from the measured table in
-/// docs/kernels/gemm.md (H100): `l` from a wave of its tiles when the last wave is at least 3/4
-/// full; `m` for 0.9-1.0 wave of its tiles; `s` split in 2 when its split blocks make 0.9 of
-/// a wave (one per multiprocessor), k >= 1024, and `s` alone leaves its last wave of two blocks
-/// per multiprocessor under 4/5 full, if the split fills it to 4/5 or k >= 4096 (long, narrow
-/// problems such as 64 x 4096 x 4096); `s` from a wave of two blocks per multiprocessor; `u`
-/// from a wave of its tiles; below that `u` split in 2 (k >= 256).
+/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`); the thin
+/// `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large and Wide give `l`, Narrow `m`,
+/// Small `s`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced
+/// split in 2 takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
+/// Automatically: a side of at most [`THIN_MAX`] takes the thin tile along it (such a product is
+/// memory-bound; few tiles and long k are split through partial products before this is asked:
+/// `partials::auto_parts`). Otherwise, from the measured table in docs/kernels/gemm.md (H100):
+/// `l` from a wave of its tiles when the last wave is at least 3/4 full; `m` for 0.9-1.0 wave of
+/// its tiles; `s` split in 2 when its split blocks make 0.9 of a wave (one per multiprocessor),
+/// k >= 1024, and `s` alone leaves its last wave of two blocks per multiprocessor under 4/5
+/// full, if the split fills it to 4/5 or k >= 4096 (long, narrow problems such as 64 x 4096 x
+/// 4096); `s` from a wave of two blocks per multiprocessor; `u` from a wave of its tiles; below
+/// that `u` split in 2 (k >= 256).
 fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
@@ -257,7 +261,10 @@ fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize)
         _ => {}
     }
     let may_split = split == SplitK::Auto;
+    let thin = if plan.m <= plan.n { 't' } else { 'h' };
     Ok(match tile {
+        Tile::Thin => (thin, 1),
+        Tile::Auto if plan.m.min(plan.n) <= THIN_MAX => (thin, 1),
         Tile::Large | Tile::Wide => ('l', 1),
         Tile::Narrow => ('m', 1),
         Tile::Small => ('s', 1),
@@ -279,15 +286,28 @@ fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize)
     })
 }
 
+/// The longest side the f64 thin tiles (`t`, `h`) are made for: a decode step's tokens.
+pub(crate) const THIN_MAX: usize = 16;
+
 /// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
-/// shared memory is `stages * 8 * (BK + 4) * (rows + columns)` bytes.
+/// shared memory is [`dmma90_smem`].
 fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
     match letter {
         'l' => ((128, 128), 256, 16, 4),
         'm' => ((128, 64), 256, 16, 4),
         's' => ((64, 64), 128, 16, 3),
+        't' => ((THIN_MAX, 64), 128, 32, 4),
+        'h' => ((64, THIN_MAX), 128, 32, 4),
         _ => ((32, 32), 128, 16, 4),
     }
+}
+
+/// Dynamic shared memory of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu): per stage, each
+/// operand's slot holds either layout of its tile, `rows x (bk + 4)` or `bk x (rows + 4)` doubles.
+fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32 {
+    let bk = bk as usize;
+    let slot = |rows: usize| (rows * (bk + 4)).max(bk * (rows + 4));
+    (stages as usize * 8 * (slot(bm) + slot(bn))) as u32
 }
 
 #[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests
@@ -305,6 +325,12 @@ pub(crate) fn choose_kernel(
     sms: usize,
     batch: usize,
 ) -> Result<Choice> {
+    // The thin tiles exist for f64 on the sm_90 DMMA kernels only.
+    let tile = if tile == Tile::Thin && !(type_name == "f64" && cc >= (9, 0)) {
+        Tile::Small
+    } else {
+        tile
+    };
     let tc_name = match (type_name, math) {
         ("f32", MathMode::Tf32) => Some("tf32"),
         ("f32", _) => None,
@@ -489,7 +515,7 @@ pub(crate) fn choose_kernel(
                 format!("gemm_dmma90_f64_{letter}{suffix}_{}", plan.ops),
                 Family::Dmma,
                 tile,
-                stages * 8 * (bk + 4) * (tile.0 + tile.1) as u32,
+                dmma90_smem(tile, bk, stages),
                 threads,
             );
             choice.cluster_k = parts;
@@ -509,7 +535,7 @@ pub(crate) fn choose_kernel(
             let t = tc_name.unwrap_or("f16");
             let large = match tile {
                 Tile::Auto => big,
-                Tile::Small | Tile::Narrow => false,
+                Tile::Small | Tile::Narrow | Tile::Thin => false,
                 Tile::Large | Tile::Wide => true,
             };
             let (size, tile, smem) = if large {
@@ -641,7 +667,7 @@ pub(crate) fn choose_kernel(
                 Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
                 Tile::Large | Tile::Wide => ("l", (128, 128), 256),
                 Tile::Narrow => ("u", (32, 64), 128),
-                Tile::Small => ("s", (64, 64), 128),
+                Tile::Small | Tile::Thin => ("s", (64, 64), 128),
             };
             let mut choice = plain(
                 format!("gemm_simt_f32_{size}_{}", plan.ops),

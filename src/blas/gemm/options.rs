@@ -77,6 +77,10 @@ pub enum Tile {
     /// forced [`SplitK::Parts`]; f64 on the sm_90 DMMA kernels: 128 x 64 with 8 warps;
     /// elsewhere the same as `Small`.
     Narrow,
+    /// 16 rows or 16 columns, for products with a side of at most 16 (a decode step's tokens):
+    /// f64 on the sm_90 DMMA kernels, 16 x 64 when D has the fewer rows and 64 x 16 when it has
+    /// the fewer columns; elsewhere the same as `Small`.
+    Thin,
 }
 
 /// How a [`Gemm`] divides its k dimension between thread blocks (a tuning knob; [`SplitK::Auto`]

@@ -87,7 +87,8 @@ impl SkinnyRoute {
 
 /// The variant for type `name`: rows of the long side per warp and 16-byte vectors per lane per
 /// k tile (ptx/gemm_skinny.cu). f32 only: f64 ran at 0.51-0.76x of cuBLAS on the skinny kernel
-/// against 0.57-0.82x on the DMMA tiles (H100, 2026-11-25), so it stays there. f32 at 2 rows of
+/// (H100, 2026-11-25); its thin DMMA tiles (16 x 64, 64 x 16) run such products at 0.95-1.07x
+/// (2026-11-26). f32 at 2 rows of
 /// 2 vectors (two blocks per multiprocessor): 1.05-1.52x of cuBLAS on decode shapes of 16
 /// tokens, against 0.95-1.46x at 4 rows (one block).
 fn variant(name: &str) -> Option<(usize, usize)> {

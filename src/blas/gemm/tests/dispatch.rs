@@ -288,6 +288,29 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
         pick(4096, 1, Kernel::MmaSync, Tile::Auto, h),
         ("gemm_dmma_f64_s_nt".into(), (64, 64), 61440, 128)
     );
+    // A side of at most 16 (a decode step's tokens) takes the thin tile along it, at any
+    // length and k: 16 x 64 when D (the kernels' row-major form, C^T here) has the fewer rows,
+    // 64 x 16 when it has the fewer columns; 94208 bytes of 4 stages of BK = 32.
+    assert_eq!(pick_mnk((4096, 16, 4096), SplitK::Auto), "gemm_dmma90_f64_t_nt");
+    assert_eq!(pick_mnk((32000, 1, 4096), SplitK::Off), "gemm_dmma90_f64_t_nt");
+    assert_eq!(pick_mnk((16, 28672, 100), SplitK::Auto), "gemm_dmma90_f64_h_nt");
+    assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    assert_eq!(
+        pick_split(16, 4096, 1, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
+        ("gemm_dmma90_f64_t_nt".into(), (16, 64), 94208, 128, 1)
+    );
+    // Forced: Thin along the shorter side of any shape; no cluster split; the same as Small
+    // before Hopper and for the other types.
+    assert_eq!(
+        pick(256, 1, Kernel::Auto, Tile::Thin, h),
+        ("gemm_dmma90_f64_t_nt".into(), (16, 64), 94208, 128)
+    );
+    assert!(forced(1024, Tile::Thin, 2).is_err());
+    assert_eq!(pick(4096, 1, Kernel::Auto, Tile::Thin, (8, 0)).0, "gemm_dmma_f64_s_nt");
+    assert_eq!(
+        pick(4096, 1, Kernel::Auto, Tile::Thin, (10, 0)).0,
+        "gemm_dmma90_f64_t_nt"
+    );
     // Before Hopper: the m8n8k4 kernel.
     assert_eq!(pick(4096, 1, Kernel::Auto, Tile::Auto, (8, 0)).0, "gemm_dmma_f64_s_nt");
     assert_eq!(pick(4096, 1, Kernel::Auto, Tile::Large, (8, 9)).0, "gemm_dmma_f64_s_nt");

@@ -27,6 +27,19 @@ fn f64_makes_about_two_blocks_per_multiprocessor() {
 }
 
 #[test]
+fn f64_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
+    // A 16-token decode step (TN) runs 16 x 64 thin tiles, as many as 64 x 64 ones: 4096
+    // outputs are 64 tiles, 4 parts (0.98-0.99x cuBLAS on the H200, unsplit 0.87); 6144 (96
+    // tiles) and 8192 (128) ran at 1.00-1.02x unsplit, faster than any split; 2048 in 8 parts.
+    let tn = |m, k| Gemm::<f64>::new(Transpose::T, Transpose::N, m, 16, k);
+    assert_eq!(parts::<f64>(&tn(4096, 4096)), Some(4));
+    assert_eq!(parts::<f64>(&tn(4096, 11008)), Some(4));
+    assert_eq!(parts::<f64>(&tn(2048, 8192)), Some(8));
+    assert_eq!(parts::<f64>(&tn(6144, 4096)), None);
+    assert_eq!(parts::<f64>(&tn(8192, 28672)), None);
+}
+
+#[test]
 fn f32_splits_from_sixteen_parts() {
     assert_eq!(parts::<f32>(&nn(64, 64, 65536)), Some(128));
     assert_eq!(parts::<f32>(&nn(256, 256, 16384)), Some(16));
