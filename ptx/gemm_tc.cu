@@ -12,14 +12,19 @@
 //
 // Kernel names: gemm_tc_<type>_<tile>_<opA><opB> with the cuBLAS (column-major) ops:
 //   xk = (opB == 'n'), yk = (opA == 't').  <type>: f16, bf16, tf32 (f32 storage, tf32 math).
-//   <tile>: l = 128x128, 4 warps (2 x 2) of 64x64, 4 stages; s = 64x64, 4 warps of 32x32, 4 stages.
+//   <tile>: l = 128x128, 4 warps (2 x 2) of 64x64, 4 stages; s = 64x64, 4 warps of 32x32, 4 stages;
+//   both with 64 bytes of k per stage. The thin tiles for a side of at most 16 (a decode step's
+//   tokens: a memory-bound product, so the long operand is streamed 256 bytes of k per row and
+//   stage): t = 16x64, 4 warps (1 x 4) of 16x16; h = 64x16, 4 warps (4 x 1); 4 stages.
 //   (A 128x256 tile of 8 warps, 3 stages, measured 10-15% slower than l on the H100 and was
-//   removed; the template takes any BM, BN, WM, WN, STAGES with the static_asserts holding.)
+//   removed; the template takes any BM, BN, WM, WN, STAGES, BKB with the static_asserts holding;
+//   16x32 and 32x16 thin tiles of 2 warps measured slower than t and h: docs/kernels/gemm.md.)
 //
 // Launch contract:
 //   block = (32 * WM * WN, 1, 1) = (128, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1)
-//   (batch <= 65535); dynamic shared memory = STAGES * 80 * (BM + BN) bytes (l: 81920, s: 40960;
-//   l needs the opt-in above 48 KiB).
+//   (batch <= 65535); dynamic shared memory = STAGES * (tc_slot(BM) + tc_slot(BN)) bytes, a slot
+//   holding either layout of its operand tile: STAGES * 80 * (BM + BN) for l (81920) and s
+//   (40960); t and h 98304; all but s need the opt-in above 48 KiB.
 //   x, y, d, bias 16-byte aligned; ldx, ldy, sx, sy multiples of 16 / sizeof(T) (cp.async moves 16
 //   bytes at a time; partial chunks at the matrix edges are zero-filled by cp.async's src-size).
 //   beta == 0: D is not read (NaN in D does not propagate), as in cuBLAS. bias == 0: no bias.
@@ -31,6 +36,13 @@
 
 #include "gemm_common.cuh"
 #include "gemm_cp_async.cuh"
+
+// Bytes of a stage's slot for an operand tile of `rows` rows and `bkb` bytes of k: the larger of
+// its k-contiguous layout, rows x (bkb + 16) bytes, and its other one, (bkb / sz) x (rows + 8)
+// elements (the larger only for tiles of 16 rows).
+__host__ __device__ constexpr int tc_slot(int rows, int bkb, int sz) {
+    return rows * (bkb + 16) > (bkb / sz) * (rows + 8) * sz ? rows * (bkb + 16) : (bkb / sz) * (rows + 8) * sz;
+}
 
 template <typename T> struct Tc;
 template <> struct Tc<__half> {
@@ -93,18 +105,19 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned r[4], unsigned addr) {
                  : "r"(addr));
 }
 
-template <typename T, int BM, int BN, int WM, int WN, int STAGES, bool XK, bool YK>
+template <typename T, int BM, int BN, int WM, int WN, int STAGES, int BKB, bool XK, bool YK>
 __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int SZ = sizeof(T);
-    constexpr int BK = 64 / SZ;
+    constexpr int BK = BKB / SZ;       // k per stage: BKB bytes of each row
     constexpr int KSTEP = Tc<T>::KSTEP;
     constexpr bool B16 = Tc<T>::B16;
     constexpr int LDK = BK + 16 / SZ;  // k-contiguous tiles: [rows][BK + 16 bytes]
     constexpr int LDXM = BM + 8;       // m-contiguous X tile: [BK][BM + 8]
     constexpr int LDYN = BN + 8;       // n-contiguous Y tile: [BK][BN + 8]
-    constexpr int XS_BYTES = 80 * BM;  // >= both layouts' sizes (see the launch contract)
-    constexpr int STAGE_BYTES = 80 * (BM + BN);
+    // A stage's slot of each operand holds either layout (see the launch contract).
+    constexpr int XS_BYTES = tc_slot(BM, BKB, SZ), YS_BYTES = tc_slot(BN, BKB, SZ);
+    constexpr int STAGE_BYTES = XS_BYTES + YS_BYTES;
     constexpr int WTM = BM / WM, WTN = BN / WN;
     constexpr int MI = WTM / 16, NI = WTN / 8;
     static_assert(NI % 2 == 0, "B fragments are loaded two n-blocks at a time");
@@ -283,19 +296,21 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     }
 }
 
-#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, XK, YK)                                                  \
+#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, BKB, XK, YK)                                             \
     extern "C" __global__ void __launch_bounds__(WM * WN * 32) NAME(GemmParams p) {                     \
-        gemm_tc<T, BM, BN, WM, WN, ST, XK, YK>(p);                                                     \
+        gemm_tc<T, BM, BN, WM, WN, ST, BKB, XK, YK>(p);                                                \
     }
 // <opA><opB>: xk = (opB == n), yk = (opA == t)
-#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST)                                                   \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, true, false)                            \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, false, false)                           \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, true, true)                             \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, false, true)
+#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST, BKB)                                              \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false)                       \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, BKB, false, false)                      \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true)                        \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true)
 #define GEMM_TC_TILES(TN, T)                                                                           \
-    GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4)                                                           \
-    GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4)
+    GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4, 64)                                                       \
+    GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4, 64)                                                         \
+    GEMM_TC_OPS(TN, T, t, 16, 64, 1, 4, 4, 256)                                                        \
+    GEMM_TC_OPS(TN, T, h, 64, 16, 4, 1, 4, 256)
 
 GEMM_TC_TILES(f16, __half)
 GEMM_TC_TILES(bf16, __nv_bfloat16)

@@ -112,9 +112,14 @@ fn sweep<T: Element>(
     use Transpose::{N, T as Tr};
     for &(tile, split, letter, pad) in tiles {
         // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores;
-        // the f64 thin tile `h` (64 x 16) is the one for more rows than columns in the kernels'
-        // row-major D (C^T), so it gets the transposed shape.
-        let shape = if letter == "h" { (72, 136, 48) } else { (136, 72, 48) };
+        // the thin tiles (256 bytes of k per stage) get k = 300, several stages and a partial
+        // one, and `h` (64 x 16), the one for more rows than columns in the kernels' row-major
+        // D (C^T), the transposed shape.
+        let shape = match letter {
+            "h" => (72, 136, 300),
+            "t" => (136, 72, 300),
+            _ => (136, 72, 48),
+        };
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
@@ -398,6 +403,13 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     let mut rng = Rng::new(seed ^ 0xB1A5);
     let (mut out, mut covered) = (Vec::new(), BTreeSet::new());
     let both = [(Tile::Small, SplitK::Auto, "s", 0), (Tile::Large, SplitK::Auto, "l", 0)];
+    // The mma.sync kernels: 64 x 64, 128 x 128 and the thin 16 x 64 and 64 x 16.
+    let tc_tiles = [
+        both[0],
+        both[1],
+        (Tile::Thin, SplitK::Auto, "t", 0),
+        (Tile::Thin, SplitK::Auto, "h", 0),
+    ];
     let small = [(Tile::Small, SplitK::Auto, "s", 0)];
     // f32 on the CUDA cores: w needs operands aligned for 16-byte copies, so l runs on
     // leading dimensions one element longer than the matrices; u is the automatic choice for a
@@ -468,7 +480,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             "gemm_tc_f16",
             MathMode::Exact,
             k,
-            &both,
+            &tc_tiles,
             2e-2,
             &mut out,
             &mut covered,
@@ -480,7 +492,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             "gemm_tc_bf16",
             MathMode::Exact,
             k,
-            &both,
+            &tc_tiles,
             2e-2,
             &mut out,
             &mut covered,
@@ -492,7 +504,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             "gemm_tc_tf32",
             MathMode::Tf32,
             k,
-            &both,
+            &tc_tiles,
             5e-3,
             &mut out,
             &mut covered,

@@ -179,8 +179,9 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// decode step's linear layer, column-major TN or row-major NT): the shapes of the skinny kernel
 /// (`gemm_skinny_<t>`), both orientations, with and without its split of k, batches, bias,
 /// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
-/// vector (and so runs on the tiled kernels). f64 draws any op pair: it runs such products on
-/// its thin DMMA tiles (and long k through partial products), which take every layout.
+/// vector (and so runs on the tiled kernels). The other types draw any op pair, and one case in
+/// six forces [`Tile::Thin`]: they run such products on their thin tensor-core tiles (f64 also
+/// long k through partial products), which take every layout.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
@@ -213,8 +214,9 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         Layout::ColMajor
     };
     let ops = match layout {
-        // f64 runs such products on its thin DMMA tiles, which take every op pair.
-        _ if ty == FuzzType::F64 => (
+        // The other types run such products on their thin tensor-core tiles, which take every
+        // op pair.
+        _ if ty != FuzzType::F32 => (
             rng.pick(&[Transpose::N, Transpose::T]),
             rng.pick(&[Transpose::N, Transpose::T]),
         ),
@@ -239,7 +241,11 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
         bias: rng.next_u64() % 3 == 0,
         act: activation(rng),
-        knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),
+        knobs: if ty != FuzzType::F32 && rng.next_u64() % 6 == 0 {
+            (Kernel::Auto, Tile::Thin, SplitK::Auto)
+        } else {
+            (Kernel::Auto, Tile::Auto, SplitK::Auto)
+        },
         tf32_exact_inputs: false,
     }
 }

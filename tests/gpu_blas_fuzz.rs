@@ -127,70 +127,70 @@ fn gemm_fuzz_f64() {
     gemm_fuzz("gemm_fuzz_f64", FuzzType::F64);
 }
 
-/// GEMMs with one short side on the skinny kernel (f32, and f32 asking for tf32, which it runs
-/// exactly): both orientations, with and without its split of k (and, for operands it does not
-/// take, the tiled kernels); every type must have run the kernel both ways.
+/// f32 GEMMs with one short side on the skinny kernel: both orientations, with and without its
+/// split of k (and, for operands it does not take, the tiled kernels); the kernel must have run
+/// both ways.
 #[test]
 fn gemm_fuzz_skinny() {
     let Some(ctx) = gpu!("gemm_fuzz_skinny") else { return };
     let stream = ctx.new_stream().expect("stream");
-    for ty in [FuzzType::F32, FuzzType::Tf32] {
+    let start = Instant::now();
+    let reports: Vec<Report> = seeds()
+        .into_iter()
+        .map(|seed| fuzz::skinny(&stream, FuzzType::F32, seed, cases() / 2).expect("fuzz run"))
+        .collect();
+    let ran = |want: &dyn Fn(&str) -> bool| {
+        reports
+            .iter()
+            .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny_") && want(k)))
+    };
+    let (plain, split) = (ran(&|k| !k.contains("/split")), ran(&|k| k.contains("/split")));
+    check(
+        &format!("gemm_fuzz_skinny f32 ({:.1} s)", start.elapsed().as_secs_f64()),
+        reports,
+    );
+    assert!(plain && split, "the skinny kernel ran unsplit {plain}, split {split}");
+}
+
+/// GEMMs with one short side (2 to 16) on the thin tiles: f64 (DMMA), f16, bf16 and tf32
+/// (mma.sync), any op pair and layout, automatic and forced [`Tile::Thin`], f64 with and without
+/// a split of k through partial products: each type must have run both of its thin tiles (16 x
+/// 64 for a short m of the kernels' row-major D, 64 x 16 for a short n).
+#[test]
+fn gemm_fuzz_thin() {
+    let Some(ctx) = gpu!("gemm_fuzz_thin") else { return };
+    if ctx.compute_capability() < (9, 0) {
+        println!("gemm_fuzz_thin: skipped (the f64 thin tiles need compute capability 9.0)");
+        return;
+    }
+    let stream = ctx.new_stream().expect("stream");
+    for (ty, prefix) in [
+        (FuzzType::F64, "gemm_dmma90_f64"),
+        (FuzzType::F16, "gemm_tc_f16"),
+        (FuzzType::Bf16, "gemm_tc_bf16"),
+        (FuzzType::Tf32, "gemm_tc_tf32"),
+    ] {
         let start = Instant::now();
         let reports: Vec<Report> = seeds()
             .into_iter()
             .map(|seed| fuzz::skinny(&stream, ty, seed, cases() / 2).expect("fuzz run"))
             .collect();
-        let ran = |want: &dyn Fn(&str) -> bool| {
+        let ran = |tile: &str| {
             reports
                 .iter()
-                .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny_") && want(k)))
+                .any(|r| r.kernels.keys().any(|k| k.contains(&format!("{prefix}_{tile}_"))))
         };
-        let (plain, split) = (ran(&|k| !k.contains("/split")), ran(&|k| k.contains("/split")));
+        let (rows, cols) = (ran("t"), ran("h"));
         check(
-            &format!(
-                "gemm_fuzz_skinny {} ({:.1} s)",
-                ty.name(),
-                start.elapsed().as_secs_f64()
-            ),
+            &format!("gemm_fuzz_thin {} ({:.1} s)", ty.name(), start.elapsed().as_secs_f64()),
             reports,
         );
         assert!(
-            plain && split,
-            "{}: the skinny kernel ran unsplit {plain}, split {split}",
+            rows && cols,
+            "{}: the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}",
             ty.name()
         );
     }
-}
-
-/// f64 GEMMs with one short side (2 to 16) on the thin DMMA tiles, any op pair and layout, with
-/// and without a split of k through partial products: both thin tiles (16 x 64 for a short m of
-/// the kernels' row-major D, 64 x 16 for a short n) must have run.
-#[test]
-fn gemm_fuzz_thin() {
-    let Some(ctx) = gpu!("gemm_fuzz_thin") else { return };
-    if ctx.compute_capability() < (9, 0) {
-        println!("gemm_fuzz_thin: skipped (the thin tiles need compute capability 9.0)");
-        return;
-    }
-    let stream = ctx.new_stream().expect("stream");
-    let start = Instant::now();
-    let reports: Vec<Report> = seeds()
-        .into_iter()
-        .map(|seed| fuzz::skinny(&stream, FuzzType::F64, seed, cases() / 2).expect("fuzz run"))
-        .collect();
-    let ran = |tile: &str| {
-        reports.iter().any(|r| {
-            r.kernels
-                .keys()
-                .any(|k| k.contains(&format!("gemm_dmma90_f64_{tile}_")))
-        })
-    };
-    let (rows, cols) = (ran("t"), ran("h"));
-    check(
-        &format!("gemm_fuzz_thin f64 ({:.1} s)", start.elapsed().as_secs_f64()),
-        reports,
-    );
-    assert!(rows && cols, "the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}");
 }
 
 /// GEMMs with long k over few output tiles, split through partial products (forced and

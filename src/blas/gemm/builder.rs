@@ -505,8 +505,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             return Ok(route.name(T::NAME));
         }
         let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
-        let sms = c.stream().context().limits().multiprocessor_count as usize;
-        if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms) {
+        let ctx = c.stream().context();
+        let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
+        if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
             return Ok(route.name());
         }
         if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
@@ -595,9 +596,10 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             [a.device_ptr(), b.device_ptr(), c.device_ptr()],
             bias.map_or(0, |b| b.0),
         );
-        let sms = stream.context().limits().multiprocessor_count as usize;
+        let ctx = stream.context();
+        let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
         // Every check (including the kernel choice) comes before anything is queued.
-        let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms) {
+        let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
             Path::Skinny(route)
         } else if let Some(route) = partials::route::<T, S>(self, &plan, &params, &stream)? {
             Path::Partials(route)

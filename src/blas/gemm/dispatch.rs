@@ -286,6 +286,36 @@ fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize)
     })
 }
 
+/// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
+/// per stage, [`TC_STAGES`] stages, each operand's slot holding either layout of its tile.
+fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
+    let (bkb, sz) = (256, if type_name == "tf32" { 4 } else { 2 });
+    let slot = |rows: usize| (rows * (bkb + 16)).max(bkb / sz * (rows + 8) * sz);
+    TC_STAGES * (slot(bm) + slot(bn)) as u32
+}
+
+/// The thin mma.sync tile the automatic choice gives an f16, bf16 or tf32 GEMM (`math`
+/// [`MathMode::Tf32`] for f32), if any: where it measured faster than wgmma (H100, 2026-11-26,
+/// docs/kernels/gemm.md, "Thin tiles"). `t` (16 x 64) for D's rows at most [`THIN_MAX`] with Y
+/// k-contiguous (a column-major decode step, TN or TT: 0.78-1.11x cuBLAS against wgmma's
+/// 0.63-0.91x on 4096-28672 outputs; 32000 outputs 1.01-1.03x against 1.08x); `h` (64 x 16) for
+/// D's columns at most THIN_MAX when its tiles make 3/4 of a wave (11008 and 28672 outputs:
+/// 0.76-0.93x against 0.48-0.67x; 4096 outputs, 64 tiles: 0.57-0.68x against 0.67-0.92x), except
+/// tf32 `nn`, whose wgmma kernel takes the problem swapped (0.92-1.08x against 0.85-1.02x).
+pub(crate) fn tc_thin(plan: &Plan, type_name: &str, math: MathMode, batch: usize, sms: usize) -> Option<char> {
+    let tensor = matches!(type_name, "f16" | "bf16") || (type_name == "f32" && math == MathMode::Tf32);
+    if !tensor {
+        return None;
+    }
+    let yk = plan.ops.starts_with('t');
+    if plan.m <= THIN_MAX && plan.m <= plan.n && yk {
+        return Some('t');
+    }
+    let h_tiles = tiles2(plan.m, plan.n, (64, THIN_MAX)).saturating_mul(batch);
+    let tf32_nn = type_name == "f32" && plan.ops == "nn";
+    (plan.n <= THIN_MAX && plan.n < plan.m && h_tiles * 4 >= sms * 3 && !tf32_nn).then_some('h')
+}
+
 /// The longest side the f64 thin tiles (`t`, `h`) are made for: a decode step's tokens.
 pub(crate) const THIN_MAX: usize = 16;
 
@@ -325,12 +355,18 @@ pub(crate) fn choose_kernel(
     sms: usize,
     batch: usize,
 ) -> Result<Choice> {
-    // The thin tiles exist for f64 on the sm_90 DMMA kernels only.
-    let tile = if tile == Tile::Thin && !(type_name == "f64" && cc >= (9, 0)) {
+    // The f64 thin tiles are sm_90 DMMA kernels; before, f64 has the 64 x 64 one only.
+    let tile = if tile == Tile::Thin && type_name == "f64" && cc < (9, 0) {
         Tile::Small
     } else {
         tile
     };
+    // f16, bf16 and tf32 take their thin tiles (mma.sync) when forced, or with the tile and the
+    // split left to dispatch where `tc_thin` measured them faster than wgmma.
+    let thin = tile == Tile::Thin
+        || (tile == Tile::Auto
+            && matches!(split, SplitK::Auto | SplitK::Off)
+            && tc_thin(plan, type_name, math, batch, sms).is_some());
     let tc_name = match (type_name, math) {
         ("f32", MathMode::Tf32) => Some("tf32"),
         ("f32", _) => None,
@@ -371,14 +407,14 @@ pub(crate) fn choose_kernel(
                     "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with both operands m- or n-contiguous (op(A) = A, op(B) = B^T) needs batch 1"
                 );
             }
-            if tile == Tile::Small {
-                bail_invalid!("gemm: the wgmma kernel has no 64 x 64 tile");
+            if matches!(tile, Tile::Small | Tile::Thin) {
+                bail_invalid!("gemm: the wgmma kernel has no {tile:?} tile");
             }
             Family::Wgmma
         }
         Kernel::TensorCore => {
             tensor_checks()?;
-            if wg_possible && tile != Tile::Small {
+            if wg_possible && tile != Tile::Small && !thin {
                 Family::Wgmma
             } else {
                 Family::MmaSync
@@ -398,7 +434,7 @@ pub(crate) fn choose_kernel(
         Kernel::Auto => {
             if tc_name.is_none() || !aligned || cc < (8, 0) {
                 Family::Simt
-            } else if wg_possible && tile != Tile::Small {
+            } else if wg_possible && tile != Tile::Small && !thin {
                 // On the H100 the 128 x 128 wgmma tile beats the 64 x 64 mma.sync one down to
                 // 256^2 (1.8x cuBLAS against 1.3x for bf16), so Auto takes wgmma at every size.
                 Family::Wgmma
@@ -538,10 +574,11 @@ pub(crate) fn choose_kernel(
                 Tile::Small | Tile::Narrow | Tile::Thin => false,
                 Tile::Large | Tile::Wide => true,
             };
-            let (size, tile, smem) = if large {
-                ('l', (128, 128), TC_STAGES * 80 * 256)
-            } else {
-                ('s', (64, 64), TC_STAGES * 80 * 128)
+            let (size, tile, smem) = match (thin, plan.m <= plan.n) {
+                (true, true) => ('t', (THIN_MAX, 64), tc_smem((THIN_MAX, 64), t)),
+                (true, false) => ('h', (64, THIN_MAX), tc_smem((64, THIN_MAX), t)),
+                _ if large => ('l', (128, 128), TC_STAGES * 80 * 256),
+                _ => ('s', (64, 64), TC_STAGES * 80 * 128),
             };
             Ok(plain(
                 format!("gemm_tc_{t}_{size}_{}", plan.ops),

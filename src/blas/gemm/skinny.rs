@@ -8,8 +8,10 @@
 use std::mem::size_of;
 
 use super::builder::{Gemm, Plan};
+use super::dispatch::tc_thin;
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
 use super::{GemmType, Kernel, SplitK, Tile};
+use crate::blas::MathMode;
 use crate::error::Result;
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice};
@@ -101,9 +103,20 @@ fn variant(name: &str) -> Option<(usize, usize)> {
 /// dimensions and batch strides whole 16-byte vectors; the short side at most [`SKINNY_MAX`];
 /// alpha != 0 and k >= 1; and more than a tiny product (those stay on `gemm_small`). `sms` sizes
 /// the split of k.
-pub(crate) fn route<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams, sms: usize) -> Option<SkinnyRoute> {
+pub(crate) fn route<T: GemmType, S>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    sms: usize,
+    cc: (u32, u32),
+) -> Option<SkinnyRoute> {
     let (rows, steps) = variant(T::NAME)?;
     let knobs_auto = g.kernel == Kernel::Auto && g.tile == Tile::Auto && g.split == SplitK::Auto;
+    // tf32 has tensor-core thin tiles for the shapes where they beat this kernel's exact f32
+    // (11008 x 16 x 4096 TN: 0.86x cuBLAS's tf32 against 0.70x; H100, docs/kernels/gemm.md).
+    if g.math == MathMode::Tf32 && cc >= (8, 0) && tc_thin(plan, T::NAME, g.math, g.batch, sms).is_some() {
+        return None;
+    }
     let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
     let (m, n, k, batch) = (plan.m, plan.n, params.k as usize, g.batch);
     let short = m.min(n);

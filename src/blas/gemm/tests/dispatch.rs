@@ -567,29 +567,33 @@ fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
         named("gemm_wg_f16_l_tn", Some(2))
     );
     assert_eq!(auto("f16", (T, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_tn", None));
-    // Decode: 64 tiles of 16 x 64 in 2 parts, or for long parts 32 of 16 x 128 in 4; 172 of
-    // 128 x 64 (more than a wave) become 86 of 128 x 128.
+    // Decode steps of 16 tokens: the thin mma.sync tiles, not wgmma (tc_thin). TN: 16 x 64 at
+    // any length; 16 x N with N-wide columns: 64 x 16 from 3/4 of a wave of its tiles, except
+    // tf32 nn (wgmma's swapped kernel).
+    for (ty, t) in [("f16", "f16"), ("bf16", "bf16"), ("f32", "tf32")] {
+        for dims in [(4096, 16, 4096), (4096, 16, 11008), (8192, 16, 8192), (11008, 16, 4096)] {
+            assert_eq!(auto(ty, (T, N), dims), named(&format!("gemm_tc_{t}_t_tn"), None));
+        }
+        assert_eq!(auto(ty, (T, T), (4096, 8, 4096)).0, format!("gemm_tc_{t}_t_tt"));
+        assert_eq!(auto(ty, (N, T), (16, 11008, 4096)).0, format!("gemm_tc_{t}_h_nt"));
+        assert!(auto(ty, (N, T), (16, 4096, 4096)).0.starts_with("gemm_wg_"));
+    }
+    assert_eq!(auto("f16", (N, N), (16, 11008, 4096)).0, "gemm_tc_f16_h_nn");
+    assert!(auto("f32", (N, N), (16, 11008, 4096)).0.starts_with("gemm_wg_tf32"));
+    // 16 x 64 needs Y k-contiguous: column-major NN / NT with 16 columns stay on wgmma.
+    assert!(auto("f16", (N, N), (4096, 16, 4096)).0.starts_with("gemm_wg_"));
+    // A forced split keeps wgmma; 17 tokens are not thin.
     assert_eq!(
-        auto("f16", (T, N), (4096, 16, 4096)),
-        named("gemm_wg_f16_n_tn", Some(2))
+        pick("f16", (T, N), (4096, 16, 4096), Tile::Auto, SplitK::Parts(2))
+            .unwrap()
+            .0,
+        "gemm_wg_f16_n_tn"
     );
-    assert_eq!(
-        auto("f16", (T, N), (4096, 16, 11008)),
-        named("gemm_wg_f16_n_tn", Some(2))
-    );
-    assert_eq!(
-        auto("f32", (T, N), (4096, 16, 11008)),
-        named("gemm_wg_tf32_l_tn", Some(4))
-    );
-    assert_eq!(
-        auto("f16", (T, N), (8192, 16, 8192)),
-        named("gemm_wg_f16_l_tn", Some(2))
-    );
+    assert!(auto("f16", (T, N), (4096, 17, 4096)).0.starts_with("gemm_wg_"));
     assert_eq!(
         auto("f16", (T, N), (4096, 128, 4096)),
         named("gemm_wg_f16_n_tn", Some(2))
     );
-    assert_eq!(auto("f16", (T, N), (11008, 16, 4096)), named("gemm_wg_f16_l_tn", None));
     // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64.
     assert_eq!(
         auto("f16", (N, N), (64, 8192, 8192)),

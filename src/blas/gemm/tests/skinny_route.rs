@@ -8,7 +8,7 @@ fn routed<T: GemmType>(g: &Gemm<T::Scalar>, offsets: [u64; 3]) -> Option<SkinnyR
     let lens = [1 << 28; 3];
     let plan = g.plan(lens, None).expect("plan");
     let [a, b, c] = offsets.map(|o| 0x1000_0000 + o * std::mem::size_of::<T>() as u64);
-    route::<T, T::Scalar>(g, &plan, &g.params(&plan, [a, b, c], 0), 132)
+    route::<T, T::Scalar>(g, &plan, &g.params(&plan, [a, b, c], 0), 132, (9, 0))
 }
 
 #[test]
@@ -19,9 +19,12 @@ fn decode_steps_take_the_skinny_kernel_in_both_orientations_and_layouts() {
     assert_eq!(col.name(), "gemm_skinny_f32_r2s2");
     let row = Gemm::new(N, T, 16, 4096, 4096).layout(Layout::RowMajor);
     assert_eq!(routed::<f32>(&row, [0; 3]).map(|r| r.name()), Some(col.name()));
-    // The short side as C's rows; tf32 runs it too (exact f32).
+    // The short side as C's rows. tf32 leaves the shapes its thin tensor-core tiles take (a
+    // column-major TN decode step) to them; where those do not apply (16 x 4096: 64 of the
+    // 64 x 16 tiles, under 3/4 of a wave), it runs this kernel (exact f32).
     assert!(routed::<f32>(&Gemm::new(T, N, 16, 4096, 4096), [0; 3]).is_some());
-    assert!(routed::<f32>(&Gemm::new(T, N, 4096, 2, 4096).math(MathMode::Tf32), [0; 3]).is_some());
+    assert!(routed::<f32>(&Gemm::new(T, N, 4096, 2, 4096).math(MathMode::Tf32), [0; 3]).is_none());
+    assert!(routed::<f32>(&Gemm::new(T, N, 16, 4096, 4096).math(MathMode::Tf32), [0; 3]).is_some());
 }
 
 #[test]
