@@ -15,6 +15,8 @@
 //   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
 //   t = 16 x 64,   4 warps (1 x 4) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
 //   h = 64 x 16,   4 warps (4 x 1) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
+//   tu, hu = t, h reading X and Y 8 bytes at a time: operands aligned only to their element,
+//       any leading dimension (a view at an odd offset), with no aligned copy first.
 //       The thin tiles: a product with a side
 //       of at most 16 (a decode step's tokens) is memory-bound, so these stream the long operand
 //       once, 256 bytes of k per row and stage, where the square tiles compute 2-8x the rows
@@ -72,8 +74,8 @@ template <> __device__ __forceinline__ void dmma<8>(double c[4], const double* a
 // row stride SLD) with 16-byte cp.async. The chunk column c is the same for all of a thread's
 // chunks (NT is a multiple of the chunks per row), its rows are r0, r0 + RSTEP, ...; so the copy
 // keeps one pointer and one column test, and per k-tile only the offset changes.
-template <int OUTER, int INNER, int SLD, int NT> struct TileCopy {
-    static constexpr int CPR = INNER / 2;
+template <int OUTER, int INNER, int SLD, int NT, int CE = 2> struct TileCopy {
+    static constexpr int CPR = INNER / CE;
     static constexpr int N = OUTER * CPR / NT;
     static constexpr int RSTEP = NT / CPR;
     static_assert(NT % CPR == 0 && N * NT == OUTER * CPR, "a tile's chunks must divide among the threads");
@@ -83,7 +85,7 @@ template <int OUTER, int INNER, int SLD, int NT> struct TileCopy {
     unsigned dst;
     __device__ __forceinline__ TileCopy(const double* g, long long ld_, long long outer0, long long outer_lim,
                                         long long inner0, long long inner_lim, int tid) {
-        const int r0 = tid / CPR, c = (tid % CPR) * 2;
+        const int r0 = tid / CPR, c = (tid % CPR) * CE;
         ld = ld_;
         base = g;
         src = g + (outer0 + r0) * ld_ + inner0 + c;
@@ -95,17 +97,18 @@ template <int OUTER, int INNER, int SLD, int NT> struct TileCopy {
     // columns past the operand's edge read as zero.
     __device__ __forceinline__ void copy(unsigned sdst, long long d_outer, long long d_inner) const {
         const long long left = inner - d_inner;
-        const int bytes = left >= 2 ? 16 : (left == 1 ? 8 : 0);
+        const int bytes = left >= CE ? 8 * CE : (left == 1 ? 8 : 0);
         const double* p = src + d_outer * ld + d_inner;
 #pragma unroll
         for (int it = 0; it < N; ++it) {
             const bool ok = bytes != 0 && d_outer + it * RSTEP < outer;
-            cp_async16(sdst + dst + (unsigned)(it * RSTEP * SLD * 8), ok ? p + it * RSTEP * ld : base, ok ? bytes : 0);
+            cp_async<8 * CE>(sdst + dst + (unsigned)(it * RSTEP * SLD * 8), ok ? p + it * RSTEP * ld : base,
+                             ok ? bytes : 0);
         }
     }
 };
 
-template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK>
+template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK, int CE = 2>
 __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int LDK = BK + 4, LDXM = BM + 4, LDYN = BN + 4;
@@ -144,9 +147,9 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
     // X: rows m0.. (k-contiguous) or k-rows (m-contiguous); Y likewise with n.
-    const TileCopy<XK ? BM : BK, XK ? BK : BM, XK ? LDK : LDXM, NT> xc(X, p.ldx, XK ? m0 : 0, XK ? p.m : p.k,
+    const TileCopy<XK ? BM : BK, XK ? BK : BM, XK ? LDK : LDXM, NT, CE> xc(X, p.ldx, XK ? m0 : 0, XK ? p.m : p.k,
                                                                     XK ? 0 : m0, XK ? p.k : p.m, tid);
-    const TileCopy<YK ? BN : BK, YK ? BK : BN, YK ? LDK : LDYN, NT> yc(Y, p.ldy, YK ? n0 : 0, YK ? p.n : p.k,
+    const TileCopy<YK ? BN : BK, YK ? BK : BN, YK ? LDK : LDYN, NT, CE> yc(Y, p.ldy, YK ? n0 : 0, YK ? p.n : p.k,
                                                                     YK ? 0 : n0, YK ? p.k : p.n, tid);
     const unsigned sbase = smem_addr(smem);
     auto load_stage = [&](int stage, int kt) {
@@ -279,17 +282,20 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 // SPLIT > 1 kernels carry their cluster shape (SPLIT x 1 x 1), so a plain launch forms the clusters.
 #define DMMA90_CLUSTER_1
 #define DMMA90_CLUSTER_2 __cluster_dims__(2, 1, 1)
-#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK)                              \
+#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK, CE)                          \
     extern "C" __global__ void DMMA90_CLUSTER_##SPLIT __launch_bounds__(WM * WN * 32, MINB)             \
         NAME(GemmParams p) {                                                                             \
-        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK>(p);                                     \
+        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK, CE>(p);                                 \
     }
-// <opA><opB>: xk = (opB == n), yk = (opA == t)
+// <opA><opB>: xk = (opB == n), yk = (opA == t); CE: doubles per cp.async (1: the unaligned
+// variants, whose operands need only 8-byte alignment and any leading dimension)
+#define GEMM_DMMA90_OPS_CE(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, CE)                           \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false, CE)  \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, false, CE) \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, true, CE)   \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, true, CE)
 #define GEMM_DMMA90_OPS(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB)                                  \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false)      \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, false)     \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, true)       \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, true)
+    GEMM_DMMA90_OPS_CE(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, 2)
 
 //              tile  BM   BN  WM WN  BK ST KS SPLIT MINB
 GEMM_DMMA90_OPS(l, 128, 128, 2, 4, 16, 4, 4, 1, 1)
@@ -300,3 +306,5 @@ GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
 GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)
 GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
 GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
+GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
+GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)

@@ -116,8 +116,8 @@ fn sweep<T: Element>(
         // one, and `h` (64 x 16), the one for more rows than columns in the kernels' row-major
         // D (C^T), the transposed shape.
         let shape = match letter {
-            "h" => (72, 136, 300),
-            "t" => (136, 72, 300),
+            "h" | "hu" => (72, 136, 300),
+            "t" | "tu" => (136, 72, 300),
             _ => (136, 72, 48),
         };
         let mut all = true;
@@ -542,6 +542,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             (Tile::Auto, SplitK::Parts(2), "u2", 0),
             (Tile::Thin, SplitK::Auto, "t", 0),
             (Tile::Thin, SplitK::Auto, "h", 0),
+            // Leading dimensions one longer: the thin tiles' 8-byte variants.
+            (Tile::Thin, SplitK::Auto, "tu", 1),
+            (Tile::Thin, SplitK::Auto, "hu", 1),
         ];
         sweep::<f64>(
             s,

@@ -154,8 +154,9 @@ fn gemm_fuzz_skinny() {
 
 /// GEMMs with one short side (2 to 16) on the thin tiles: f64 (DMMA), f16, bf16 and tf32
 /// (mma.sync), any op pair and layout, automatic and forced [`Tile::Thin`], f64 with and without
-/// a split of k through partial products: each type must have run both of its thin tiles (16 x
-/// 64 for a short m of the kernels' row-major D, 64 x 16 for a short n).
+/// a split of k through partial products, views at odd offsets: each type must have run both of
+/// its thin tiles (16 x 64 for a short m of the kernels' row-major D, 64 x 16 for a short n), f64
+/// also their variants for operands aligned only to their element.
 #[test]
 fn gemm_fuzz_thin() {
     let Some(ctx) = gpu!("gemm_fuzz_thin") else { return };
@@ -181,13 +182,15 @@ fn gemm_fuzz_thin() {
                 .any(|r| r.kernels.keys().any(|k| k.contains(&format!("{prefix}_{tile}_"))))
         };
         let (rows, cols) = (ran("t"), ran("h"));
+        // f64's 8-byte variants for operands aligned only to their element.
+        let unaligned = ty != FuzzType::F64 || (ran("tu") && ran("hu"));
         check(
             &format!("gemm_fuzz_thin {} ({:.1} s)", ty.name(), start.elapsed().as_secs_f64()),
             reports,
         );
         assert!(
-            rows && cols,
-            "{}: the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}",
+            rows && cols && unaligned,
+            "{}: the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}, unaligned {unaligned}",
             ty.name()
         );
     }

@@ -316,6 +316,15 @@ pub(crate) fn tc_thin(plan: &Plan, type_name: &str, math: MathMode, batch: usize
     (plan.n <= THIN_MAX && plan.n < plan.m && h_tiles * 4 >= sms * 3 && !tf32_nn).then_some('h')
 }
 
+/// The variant of an f64 thin DMMA kernel that takes operands aligned only to their element
+/// (`gemm_dmma90_f64_t_<ops>` -> `gemm_dmma90_f64_tu_<ops>`, likewise `h`); `None` for any
+/// other kernel.
+fn unaligned_thin(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
+    let (tile, ops) = rest.split_once('_')?;
+    matches!(tile, "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
+}
+
 /// The longest side the f64 thin tiles (`t`, `h`) are made for: a decode step's tokens.
 pub(crate) const THIN_MAX: usize = 16;
 
@@ -870,6 +879,15 @@ pub(crate) fn choose_on<T: GemmType, S>(
     }
     let align = [!ok[0], !ok[1]];
     let mut choice = pick(&aligned_params(plan, params, align, vec), true)?;
+    // The f64 thin tiles have variants that read 8 bytes at a time (`tu`, `hu`): a thin product
+    // is memory-bound, so copying its long operand first would double its traffic (11008 x 16 x
+    // 4096 at an odd offset: 0.50x cuBLAS with the copy).
+    if let Some(name) = unaligned_thin(&choice.name) {
+        if params.x % 8 == 0 && params.y % 8 == 0 {
+            choice.name = name;
+            return Ok(choice);
+        }
+    }
     // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
     // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
     choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];

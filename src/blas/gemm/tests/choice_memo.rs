@@ -175,3 +175,26 @@ fn the_memo_answers_what_the_choice_answers() {
     }
     assert!(choice_cache::len() > 0);
 }
+
+#[test]
+fn unaligned_f64_thin_products_read_their_operands_in_place() {
+    use Transpose::{N, T};
+    let choose = |g: &Gemm<f64>, offset: u64| {
+        let plan = g.plan([usize::MAX / 64; 3], None).expect("plan");
+        let p = g.params(&plan, [0x1000_0000 + 8 * offset, 0x2000_0000, 0x3000_0000], 0);
+        choose_on::<f64, f64>(g, &plan, &p, H100.0, H100.1).expect("choice")
+    };
+    // A decode step at an odd offset: the thin tile's 8-byte variant, nothing copied.
+    let c = choose(&Gemm::new(T, N, 11008, 16, 4096), 1);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_dmma90_f64_tu_tn", [false; 2]));
+    let c = choose(&Gemm::new(N, N, 16, 11008, 4096).ld(17, 4096, 16), 0);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_dmma90_f64_hu_nn", [false; 2]));
+    // Aligned: the 16-byte kernel; wider products: the aligned copy, as before.
+    assert_eq!(
+        choose(&Gemm::new(T, N, 11008, 16, 4096), 0).name,
+        "gemm_dmma90_f64_t_tn"
+    );
+    let c = choose(&Gemm::new(T, N, 1024, 1024, 1024), 1);
+    assert!(c.align[0] || c.align[1], "{c:?}");
+    assert!(!c.name.contains("_tu_") && !c.name.contains("_hu_"), "{c:?}");
+}
