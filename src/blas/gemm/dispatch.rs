@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
-use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile};
+use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::thin::{tc_smem, tc_thin, unaligned_thin, THIN_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -95,10 +97,6 @@ pub(crate) const F32_MAX_PARTS: u32 = 64;
 
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
-}
-
-pub(crate) fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
-    m.div_ceil(bm) * n.div_ceil(bn)
 }
 
 /// Whether the tensor-core kernels can load X and Y as they are (16-byte cp.async and TMA):
@@ -220,133 +218,6 @@ fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sm
             }
         }
     }
-}
-
-/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
-///
-/// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
-/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`); the thin
-/// `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large and Wide give `l`, Narrow `m`,
-/// Small `s`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced
-/// split in 2 takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
-/// Automatically: a side of at most [`THIN_MAX`] takes the thin tile along it (such a product is
-/// memory-bound; few tiles and long k are split through partial products before this is asked:
-/// `partials::auto_parts`). Otherwise, from the measured table in docs/kernels/gemm.md (H100):
-/// `l` from a wave of its tiles when the last wave is at least 3/4 full; `m` for 0.9-1.0 wave of
-/// its tiles; `s` split in 2 when its split blocks make 0.9 of a wave (one per multiprocessor),
-/// k >= 1024, and `s` alone leaves its last wave of two blocks per multiprocessor under 4/5
-/// full, if the split fills it to 4/5 or k >= 4096 (long, narrow problems such as 64 x 4096 x
-/// 4096); `s` from a wave of two blocks per multiprocessor; `u` from a wave of its tiles; below
-/// that `u` split in 2 (k >= 256).
-fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
-    let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
-    let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
-    // The fraction of the block slots that the last wave of `blocks` fills.
-    let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
-    match split {
-        SplitK::Parts(parts) if parts > 1 => {
-            let letter = match tile {
-                Tile::Small => 's',
-                Tile::Auto if ts >= sms => 's',
-                Tile::Auto => 'u',
-                _ => bail_invalid!(
-                    "gemm: the f64 {tile:?} tile does not split k; the Small and Auto tiles split it in 2 parts"
-                ),
-            };
-            if parts != 2 {
-                bail_invalid!("gemm: the f64 {letter} tile splits k in 2 parts, not {parts}");
-            }
-            return Ok((letter, 2));
-        }
-        _ => {}
-    }
-    let may_split = split == SplitK::Auto;
-    let thin = if plan.m <= plan.n { 't' } else { 'h' };
-    Ok(match tile {
-        Tile::Thin => (thin, 1),
-        Tile::Auto if plan.m.min(plan.n) <= THIN_MAX => (thin, 1),
-        Tile::Large | Tile::Wide => ('l', 1),
-        Tile::Narrow => ('m', 1),
-        Tile::Small => ('s', 1),
-        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 => ('l', 1),
-        Tile::Auto if tm * 10 >= sms * 9 && tm <= sms => ('m', 1),
-        Tile::Auto
-            if may_split
-                && 2 * ts * 10 >= sms * 9
-                && plan.k >= 1024
-                && fill(ts, 2 * sms) < 0.8
-                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 4096) =>
-        {
-            ('s', 2)
-        }
-        Tile::Auto if ts >= 2 * sms => ('s', 1),
-        Tile::Auto if tu >= sms => ('u', 1),
-        Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
-        Tile::Auto => ('u', 1),
-    })
-}
-
-/// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
-/// per stage, [`TC_STAGES`] stages, each operand's slot holding either layout of its tile.
-fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
-    let (bkb, sz) = (256, if type_name == "tf32" { 4 } else { 2 });
-    let slot = |rows: usize| (rows * (bkb + 16)).max(bkb / sz * (rows + 8) * sz);
-    TC_STAGES * (slot(bm) + slot(bn)) as u32
-}
-
-/// The thin mma.sync tile the automatic choice gives an f16, bf16 or tf32 GEMM (`math`
-/// [`MathMode::Tf32`] for f32), if any: where it measured faster than wgmma (H100, 2026-11-26,
-/// docs/kernels/gemm.md, "Thin tiles"). `t` (16 x 64) for D's rows at most [`THIN_MAX`] with Y
-/// k-contiguous (a column-major decode step, TN or TT: 0.78-1.11x cuBLAS against wgmma's
-/// 0.63-0.91x on 4096-28672 outputs; 32000 outputs 1.01-1.03x against 1.08x); `h` (64 x 16) for
-/// D's columns at most THIN_MAX when its tiles make 3/4 of a wave (11008 and 28672 outputs:
-/// 0.76-0.93x against 0.48-0.67x; 4096 outputs, 64 tiles: 0.57-0.68x against 0.67-0.92x), except
-/// tf32 `nn`, whose wgmma kernel takes the problem swapped (0.92-1.08x against 0.85-1.02x).
-pub(crate) fn tc_thin(plan: &Plan, type_name: &str, math: MathMode, batch: usize, sms: usize) -> Option<char> {
-    let tensor = matches!(type_name, "f16" | "bf16") || (type_name == "f32" && math == MathMode::Tf32);
-    if !tensor {
-        return None;
-    }
-    let yk = plan.ops.starts_with('t');
-    if plan.m <= THIN_MAX && plan.m <= plan.n && yk {
-        return Some('t');
-    }
-    let h_tiles = tiles2(plan.m, plan.n, (64, THIN_MAX)).saturating_mul(batch);
-    let tf32_nn = type_name == "f32" && plan.ops == "nn";
-    (plan.n <= THIN_MAX && plan.n < plan.m && h_tiles * 4 >= sms * 3 && !tf32_nn).then_some('h')
-}
-
-/// The variant of an f64 thin DMMA kernel that takes operands aligned only to their element
-/// (`gemm_dmma90_f64_t_<ops>` -> `gemm_dmma90_f64_tu_<ops>`, likewise `h`); `None` for any
-/// other kernel.
-fn unaligned_thin(name: &str) -> Option<String> {
-    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
-    let (tile, ops) = rest.split_once('_')?;
-    matches!(tile, "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
-}
-
-/// The longest side the f64 thin tiles (`t`, `h`) are made for: a decode step's tokens.
-pub(crate) const THIN_MAX: usize = 16;
-
-/// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
-/// shared memory is [`dmma90_smem`].
-fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
-    match letter {
-        'l' => ((128, 128), 256, 16, 4),
-        'm' => ((128, 64), 256, 16, 4),
-        's' => ((64, 64), 128, 16, 3),
-        't' => ((THIN_MAX, 64), 128, 32, 4),
-        'h' => ((64, THIN_MAX), 128, 32, 4),
-        _ => ((32, 32), 128, 16, 4),
-    }
-}
-
-/// Dynamic shared memory of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu): per stage, each
-/// operand's slot holds either layout of its tile, `rows x (bk + 4)` or `bk x (rows + 4)` doubles.
-fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32 {
-    let bk = bk as usize;
-    let slot = |rows: usize| (rows * (bk + 4)).max(bk * (rows + 4));
-    (stages as usize * 8 * (slot(bm) + slot(bn))) as u32
 }
 
 #[allow(clippy::too_many_arguments)] // a pure function of everything dispatch depends on, for tests

@@ -6,12 +6,14 @@
 mod builder;
 mod choice_cache;
 mod dispatch;
+mod dmma90;
 mod functions;
 mod launch;
 mod options;
 mod params;
 mod partials;
 mod skinny;
+mod thin;
 mod types;
 mod vector;
 

@@ -36,3 +36,9 @@ pub(crate) const TC_STAGES: u32 = 4;
 /// TMA staging boxes (which also hold the two 9 KiB chunks of the other epilogues), alignment and
 /// barriers.
 pub(crate) const WG_SMEM: u32 = 4 * (128 + 256) * 128 + 4 * 64 * 128 + 2048;
+
+/// The block tiles of `bm x bn` that cover an `m x n` D (launch geometry, shared by dispatch,
+/// launch and the routes).
+pub(crate) fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
+    m.div_ceil(bm) * n.div_ceil(bn)
+}

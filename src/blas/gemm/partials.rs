@@ -11,8 +11,9 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::{choose, tiles2, Choice};
+use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
+use super::params::tiles2;
 use super::params::GemmParams;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, MathMode};

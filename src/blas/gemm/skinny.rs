@@ -8,8 +8,8 @@
 use std::mem::size_of;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::tc_thin;
 use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
+use super::thin::tc_thin;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::MathMode;
 use crate::error::Result;

@@ -1,0 +1,55 @@
+//! The thin tiles: 16 x 64 (`t`) and 64 x 16 (`h`) for GEMMs with a side of at most
+//! [`THIN_MAX`] (a decode step's tokens). Such a product is memory-bound, so the tiles stream the
+//! long operand 256 bytes of k per row and stage where the square tiles compute 2-8x the rows
+//! that exist: f64 on the sm_90 DMMA kernels (ptx/gemm_dmma90.cu, with 8-byte variants `tu`,
+//! `hu` for operands aligned only to their element), f16, bf16 and tf32 on mma.sync
+//! (ptx/gemm_tc.cu). Which problems take them, and their shared memory; `dispatch` builds the
+//! choice (docs/kernels/gemm.md, "Thin tiles").
+
+use super::builder::Plan;
+use super::params::tiles2;
+use super::params::TC_STAGES;
+use crate::blas::MathMode;
+
+/// The longest side the thin tiles (`t`, `h` of every tensor-core type) are made for: a decode
+/// step's tokens.
+pub(crate) const THIN_MAX: usize = 16;
+
+/// The thin mma.sync tile the automatic choice gives an f16, bf16 or tf32 GEMM (`math`
+/// [`MathMode::Tf32`] for f32), if any: where it measured faster than wgmma (H100, 2026-11-26,
+/// docs/kernels/gemm.md, "Thin tiles"). `t` (16 x 64) for D's rows at most [`THIN_MAX`] with Y
+/// k-contiguous (a column-major decode step, TN or TT: 0.78-1.11x cuBLAS against wgmma's
+/// 0.63-0.91x on 4096-28672 outputs; 32000 outputs 1.01-1.03x against 1.08x); `h` (64 x 16) for
+/// D's columns at most THIN_MAX when its tiles make 3/4 of a wave (11008 and 28672 outputs:
+/// 0.76-0.93x against 0.48-0.67x; 4096 outputs, 64 tiles: 0.57-0.68x against 0.67-0.92x), except
+/// tf32 `nn`, whose wgmma kernel takes the problem swapped (0.92-1.08x against 0.85-1.02x).
+pub(crate) fn tc_thin(plan: &Plan, type_name: &str, math: MathMode, batch: usize, sms: usize) -> Option<char> {
+    let tensor = matches!(type_name, "f16" | "bf16") || (type_name == "f32" && math == MathMode::Tf32);
+    if !tensor {
+        return None;
+    }
+    let yk = plan.ops.starts_with('t');
+    if plan.m <= THIN_MAX && plan.m <= plan.n && yk {
+        return Some('t');
+    }
+    let h_tiles = tiles2(plan.m, plan.n, (64, THIN_MAX)).saturating_mul(batch);
+    let tf32_nn = type_name == "f32" && plan.ops == "nn";
+    (plan.n <= THIN_MAX && plan.n < plan.m && h_tiles * 4 >= sms * 3 && !tf32_nn).then_some('h')
+}
+
+/// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
+/// per stage, [`TC_STAGES`] stages, each operand's slot holding either layout of its tile.
+pub(crate) fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
+    let (bkb, sz) = (256, if type_name == "tf32" { 4 } else { 2 });
+    let slot = |rows: usize| (rows * (bkb + 16)).max(bkb / sz * (rows + 8) * sz);
+    TC_STAGES * (slot(bm) + slot(bn)) as u32
+}
+
+/// The variant of an f64 thin DMMA kernel that takes operands aligned only to their element
+/// (`gemm_dmma90_f64_t_<ops>` -> `gemm_dmma90_f64_tu_<ops>`, likewise `h`); `None` for any
+/// other kernel.
+pub(crate) fn unaligned_thin(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
+    let (tile, ops) = rest.split_once('_')?;
+    matches!(tile, "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
+}
