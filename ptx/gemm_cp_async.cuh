@@ -9,8 +9,8 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
-// The narrower copies of operands aligned only to their element (4 or 8 bytes: cp.async's .ca
-// sizes), for the thin tiles' unaligned variants.
+// cp.async of BYTES (16, or 4 / 8 through .ca for operands aligned only to their element: the
+// f64 thin tiles' unaligned variants in gemm_dmma90).
 template <int BYTES> __device__ __forceinline__ void cp_async(unsigned dst, const void* src, int bytes) {
     if constexpr (BYTES == 16) {
         cp_async16(dst, src, bytes);
@@ -25,12 +25,11 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Copies a tile of `outer` rows x `inner` contiguous elements into shared memory (row stride
-// `SLD` elements) with cp.async of CB bytes (16; 4 or 8 for operands aligned only to their
-// element); rows >= outer_lim or elements >= inner_lim read as zero.
-template <typename T, int OUTER, int INNER, int SLD, int NT, int CB = 16>
+// `SLD` elements) with 16-byte cp.async; rows >= outer_lim or elements >= inner_lim read as zero.
+template <typename T, int OUTER, int INNER, int SLD, int NT>
 __device__ __forceinline__ void load_tile(unsigned sdst, const T* g, long long ld, long long outer0,
                                           long long outer_lim, long long inner0, long long inner_lim, int tid) {
-    constexpr int VEC = CB / sizeof(T);
+    constexpr int VEC = 16 / sizeof(T);
     constexpr int CPR = INNER / VEC;
     constexpr int CH = OUTER * CPR;
     static_assert(CH % NT == 0, "tile chunks must divide among the threads");
@@ -46,6 +45,6 @@ __device__ __forceinline__ void load_tile(unsigned sdst, const T* g, long long l
             bytes = (rem >= VEC ? VEC : (int)rem) * (int)sizeof(T);
             src = g + go * ld + gi;
         }
-        cp_async<CB>(sdst + (unsigned)((o * SLD + c) * (int)sizeof(T)), src, bytes);
+        cp_async16(sdst + (unsigned)((o * SLD + c) * (int)sizeof(T)), src, bytes);
     }
 }

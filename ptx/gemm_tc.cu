@@ -107,7 +107,7 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned r[4], unsigned addr) {
                  : "r"(addr));
 }
 
-template <typename T, int BM, int BN, int WM, int WN, int STAGES, int BKB, bool XK, bool YK, int CB = 16>
+template <typename T, int BM, int BN, int WM, int WN, int STAGES, int BKB, bool XK, bool YK>
 __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int SZ = sizeof(T);
@@ -144,13 +144,13 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
         const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_BYTES;
         const long long k0 = (long long)kt * BK;
         if (XK)
-            load_tile<T, BM, BK, LDK, NT, CB>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
+            load_tile<T, BM, BK, LDK, NT>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
         else
-            load_tile<T, BK, BM, LDXM, NT, CB>(xs, X, p.ldx, k0, p.k, m0, p.m, tid);
+            load_tile<T, BK, BM, LDXM, NT>(xs, X, p.ldx, k0, p.k, m0, p.m, tid);
         if (YK)
-            load_tile<T, BN, BK, LDK, NT, CB>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
+            load_tile<T, BN, BK, LDK, NT>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
         else
-            load_tile<T, BK, BN, LDYN, NT, CB>(ys, Y, p.ldy, k0, p.k, n0, p.n, tid);
+            load_tile<T, BK, BN, LDYN, NT>(ys, Y, p.ldy, k0, p.k, n0, p.n, tid);
     };
 
     float acc[MI][NI][4];
@@ -298,18 +298,16 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     }
 }
 
-#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, BKB, XK, YK, CB)                                         \
+#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, BKB, XK, YK)                                             \
     extern "C" __global__ void __launch_bounds__(WM * WN * 32) NAME(GemmParams p) {                     \
-        gemm_tc<T, BM, BN, WM, WN, ST, BKB, XK, YK, CB>(p);                                            \
+        gemm_tc<T, BM, BN, WM, WN, ST, BKB, XK, YK>(p);                                                \
     }
-// <opA><opB>: xk = (opB == n), yk = (opA == t); CB: bytes per cp.async (16; 4 or 8 would take
-// operands aligned only to their element)
-#define GEMM_TC_OPS_CB(TN, T, TILE, BM, BN, WM, WN, ST, BKB, CB)                                       \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false, CB)                   \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, BKB, false, false, CB)                  \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true, CB)                    \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true, CB)
-#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST, BKB) GEMM_TC_OPS_CB(TN, T, TILE, BM, BN, WM, WN, ST, BKB, 16)
+// <opA><opB>: xk = (opB == n), yk = (opA == t)
+#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST, BKB)                                              \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false)                       \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, BKB, false, false)                      \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true)                        \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true)
 #define GEMM_TC_TILES(TN, T)                                                                           \
     GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4, 64)                                                       \
     GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4, 64)                                                         \

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, wg_parts, Choice, Family};
-use super::params::tiles2;
-use super::params::{GemmParams, MAX_BATCH_PER_LAUNCH};
+use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;

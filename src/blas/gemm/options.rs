@@ -78,8 +78,10 @@ pub enum Tile {
     /// elsewhere the same as `Small`.
     Narrow,
     /// 16 rows or 16 columns, for products with a side of at most 16 (a decode step's tokens):
-    /// f64 on the sm_90 DMMA kernels, 16 x 64 when D has the fewer rows and 64 x 16 when it has
-    /// the fewer columns; elsewhere the same as `Small`.
+    /// 16 x 64 when D has the fewer rows and 64 x 16 when it has the fewer columns, on the sm_90
+    /// DMMA kernels for f64 and on mma.sync for f16, bf16 and tf32 (a forced
+    /// [`Kernel::Wgmma`] refuses it); the same as `Small` for f32 on the CUDA cores and for f64
+    /// before compute capability 9.0.
     Thin,
 }
 
