@@ -17,6 +17,10 @@ struct GemmParams {
 };
 
 enum : int { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SIGMOID = 3, ACT_TANH = 4 };
+// Not an activation: `act` of a part of a k split through partial products of f16 / bf16
+// (src/blas/gemm/partials.rs). The mma.sync kernels then write alpha * sum as f32 into D (the
+// split's scratch, ldd and sd in f32 elements); beta, the bias and activations do not apply.
+enum : int { ACT_PARTIAL_F32 = 16 };
 
 __device__ __forceinline__ float activate(float v, int act) {
     switch (act) {

@@ -30,7 +30,8 @@
 //   x, y, d, bias 16-byte aligned; ldx, ldy, sx, sy multiples of 16 / sizeof(T) (cp.async moves 16
 //   bytes at a time; partial chunks at the matrix edges are zero-filled by cp.async's src-size).
 //   beta == 0: D is not read (NaN in D does not propagate), as in cuBLAS. bias == 0: no bias.
-//   act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh.
+//   act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part
+//   of a split through partial products: alpha * sum as f32 into D, ldd a multiple of 4).
 //   k == 0 is allowed (D = act(beta * D + bias)). m, n >= 1.
 
 #include <cuda_bf16.h>
@@ -248,8 +249,13 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     // the last stage is read), one warp-row (WTM rows of the tile) at a time; then one rolled
     // loop applies alpha, beta * D, bias and the activation with coalesced accesses to D.
     const float alpha = (float)p.alpha, beta = (float)p.beta;
+    // A part of a k split through partial products (f16 / bf16) leaves the same way: its f32
+    // sums, unrounded, into the scratch (ldd a multiple of 4, so each pair is one 8-byte store;
+    // the pair's second column at c + 1 = n lands in the row's padding, inside the scratch).
+    const bool partial = B16 && p.act == ACT_PARTIAL_F32;
     const T* bias = reinterpret_cast<const T*>(p.bias);
-    if (beta == 0.f && !bias && direct_epilogue(p, (int)sizeof(T), m0 + BM <= p.m && n0 + BN <= p.n)) {
+    if (partial || (beta == 0.f && !bias && direct_epilogue(p, (int)sizeof(T), m0 + BM <= p.m && n0 + BN <= p.n))) {
+        float* Df = reinterpret_cast<float*>(p.d) + bz * p.sd;
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -257,7 +263,11 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const long long r = m0 + wm * WTM + mi * 16 + g + h * 8, c = n0 + wn * WTN + ni * 8 + 2 * t;
-                    Tc<T>::store2(D + r * p.ldd + c, alpha * acc[mi][ni][2 * h], alpha * acc[mi][ni][2 * h + 1]);
+                    const float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
+                    if (!partial)
+                        Tc<T>::store2(D + r * p.ldd + c, v0, v1);
+                    else if (r < p.m && c < p.n)
+                        *reinterpret_cast<float2*>(Df + r * p.ldd + c) = make_float2(v0, v1);
                 }
         return;
     }

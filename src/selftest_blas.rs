@@ -315,7 +315,8 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
     }
 }
 
-/// The sum of a split of k through partial products (`gemm_partials_f32`, `gemm_partials_f64`):
+/// The sum of a split of k through partial products (`gemm_partials_<t>` of every type but tf32,
+/// which shares f32's):
 /// 70 x 50 x 3001 in 5 parts (four batched, a shorter last one) on leading dimensions one
 /// longer, NN and TT, each with an activation, beta and a bias.
 fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
@@ -342,6 +343,25 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         1e-12,
         &runs,
         &mut |ops, act| gemm_case::<f64>(stream, rng, ops, shape, 1, e, k, knobs, act),
+    );
+    // f16 and bf16: the parts' f32 sums from the mma.sync kernels, rounded once at the end.
+    kernel_rows(
+        out,
+        covered,
+        "gemm_partials_f16",
+        detail,
+        2e-2,
+        &runs,
+        &mut |ops, act| gemm_case::<half::f16>(stream, rng, ops, shape, 1, e, k, knobs, act),
+    );
+    kernel_rows(
+        out,
+        covered,
+        "gemm_partials_bf16",
+        detail,
+        2e-2,
+        &runs,
+        &mut |ops, act| gemm_case::<half::bf16>(stream, rng, ops, shape, 1, e, k, knobs, act),
     );
 }
 

@@ -281,13 +281,12 @@ pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     let layout = rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]);
     let pad = |rng: &mut Rng| rng.pick(&[0, 0, 0, 1, 3, 8]);
     let knobs = if rng.next_u64() % 4 != 0 {
-        let kernel = rng.pick(&[
-            Kernel::Auto,
-            Kernel::Auto,
-            Kernel::Auto,
-            Kernel::Simt,
-            Kernel::TensorCore,
-        ]);
+        // f16 and bf16 split on the mma.sync kernels only (their f32 partial sums).
+        let other = match ty {
+            FuzzType::F16 | FuzzType::Bf16 => Kernel::MmaSync,
+            _ => Kernel::Simt,
+        };
+        let kernel = rng.pick(&[Kernel::Auto, Kernel::Auto, Kernel::Auto, other, Kernel::TensorCore]);
         let tile = rng.pick(&[
             Tile::Auto,
             Tile::Auto,

@@ -197,12 +197,19 @@ fn gemm_fuzz_thin() {
 }
 
 /// GEMMs with long k over few output tiles, split through partial products (forced and
-/// automatic) in f32, tf32 and f64: every type must have run the split.
+/// automatic) in every type (f16 and bf16 with f32 partial sums): every type must have run the
+/// split.
 #[test]
 fn gemm_fuzz_partials() {
     let Some(ctx) = gpu!("gemm_fuzz_partials") else { return };
     let stream = ctx.new_stream().expect("stream");
-    for ty in [FuzzType::F32, FuzzType::Tf32, FuzzType::F64] {
+    for ty in [
+        FuzzType::F32,
+        FuzzType::Tf32,
+        FuzzType::F64,
+        FuzzType::F16,
+        FuzzType::Bf16,
+    ] {
         let start = Instant::now();
         let reports: Vec<Report> = seeds()
             .into_iter()

@@ -28,6 +28,10 @@ pub(crate) struct GemmParams {
 // i32s: no padding); every bit pattern is valid.
 unsafe impl DeviceRepr for GemmParams {}
 
+/// `act` of a part of an f16 / bf16 split through partial products (ptx/gemm_common.cuh): the
+/// mma.sync kernels then write `alpha * sum` as f32 into D, the split's scratch.
+pub(crate) const ACT_PARTIAL_F32: i32 = 16;
+
 /// Most grid.y a launch uses (the batch index); larger batches take several launches.
 pub(crate) const MAX_BATCH_PER_LAUNCH: usize = 65535;
 /// Tensor-core pipeline depth (the kernels' STAGES).

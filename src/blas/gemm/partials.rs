@@ -4,8 +4,11 @@
 //! (the batch stride steps through k), so every kernel family, tile and alignment rule applies
 //! unchanged; each writes its partial product (alpha 1, beta 0, no bias, no activation) in the
 //! accumulator type into a scratch buffer, and `gemm_partials_<t>` (ptx/gemm_partials.cu) adds
-//! them in a fixed order and applies the GEMM's epilogue. Only f32 (also as tf32) and f64, whose
-//! partial sums are their own type: f16 and bf16 would round each partial sum to 16 bits.
+//! them in a fixed order and applies the GEMM's epilogue. f32 (also as tf32) and f64 keep their
+//! partial sums in their own type; f16 and bf16 keep them in f32 (rounding each to 16 bits would
+//! lose the split's precision): their parts run on the mma.sync kernels (ptx/gemm_tc.cu), which
+//! write their f32 accumulators to the scratch when the parameter block's `act` is
+//! [`ACT_PARTIAL_F32`], and the sum is rounded once, at the end.
 
 use std::mem::size_of;
 use std::sync::Arc;
@@ -13,7 +16,8 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
-use super::params::{tiles2, GemmParams};
+use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
+use super::thin::THIN_MAX;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, MathMode};
 use crate::error::{bail_invalid, Result};
@@ -50,9 +54,24 @@ impl PartialsRoute {
     }
 }
 
-/// Whether `T` keeps its partial sums in its own type.
+/// Whether `T` keeps its partial sums in its own type (f32, f64); f16 and bf16 keep them in f32.
 fn own_accumulator<T: GemmType>() -> bool {
     matches!(T::NAME, "f32" | "f64")
+}
+
+/// Whether `T` can be split through partial products at all: every type but f16 and bf16 before
+/// compute capability 8.0 (their parts need the mma.sync kernels' f32 output).
+fn splittable<T: GemmType>(cc: (u32, u32)) -> bool {
+    own_accumulator::<T>() || (matches!(T::NAME, "f16" | "bf16") && cc >= (8, 0))
+}
+
+/// Bytes of one partial sum in the scratch: f32 for f16 and bf16.
+fn scratch_size<T: GemmType>() -> usize {
+    if own_accumulator::<T>() {
+        size_of::<T>()
+    } else {
+        4
+    }
 }
 
 /// The automatic part count, or `None` to leave the GEMM to the other kernels. Fitted to forced
@@ -65,8 +84,11 @@ fn own_accumulator<T: GemmType>() -> bool {
 /// `sms / 2 / t^(2/3)` rounded to a power of two, at most 64, where `t` is the 128 x 128
 /// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
 /// decode steps such as 8192 x 16 x 28672, and 1024 x 1024 x 32768 gained too little to
-/// count). Every part keeps at least 128 of k, and k is at least 4096 (the measured range: 4096
-/// to 65536).
+/// count). f16 and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm.md, "f16 and
+/// bf16 through partial products"): f64's count over the parts' tiles (the thin tiles where a
+/// side is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts, and without a short side
+/// only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of k, and k is at least
+/// 4096 (the measured range: 4096 to 65536).
 pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
     if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K {
         return None;
@@ -92,6 +114,19 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
             };
             (parts.min(64), 8)
         }
+        ("f16" | "bf16", _) => {
+            let t = match half_tile(plan) {
+                Some(tile) => tiles2(plan.m, plan.n, tile),
+                None => {
+                    let t = tiles2(plan.m, plan.n, (64, 64));
+                    if plan.m.min(plan.n) > THIN_MAX && t > HALF_MAX_TILES {
+                        return None;
+                    }
+                    t
+                }
+            };
+            (pow2_below(2.0 * sms as f64 / t.max(1) as f64).min(64), 4)
+        }
         _ => return None,
     };
     let parts = parts.min(plan.k / AUTO_MIN_KPER);
@@ -102,6 +137,26 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     }
     (parts >= least).then_some(parts)
 }
+
+/// The thin tile of an f16 / bf16 part (`thin::tc_thin`'s shapes, whatever its count): 16 x 64
+/// for D's rows at most [`THIN_MAX`] with Y k-contiguous, 64 x 16 for D's columns at most
+/// THIN_MAX.
+fn half_tile(plan: &Plan) -> Option<(usize, usize)> {
+    if plan.m <= THIN_MAX && plan.m <= plan.n && plan.ops.starts_with('t') {
+        Some((THIN_MAX, 64))
+    } else if plan.n <= THIN_MAX && plan.n < plan.m {
+        Some((64, THIN_MAX))
+    } else {
+        None
+    }
+}
+
+/// Most 64 x 64 output tiles an f16 / bf16 GEMM with both sides longer than [`THIN_MAX`] has
+/// for the automatic choice to split it through partial products: more are left to the wgmma
+/// kernels' own split (16 tiles, 256 x 256 x 65536: 0.40x cuBLAS in 16 parts on 64 x 64
+/// mma.sync tiles against 0.58x on wgmma; 4 tiles, 128 x 128 x 65536: 0.77x in 64 parts against
+/// 0.56x).
+const HALF_MAX_TILES: usize = 4;
 
 /// The least k the automatic choice splits through partial products.
 const AUTO_MIN_K: usize = 4096;
@@ -120,10 +175,20 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
     let wanted = match g.split {
         SplitK::Partials(asked) if asked >= 2 => {
             let asked = asked as usize;
-            if !own_accumulator::<T>() {
+            let cc = stream.context().compute_capability();
+            if !splittable::<T>(cc) {
                 bail_invalid!(
-                    "gemm: a split of k through partial products takes f32 and f64, whose partial sums keep their own type; {} would round them to 16 bits",
-                    T::NAME
+                    "gemm: a split of k through partial products of {} keeps its partial sums in f32 on the mma.sync kernels, which need compute capability 8.0, not {}.{}",
+                    T::NAME,
+                    cc.0,
+                    cc.1
+                );
+            }
+            if !own_accumulator::<T>() && matches!(g.kernel, Kernel::Wgmma | Kernel::Simt) {
+                bail_invalid!(
+                    "gemm: a split of k through partial products of {} runs its parts on the mma.sync kernels, not {:?}",
+                    T::NAME,
+                    g.kernel
                 );
             }
             if g.batch != 1 {
@@ -143,7 +208,7 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             }
             asked
         }
-        SplitK::Auto if own_accumulator::<T>() && g.batch == 1 && params.k != 0 => {
+        SplitK::Auto if g.batch == 1 && params.k != 0 && splittable::<T>(stream.context().compute_capability()) => {
             let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
             match auto_parts::<T, S>(g, plan, sms) {
                 Some(p) => p,
@@ -159,7 +224,10 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
     }
     let full = if plan.k % kper == 0 { parts } else { parts - 1 };
     let ldw = plan.n.next_multiple_of(4);
-    let plane = plan.m.checked_mul(ldw).filter(|p| p.checked_mul(parts).is_some());
+    let plane = plan
+        .m
+        .checked_mul(ldw)
+        .filter(|p| p.checked_mul(parts).and_then(|b| b.checked_mul(8)).is_some());
     let Some(plane) = plane else {
         bail_invalid!(
             "gemm: the partial products of {} x {} in {parts} parts overflow",
@@ -180,13 +248,20 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
         k: plan.k - full * kper,
         ..batched.clone()
     };
+    // f16 and bf16 parts on the mma.sync kernels, which write f32 partial sums.
+    let kernel = if own_accumulator::<T>() {
+        g.kernel
+    } else {
+        Kernel::MmaSync
+    };
     let inner = |batch: usize| Gemm {
         batch,
+        kernel,
         split: SplitK::Off,
         activation: Activation::None,
         ..*g
     };
-    let [p_full, p_last] = part_params(params, &batched, &last, full, size_of::<T>(), 0);
+    let [p_full, p_last] = part_params::<T>(params, &batched, &last, full, 0);
     let first = choose::<T, S>(&inner(full), &batched, &p_full, stream)?;
     let second = if full < parts {
         choose::<T, S>(&inner(1), &last, &p_last, stream)?
@@ -203,9 +278,9 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
 }
 
 /// The parameter blocks of the batched parts and of the last part, writing into the scratch at
-/// `ws`: alpha 1, beta 0, no bias, no activation; the last part starts `full` steps into X, Y and
-/// the scratch.
-fn part_params(params: &GemmParams, batched: &Plan, last: &Plan, full: usize, sz: usize, ws: u64) -> [GemmParams; 2] {
+/// `ws`: alpha 1, beta 0, no bias, no activation (f16 and bf16: `act` [`ACT_PARTIAL_F32`], their
+/// sums as f32); the last part starts `full` steps into X, Y and the scratch.
+fn part_params<T: GemmType>(params: &GemmParams, batched: &Plan, last: &Plan, full: usize, ws: u64) -> [GemmParams; 2] {
     let first = GemmParams {
         d: ws,
         bias: 0,
@@ -216,14 +291,15 @@ fn part_params(params: &GemmParams, batched: &Plan, last: &Plan, full: usize, sz
         sd: batched.sd as i64,
         alpha: 1.0,
         beta: 0.0,
-        act: 0,
+        act: if own_accumulator::<T>() { 0 } else { ACT_PARTIAL_F32 },
         ..*params
     };
-    let step = |s: usize| (full * s * sz) as u64;
+    let step = |s: usize, sz: usize| (full * s * sz) as u64;
+    let sz = size_of::<T>();
     let second = GemmParams {
-        x: params.x + step(batched.sx),
-        y: params.y + step(batched.sy),
-        d: ws + step(batched.sd),
+        x: params.x + step(batched.sx, sz),
+        y: params.y + step(batched.sy, sz),
+        d: ws + step(batched.sd, scratch_size::<T>()),
         k: last.k as i64,
         ..first
     };
@@ -234,24 +310,14 @@ fn part_params(params: &GemmParams, batched: &Plan, last: &Plan, full: usize, sz
 /// scratch from the caching pool, then `gemm_partials_<t>`, which adds them and writes D. The
 /// scratch is freed in stream order after the last kernel that reads it.
 pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, params: &GemmParams) -> Result<()> {
-    let f = stream.context().kernel(if T::NAME == "f64" {
-        "gemm_partials_f64"
-    } else {
-        "gemm_partials_f32"
-    })?;
+    let f = stream.context().kernel(&format!("gemm_partials_{}", T::NAME))?;
     let plane = route.plans[0].sd;
     // SAFETY: every element gemm_partials reads (part q < parts, row < m, column < n) is written
     // by part q's GEMM, queued before it on the same stream; the padding columns (n <= c < ldw)
-    // are neither written nor read.
-    let ws = unsafe { DeviceBuffer::<T>::uninit(stream, route.parts * plane) }?;
-    let [p_full, p_last] = part_params(
-        params,
-        &route.plans[0],
-        &route.plans[1],
-        route.full,
-        size_of::<T>(),
-        ws.device_ptr(),
-    );
+    // are never read (the f16 / bf16 parts may write column n there). Bytes: the partial sums'
+    // type, `scratch_size` (the pool's blocks are aligned for any of them).
+    let ws = unsafe { DeviceBuffer::<u8>::uninit(stream, route.parts * plane * scratch_size::<T>()) }?;
+    let [p_full, p_last] = part_params::<T>(params, &route.plans[0], &route.plans[1], route.full, ws.device_ptr());
     run_choice::<T>(
         stream,
         &route.choices[0],
@@ -269,8 +335,9 @@ pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, para
     let (w, ldw, parts) = (ws.device_ptr(), route.ldw as i64, route.parts as i32);
     let mut l = stream.launch_builder(&f);
     l.arg(params).arg(&w).arg(&ldw).arg(&parts);
-    // SAFETY: gemm_partials_<t>(GemmParams, const T* ws, i64 ldw, i32 parts) reads ws[(q * m + r)
-    // * ldw + c] for q < parts, r < m, c < n (inside the parts * m * ldw elements of `ws`), and
+    // SAFETY: gemm_partials_<t>(GemmParams, const A* ws, i64 ldw, i32 parts) reads ws[(q * m + r)
+    // * ldw + c] for q < parts, r < m, c < n (inside the parts * m * ldw elements of `ws`, A the
+    // partial sums' type), and
     // reads (beta != 0) and writes D at rows < m, columns < n with ldd, and the bias at c < n,
     // which `plan` checked against C and the bias; block (32, 8) as the kernel requires.
     unsafe {

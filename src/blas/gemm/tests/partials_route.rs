@@ -64,12 +64,37 @@ fn tf32_wants_fewer_parts_as_its_tiles_grow() {
 }
 
 #[test]
-fn short_k_forced_knobs_and_sixteen_bit_types_are_left_alone() {
+fn short_k_and_forced_knobs_are_left_alone() {
     // Each part keeps at least 128 of k, k at least 4096.
     assert_eq!(parts::<f64>(&nn(64, 64, 4096)), Some(32));
     assert_eq!(parts::<f64>(&nn(64, 64, 4095)), None);
     assert_eq!(parts::<f64>(&nn(64, 64, 65536).tile(Tile::Small)), None);
     assert_eq!(parts::<f64>(&nn(64, 64, 65536).kernel(Kernel::TensorCore)), None);
-    assert_eq!(parts::<half::f16>(&nn(64, 64, 65536)), None);
-    assert_eq!(parts::<half::bf16>(&nn(64, 64, 65536)), None);
+}
+
+#[test]
+fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
+    // Measured on an H200 (docs/kernels/gemm.md, "f16 and bf16 through partial products").
+    let f16 = |g: &Gemm<f32>| parts::<half::f16>(g);
+    let tn = |m, n, k| Gemm::<f32>::new(Transpose::T, Transpose::N, m, n, k);
+    // 16-token decode steps (TN: 16 x 64 thin tiles): 64 tiles in 4 parts, 32 in 8, 16 in 16.
+    assert_eq!(f16(&tn(4096, 16, 4096)), Some(4));
+    assert_eq!(f16(&tn(4096, 16, 11008)), Some(4));
+    assert_eq!(f16(&tn(2048, 16, 8192)), Some(8));
+    assert_eq!(f16(&tn(1024, 16, 4096)), Some(16));
+    // 96 and 128 tiles ran fastest unsplit (6144 x 16 x 4096: 0.80x, 0.60-0.63x in 2-8 parts).
+    assert_eq!(f16(&tn(6144, 16, 4096)), None);
+    assert_eq!(f16(&tn(8192, 16, 28672)), None);
+    // 16 columns (64 x 16 thin tiles) and 16 rows with Y not k-contiguous (64 x 64 tiles).
+    assert_eq!(f16(&nn(16, 4096, 4096)), Some(4));
+    assert_eq!(f16(&nn(16, 6144, 4096)), None);
+    assert_eq!(f16(&nn(4096, 16, 4096)), Some(4));
+    assert_eq!(parts::<half::bf16>(&nn(2048, 16, 8192)), Some(8));
+    // Without a short side: up to 4 tiles of 64 x 64; more stay on wgmma's own split.
+    assert_eq!(f16(&nn(64, 64, 65536)), Some(64));
+    assert_eq!(f16(&nn(128, 128, 65536)), Some(64));
+    assert_eq!(parts::<half::bf16>(&nn(64, 64, 65536)), Some(64));
+    assert_eq!(f16(&nn(256, 256, 65536)), None);
+    assert_eq!(f16(&nn(512, 512, 4096)), None);
+    assert_eq!(f16(&nn(64, 64, 4095)), None);
 }
