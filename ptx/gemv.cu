@@ -23,6 +23,8 @@
 //     incx == 1, and split boundaries (chunk) multiples of 512 rows. Four warps per column: block
 //     b takes columns j = 2 * (b + k * gridDim.x) + w / 4, and warp w takes every fourth step
 //     (32 * VEC * UR rows) of it, from step w % 4; the four sums meet in shared memory.
+//     gemv_tv1: gemv_tv with one warp per column (block b takes columns 8 * (b + k * gridDim.x) + w)
+//     and no barrier, for short columns, which four warps would leave mostly idle.
 //     splits > 1: partials to work[split * n + j], then gemv_finish_<T>.
 //   gemv_nr<LB>_<T>: y (length m) = alpha * A x + beta * y by row strips, LB = 8 or 16 bytes per
 //     lane (every type) or 4 (f16, bf16; f32 for columns not 8-byte aligned). block = (32, 16, 1);
@@ -49,6 +51,7 @@
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(256) gemv_t_##N(GemvParams p) { gemv_t<T, 1, 8>(p); }  \
     extern "C" __global__ void __launch_bounds__(256) gemv_tv_##N(GemvParams p) { gemv_tw<T, VEC, T_UR, 4>(p); } \
+    extern "C" __global__ void __launch_bounds__(256) gemv_tv1_##N(GemvParams p) { gemv_tw<T, VEC, T_UR, 1>(p); } \
     extern "C" __global__ void __launch_bounds__(256)                                                   \
         gemv_finish_##N(T* y, const El<T>::Acc* work, long long len, int splits, double alpha, double beta, \
                         long long incy) {                                                               \

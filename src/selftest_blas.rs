@@ -633,7 +633,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             covered.insert("gemm_wg_pack_tf32".to_string());
         }
     }
-    // GEMV. lda a multiple of 16 bytes runs the 16-byte-load kernels (`gemv_nv`, `gemv_tv`;
+    // GEMV. lda a multiple of 16 bytes runs the 16-byte-load kernels (`gemv_nv`; for T
+    // `gemv_tv1` on short columns over 16 or more per multiprocessor, 600 x 20 sms and f16's
+    // 2048 x 3072, else `gemv_tv`;
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
     // one row block), so it also runs `gemv_finish`.
@@ -648,6 +650,8 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         (1000, 777, 1001),
         (33, 200_000, 33),
         (2048, 3072, 2048),
+        (5000, 300, 5000),
+        (600, 20 * sms, 600),
     ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
@@ -677,6 +681,10 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
                 };
                 let name = match strip {
                     Some((bytes, _)) => format!("gemv_nr{bytes}_{t}"),
+                    // Aligned T: one warp per column up to TV1_MAX_ROWS rows, four beyond.
+                    None if trans == Transpose::T && !wide.is_empty() => {
+                        format!("gemv_{}_{t}", crate::blas::t_vector_kernel(m, n, 16 / vec, sms))
+                    }
                     None => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
                 };
                 let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);

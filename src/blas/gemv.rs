@@ -109,9 +109,34 @@ unsafe impl DeviceRepr for GemvParams {}
 /// one-element-per-load `gemv_t` kernels (one per warp), and threads per block of all of them.
 const N_ROWS: usize = 128;
 const T_COLS: usize = 8;
-/// Columns per block of the 16-byte `gemv_tv` kernels (four warps per column).
-const TV_COLS: usize = 2;
 const THREADS: u32 = 256;
+/// Columns per block of the 16-byte `gemv_tv` kernels (four warps per column), and of
+/// `gemv_tv1` (one warp per column).
+const TV_COLS: usize = 2;
+const TV1_COLS: usize = 8;
+/// `gemv_tv1` takes columns (A's rows, op T) of at most this many bytes: 8 KiB for f16 and
+/// bf16 (4096 rows), 6 KiB for f32 and f64 (1536 and 768 rows) ...
+const TV1_MAX_BYTES_16: usize = 8192;
+const TV1_MAX_BYTES: usize = 6144;
+/// ... and at least this many columns per multiprocessor: with one warp per column, fewer leave
+/// too few loads in flight (f32 2048 x 2048: 2244 GB/s against 3596 with `gemv_tv`).
+const TV1_MIN_COLS_PER_SM: usize = 16;
+
+/// The 16-byte T kernel (`gemv_<k>_<t>`) for an `m x n` A of `elem` bytes per element on a
+/// device of `sms` multiprocessors: `tv1` (one warp per column, no barrier) for short columns
+/// over enough of them, where `gemv_tv`'s four warps per column would mostly idle; else `tv`.
+/// Measured on an H200, 2026-11-26 (docs/kernels/gemv.md, "One warp per short column"): the
+/// one-token products of the GEMM suite (f16 50257 x 768: 0.60x -> 1.20x cuBLAS) and the square
+/// T GEMVs from 3072.
+pub(crate) fn t_vector_kernel(m: usize, n: usize, elem: usize, sms: usize) -> &'static str {
+    let max = if elem == 2 { TV1_MAX_BYTES_16 } else { TV1_MAX_BYTES };
+    if m.saturating_mul(elem) <= max && n >= TV1_MIN_COLS_PER_SM * sms {
+        "tv1"
+    } else {
+        "tv"
+    }
+}
+
 /// Shortest split of the reduction: columns (N), rows (T). T splits are also a multiple of
 /// `T_GRAIN` rows, which keeps the 16-byte loads of `gemv_tv` aligned.
 const N_MIN_CHUNK: usize = 256;
@@ -362,7 +387,8 @@ pub fn gemv<T: GemvType>(
         }
         Transpose::T => {
             let (k, cols) = if a_vec && incx == 1 && x.device_ptr() % 16 == 0 {
-                ("tv", TV_COLS)
+                let k = t_vector_kernel(m, n, size_of::<T>(), sms);
+                (k, if k == "tv1" { TV1_COLS } else { TV_COLS })
             } else {
                 ("t", T_COLS)
             };
@@ -520,6 +546,23 @@ mod tests {
             Some((16, 96))
         );
         assert_eq!(row_strip_kernel::<half::bf16>(6144, 6144, 2, 6144, 132, L2), None);
+    }
+
+    #[test]
+    fn short_columns_take_one_warp_each_when_there_are_enough() {
+        // One-token products of the GEMM suite (T, column = the hidden size).
+        assert_eq!(t_vector_kernel(768, 50257, 2, 132), "tv1");
+        assert_eq!(t_vector_kernel(4096, 11008, 2, 132), "tv1");
+        assert_eq!(t_vector_kernel(768, 50257, 4, 132), "tv1");
+        assert_eq!(t_vector_kernel(768, 50257, 8, 132), "tv1");
+        // Longer columns: f16 past 4096 rows, f32 past 1536, f64 past 768.
+        assert_eq!(t_vector_kernel(8192, 4096, 2, 132), "tv");
+        assert_eq!(t_vector_kernel(2048, 32000, 4, 132), "tv");
+        assert_eq!(t_vector_kernel(1024, 32000, 8, 132), "tv");
+        // Too few columns (16 per SM: 2112): square 2048 stays, 3072 moves (f16).
+        assert_eq!(t_vector_kernel(2048, 2048, 2, 132), "tv");
+        assert_eq!(t_vector_kernel(3072, 3072, 2, 132), "tv1");
+        assert_eq!(t_vector_kernel(1024, 1024, 4, 132), "tv");
     }
 
     #[test]
