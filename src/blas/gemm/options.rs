@@ -124,11 +124,14 @@ pub enum SplitK {
     /// Split k in this many parts (2-256) that run as one strided batch of the ordinary
     /// kernels, each writing its partial product into a scratch buffer in the accumulator type,
     /// then add them in a fixed order with one more kernel (`gemm_partials_<t>`) that applies
-    /// alpha, beta, the bias and the activation. Any tile and kernel family runs the parts (the
-    /// [`Tile`] and [`Kernel`] knobs apply to them); f32 (also with [`MathMode::Tf32`]) and f64
-    /// only, whose partial sums keep their own type, and batch 1: elsewhere an
-    /// `InvalidArgument`. Each part keeps a multiple of 8 of k, so fewer parts run when k is
-    /// short; 0 and 1 mean no split. The automatic choice takes this path for long k over few
-    /// output tiles (docs/kernels/gemm.md, "Partial products").
+    /// alpha, beta, the bias and the activation. Any tile and kernel family runs the parts of
+    /// f32 (also with [`MathMode::Tf32`]) and f64 (the [`Tile`] and [`Kernel`] knobs apply to
+    /// them); f16 and bf16 keep their partial sums in f32 and run their parts on the mma.sync
+    /// kernels (compute capability 8.0; [`Kernel::Wgmma`] or [`Kernel::Simt`] with this split
+    /// is an `InvalidArgument`). Batch 1 only: a batch is an `InvalidArgument`. Each part keeps
+    /// a multiple of 8 of k, so fewer parts run when k is short; 0 and 1 mean no split. The
+    /// automatic choice takes this path for long k over few output tiles and for decode steps
+    /// over few thin tiles (docs/kernels/gemm.md, "Partial products", "f16 and bf16 through
+    /// partial products").
     Partials(u32),
 }

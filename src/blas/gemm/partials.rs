@@ -86,8 +86,8 @@ fn scratch_size<T: GemmType>() -> usize {
 /// decode steps such as 8192 x 16 x 28672, and 1024 x 1024 x 32768 gained too little to
 /// count). f16 and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm.md, "f16 and
 /// bf16 through partial products"): f64's count over the parts' tiles (the thin tiles where a
-/// side is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts, and without a short side
-/// only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of k, and k is at least
+/// side is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
+/// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of k, and k is at least
 /// 4096 (the measured range: 4096 to 65536).
 pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
     if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K {
@@ -115,7 +115,8 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
             (parts.min(64), 8)
         }
         ("f16" | "bf16", _) => {
-            let t = match half_tile(plan) {
+            let tile = half_tile(plan);
+            let t = match tile {
                 Some(tile) => tiles2(plan.m, plan.n, tile),
                 None => {
                     let t = tiles2(plan.m, plan.n, (64, 64));
@@ -125,7 +126,11 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
                     t
                 }
             };
-            (pow2_below(2.0 * sms as f64 / t.max(1) as f64).min(64), 4)
+            // D's columns short (64 x 16 tiles): wgmma's own split is faster in 4 parts (16 x
+            // 4096 x 4096: 37.0 against 30.1 TFLOP/s), ties in 8 and loses in 16 (16 x 1024 x
+            // 4096: 11.1 against 15.0).
+            let least = if tile == Some((64, THIN_MAX)) { 8 } else { 4 };
+            (pow2_below(2.0 * sms as f64 / t.max(1) as f64).min(64), least)
         }
         _ => return None,
     };

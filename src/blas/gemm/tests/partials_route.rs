@@ -85,8 +85,11 @@ fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
     // 96 and 128 tiles ran fastest unsplit (6144 x 16 x 4096: 0.80x, 0.60-0.63x in 2-8 parts).
     assert_eq!(f16(&tn(6144, 16, 4096)), None);
     assert_eq!(f16(&tn(8192, 16, 28672)), None);
-    // 16 columns (64 x 16 thin tiles) and 16 rows with Y not k-contiguous (64 x 64 tiles).
-    assert_eq!(f16(&nn(16, 4096, 4096)), Some(4));
+    // 16 columns (64 x 16 thin tiles): from 8 parts (wgmma's own split won in 4, 16 x 4096 x
+    // 4096), and 16 rows with Y not k-contiguous (64 x 64 tiles).
+    assert_eq!(f16(&nn(16, 4096, 4096)), None);
+    assert_eq!(f16(&nn(16, 2048, 8192)), Some(8));
+    assert_eq!(f16(&nn(16, 1024, 4096)), Some(16));
     assert_eq!(f16(&nn(16, 6144, 4096)), None);
     assert_eq!(f16(&nn(4096, 16, 4096)), Some(4));
     assert_eq!(parts::<half::bf16>(&nn(2048, 16, 8192)), Some(8));
