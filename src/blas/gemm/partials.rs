@@ -323,6 +323,9 @@ pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, para
     // type, `scratch_size` (the pool's blocks are aligned for any of them).
     let ws = unsafe { DeviceBuffer::<u8>::uninit(stream, route.parts * plane * scratch_size::<T>()) }?;
     let [p_full, p_last] = part_params::<T>(params, &route.plans[0], &route.plans[1], route.full, ws.device_ptr());
+    // At most PARTIALS_MAX parts: one launch holds the batch, so `run_kernel` never steps D
+    // between launches by T's size (the f16 / bf16 scratch holds f32).
+    debug_assert!(route.full <= PARTIALS_MAX);
     run_choice::<T>(
         stream,
         &route.choices[0],
