@@ -17,7 +17,7 @@ use super::builder::{Gemm, Plan};
 use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
-use super::thin::THIN_MAX;
+use super::thin::{tc_thin_shape, THIN_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, MathMode};
 use crate::error::{bail_invalid, Result};
@@ -115,7 +115,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
             (parts.min(64), 8)
         }
         ("f16" | "bf16", _) => {
-            let tile = half_tile(plan);
+            let tile = tc_thin_shape(plan).map(|t| if t == 't' { (THIN_MAX, 64) } else { (64, THIN_MAX) });
             let t = match tile {
                 Some(tile) => tiles2(plan.m, plan.n, tile),
                 None => {
@@ -141,19 +141,6 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         return None;
     }
     (parts >= least).then_some(parts)
-}
-
-/// The thin tile of an f16 / bf16 part (`thin::tc_thin`'s shapes, whatever its count): 16 x 64
-/// for D's rows at most [`THIN_MAX`] with Y k-contiguous, 64 x 16 for D's columns at most
-/// THIN_MAX.
-fn half_tile(plan: &Plan) -> Option<(usize, usize)> {
-    if plan.m <= THIN_MAX && plan.m <= plan.n && plan.ops.starts_with('t') {
-        Some((THIN_MAX, 64))
-    } else if plan.n <= THIN_MAX && plan.n < plan.m {
-        Some((64, THIN_MAX))
-    } else {
-        None
-    }
 }
 
 /// Most 64 x 64 output tiles an f16 / bf16 GEMM with both sides longer than [`THIN_MAX`] has

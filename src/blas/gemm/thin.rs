@@ -28,13 +28,23 @@ pub(crate) fn tc_thin(plan: &Plan, type_name: &str, math: MathMode, batch: usize
     if !tensor {
         return None;
     }
-    let yk = plan.ops.starts_with('t');
-    if plan.m <= THIN_MAX && plan.m <= plan.n && yk {
-        return Some('t');
-    }
     let h_tiles = tiles2(plan.m, plan.n, (64, THIN_MAX)).saturating_mul(batch);
     let tf32_nn = type_name == "f32" && plan.ops == "nn";
-    (plan.n <= THIN_MAX && plan.n < plan.m && h_tiles * 4 >= sms * 3 && !tf32_nn).then_some('h')
+    tc_thin_shape(plan).filter(|&t| t == 't' || (h_tiles * 4 >= sms * 3 && !tf32_nn))
+}
+
+/// The mma.sync thin tile `plan`'s shape fits, whatever the tile count: `t` (16 x 64) for D's
+/// rows at most [`THIN_MAX`] with Y k-contiguous, `h` (64 x 16) for D's columns at most
+/// THIN_MAX. [`tc_thin`] adds when the automatic choice takes it; the f16 / bf16 k split
+/// through partial products counts these tiles.
+pub(crate) fn tc_thin_shape(plan: &Plan) -> Option<char> {
+    if plan.m <= THIN_MAX && plan.m <= plan.n && plan.ops.starts_with('t') {
+        Some('t')
+    } else if plan.n <= THIN_MAX && plan.n < plan.m {
+        Some('h')
+    } else {
+        None
+    }
 }
 
 /// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
