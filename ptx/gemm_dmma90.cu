@@ -306,5 +306,13 @@ GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
 GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)
 GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
 GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
+// The same tiles reading 8 bytes per cp.async, for operands aligned only to their element (odd
+// leading dimensions, views at odd offsets): no aligned copy first.
+GEMM_DMMA90_OPS_CE(lu, 128, 128, 2, 4, 16, 4, 4, 1, 1, 1)
+GEMM_DMMA90_OPS_CE(mu, 128, 64, 4, 2, 16, 4, 8, 1, 1, 1)
+GEMM_DMMA90_OPS_CE(su, 64, 64, 2, 2, 16, 3, 8, 1, 2, 1)
+GEMM_DMMA90_OPS_CE(uu, 32, 32, 2, 2, 16, 4, 8, 1, 1, 1)
+GEMM_DMMA90_OPS_CE(s2u, 64, 64, 2, 2, 16, 3, 8, 2, 2, 1)
+GEMM_DMMA90_OPS_CE(u2u, 32, 32, 2, 2, 16, 4, 8, 2, 1, 1)
 GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)

@@ -181,16 +181,22 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
 /// vector (and so runs on the tiled kernels). The other types draw any op pair, and one case in
 /// six forces [`Tile::Thin`]: they run such products on their thin tensor-core tiles (f64 also
-/// long k through partial products), which take every layout.
+/// long k through partial products), which take every layout. For f64 one case in four has a
+/// short side of 17 to 80, which its thin tiles also take where 16-wide strips fit it better
+/// than 64-wide tiles.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
 /// let case = fuzz::random_skinny_case(&mut Rng::new(3), fuzz::FuzzType::F64);
 /// let (m, n, _) = case.dims;
-/// assert!(m.min(n) <= 16);
+/// assert!(m.min(n) <= 80);
 /// ```
 pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
-    let short = range(rng, 2, 16);
+    let short = if ty == FuzzType::F64 && rng.next_u64() % 4 == 0 {
+        range(rng, 17, 80)
+    } else {
+        range(rng, 2, 16)
+    };
     let long = match rng.next_u64() % 3 {
         0 => range(rng, 17, 600),
         1 => range(rng, 600, 5000),

@@ -122,9 +122,35 @@ fn gemm_fuzz_bf16() {
     gemm_fuzz("gemm_fuzz_bf16", FuzzType::Bf16);
 }
 
+/// f64, and on compute capability 9.0 also the 8-byte variants of the square DMMA tiles (`su`,
+/// `mu`, ...: unaligned operands read in place) must have run.
 #[test]
 fn gemm_fuzz_f64() {
-    gemm_fuzz("gemm_fuzz_f64", FuzzType::F64);
+    let Some(ctx) = gpu!("gemm_fuzz_f64") else { return };
+    let stream = ctx.new_stream().expect("stream");
+    let start = Instant::now();
+    let reports: Vec<Report> = seeds()
+        .into_iter()
+        .map(|seed| fuzz::gemm(&stream, FuzzType::F64, seed, cases(), true).expect("fuzz run"))
+        .collect();
+    let eight_byte = ["lu", "mu", "su", "uu", "s2u", "u2u"]
+        .iter()
+        .filter(|t| {
+            reports
+                .iter()
+                .any(|r| r.kernels.keys().any(|k| k.contains(&format!("gemm_dmma90_f64_{t}_"))))
+        })
+        .count();
+    check(
+        &format!("gemm_fuzz_f64 ({:.1} s)", start.elapsed().as_secs_f64()),
+        reports,
+    );
+    if ctx.compute_capability() >= (9, 0) {
+        assert!(
+            eight_byte >= 3,
+            "only {eight_byte} of the square tiles' 8-byte variants ran"
+        );
+    }
 }
 
 /// f32 GEMMs with one short side on the skinny kernel: both orientations, with and without its

@@ -61,6 +61,8 @@ struct Opts {
     epilogues: Vec<Epilogue>,
     /// gemm: run the shape suite (src/bin/cudrv/bench_suite.rs) instead of sizes and shapes.
     suite: bool,
+    /// gemm --suite: keep only the cases whose group or `MxNxK` contains one of these.
+    only: Vec<String>,
 }
 
 /// A fused GEMM epilogue of the bench: the bias (added to each row of the column-major C) and an
@@ -157,6 +159,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         ops: vec![(Transpose::N, Transpose::N)],
         epilogues: vec![Epilogue::NONE],
         suite: false,
+        only: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -166,6 +169,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             "--sizes" => o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?,
             "--no-skinny" => o.skinny = false,
             "--suite" => o.suite = true,
+            "--only" => o.only = value()?.split(',').map(String::from).collect(),
             "--shapes" => {
                 o.shapes = list(&value()?, |t| {
                     let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
@@ -398,7 +402,20 @@ fn gemm_bench(
     o: &Opts,
 ) -> Result<bool> {
     if o.suite {
-        return crate::bench_suite::run_gemm(stream, cublas, h100, &o.types, o.trials);
+        let mut sels = Vec::new();
+        for &t in &o.tiles {
+            for &k in &o.kernels {
+                for &sp in &o.splits {
+                    sels.push((t, k, sp));
+                }
+            }
+        }
+        let suite = crate::bench_suite::SuiteOpts {
+            only: &o.only,
+            sels: &sels,
+            trials: o.trials,
+        };
+        return crate::bench_suite::run_gemm(stream, cublas, h100, &o.types, &suite);
     }
     let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
     if !o.shapes.is_empty() {

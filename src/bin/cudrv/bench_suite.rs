@@ -32,7 +32,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudrv::blas::{Gemm, MathMode, Transpose};
+use cudrv::blas::{Gemm, Kernel, MathMode, SplitK, Tile, Transpose};
 use cudrv::memory::ValidAsZeroBits;
 use cudrv::selftest::{FromF64, Rng};
 use cudrv::{DeviceBuffer, DeviceSlice, Result, Stream};
@@ -167,14 +167,59 @@ pub(crate) fn gemm_cases() -> Vec<Case> {
 
 /// Runs the suite for `types` and prints each row, then a summary per type; `Ok(false)` when a
 /// result differed from cuBLAS's by more than the type's bound.
+/// What `run_gemm` runs beside the types: a filter on the cases and the forced choices.
+pub(crate) struct SuiteOpts<'a> {
+    /// Keep the cases whose group or `MxNxK` contains one of these (all when empty).
+    pub only: &'a [String],
+    /// (tile, kernel, split) choices, each case runs once per choice; `[(Auto, Auto, Auto)]`
+    /// is the plain suite.
+    pub sels: &'a [(Tile, Kernel, SplitK)],
+    /// Timed batches per figure.
+    pub trials: usize,
+}
+
+/// The forced choice as the `sel` column writes it: tile letter, kernel, `/parts` or `/pN`.
+fn sel_name((tile, kernel, split): (Tile, Kernel, SplitK)) -> String {
+    let mut s = format!("{tile:?}")
+        .chars()
+        .next()
+        .unwrap_or('?')
+        .to_ascii_lowercase()
+        .to_string();
+    s.push_str(match kernel {
+        Kernel::Auto => "",
+        Kernel::Simt => ":simt",
+        Kernel::TensorCore => ":tc",
+        Kernel::MmaSync => ":mma",
+        Kernel::Wgmma => ":wgmma",
+    });
+    match split {
+        SplitK::Auto => {}
+        SplitK::Off => s.push_str("/1"),
+        SplitK::Parts(p) => s.push_str(&format!("/{p}")),
+        SplitK::Partials(p) => s.push_str(&format!("/p{p}")),
+    }
+    s
+}
+
 pub(crate) fn run_gemm(
     stream: &Arc<Stream>,
     cublas: Option<&Cublas>,
     h100: bool,
     types: &[String],
-    trials: usize,
+    opts: &SuiteOpts<'_>,
 ) -> Result<bool> {
-    let cases = gemm_cases();
+    let trials = opts.trials;
+    let cases: Vec<Case> = gemm_cases()
+        .into_iter()
+        .filter(|c| {
+            let (m, n, k) = c.dims;
+            let what = format!("{} {m}x{n}x{k}", c.group);
+            opts.only.is_empty() || opts.only.iter().any(|o| what.contains(o.as_str()))
+        })
+        .collect();
+    let auto = (Tile::Auto, Kernel::Auto, SplitK::Auto);
+    let plain = opts.sels.iter().all(|&s| s == auto);
     println!(
         "\nthe GEMM suite: {} cases per type (src/bin/cudrv/bench_suite.rs says where each group comes from); \
          column-major, C = op(A) op(B), beta 0; ld+ = elements added to lda, ldb, ldc; off = elements A, B, C start into their buffers; \
@@ -189,14 +234,36 @@ pub(crate) fn run_gemm(
     let mut ok = true;
     let mut rows = Vec::new();
     for ty in types {
-        for c in &cases {
+        for (c, &sel) in cases.iter().flat_map(|c| opts.sels.iter().map(move |s| (c, s))) {
             let r = match ty.as_str() {
-                "f32" => one::<f32>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials),
-                "tf32" => one::<f32>(stream, cublas, c, MathMode::Tf32, cublas::COMPUTE_32F_FAST_TF32, trials),
-                "f16" => one::<f16>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials),
-                "bf16" => one::<bf16>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials),
-                _ => one::<f64>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_64F, trials),
-            }?;
+                "f32" => one::<f32>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials, sel),
+                "tf32" => one::<f32>(
+                    stream,
+                    cublas,
+                    c,
+                    MathMode::Tf32,
+                    cublas::COMPUTE_32F_FAST_TF32,
+                    trials,
+                    sel,
+                ),
+                "f16" => one::<f16>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials, sel),
+                "bf16" => one::<bf16>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials, sel),
+                _ => one::<f64>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_64F, trials, sel),
+            };
+            let r = match r {
+                Ok(r) => r,
+                Err(e) if !plain => {
+                    println!(
+                        "{ty:<5} {:<10} {:?} {:?} {}: {e}",
+                        c.group,
+                        c.dims,
+                        c.batch,
+                        sel_name(sel)
+                    );
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let (m, n, k) = c.dims;
             let flops = 2.0 * m as f64 * n as f64 * k as f64 * c.batch as f64;
             let ours = flops / r.ours / 1e12;
@@ -207,7 +274,7 @@ pub(crate) fn run_gemm(
             let letter = |t| if t == N { 'n' } else { 't' };
             let cells = ratio_cells(ty, h100, ours, theirs, r.diff);
             println!(
-                "{:<5} {:<10} {:<3} {:>18} {:>5} {:>9} {:>4} {:>9.2} {:>9} {:>7} {:>6} {:>9}{}",
+                "{:<5} {:<10} {:<3} {:>18} {:>5} {:>9} {:>4} {:>9.2} {:>9} {:>7} {:>6} {:>9}{}{}",
                 ty,
                 c.group,
                 format!("{}{}", letter(c.ops.0), letter(c.ops.1)),
@@ -220,9 +287,14 @@ pub(crate) fn run_gemm(
                 cells[1],
                 cells[2],
                 cells[3],
+                if plain {
+                    String::new()
+                } else {
+                    format!(" {}", sel_name(sel))
+                },
                 if good { "" } else { "  MISMATCH" }
             );
-            if let Some(t) = theirs {
+            if let (Some(t), true) = (theirs, plain) {
                 rows.push((
                     ty.clone(),
                     ours / t,
@@ -231,7 +303,9 @@ pub(crate) fn run_gemm(
             }
         }
     }
-    print_summary(types, &rows, 0.85);
+    if plain {
+        print_summary(types, &rows, 0.85);
+    }
     Ok(ok)
 }
 
@@ -258,6 +332,7 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
     math: MathMode,
     compute: i32,
     trials: usize,
+    (tile, kernel, split): (Tile, Kernel, SplitK),
 ) -> Result<Measured> {
     let (m, n, k) = c.dims;
     let (ra, ca) = stored(c.ops.0, m, k);
@@ -272,7 +347,10 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
     let g = Gemm::<T::Scalar>::new(c.ops.0, c.ops.1, m, n, k)
         .ld(lda, ldb, ldc)
         .batched(c.batch, sa, sb, sc)
-        .math(math);
+        .math(math)
+        .tile(tile)
+        .kernel(kernel)
+        .split_k(split);
     let (av, bv) = (a.slice(off..)?, b.slice(off..)?);
     let ours = |c1: &mut DeviceBuffer<T>| -> Result<()> { g.run(&av, &bv, &mut c1.slice_mut(off..)?) };
     let Some(cb) = cublas else {

@@ -69,6 +69,9 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
                     odd sizes, leading dimensions, op pairs, long k), then geomean and worst
                     ratio per type; exits 1 on a mismatch. gemv: sizes 1024..32768 in N
                     and T, odd and decode shapes, every type unless --types
+  --only LIST       gemm --suite: only the cases whose group or MxNxK contains an item
+                    (e.g. attention,768x1024); with --tiles, --kernels or --splits each case
+                    runs once per forced choice (the sel column)
   --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
-use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile};
+use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
-use super::thin::{tc_smem, tc_thin, unaligned_thin, THIN_MAX};
+use super::thin::{tc_smem, tc_thin, THIN_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -750,11 +750,17 @@ pub(crate) fn choose_on<T: GemmType, S>(
     }
     let align = [!ok[0], !ok[1]];
     let mut choice = pick(&aligned_params(plan, params, align, vec), true)?;
-    // The f64 thin tiles have variants that read 8 bytes at a time (`tu`, `hu`): a thin product
-    // is memory-bound, so copying its long operand first would double its traffic (11008 x 16 x
-    // 4096 at an odd offset: 0.50x cuBLAS with the copy).
-    if let Some(name) = unaligned_thin(&choice.name) {
-        if params.x % 8 == 0 && params.y % 8 == 0 {
+    // The f64 DMMA tiles have variants that read 8 bytes at a time (`tu`, `su`, `s2u`, ...),
+    // which cost 2-5% of a tile's rate against the 16-byte ones. The copies they save cost
+    // about 130 (1/m + 1/n) of the product's time (read and write m x k and k x n at the copy
+    // rate, against 2 m n k at the DMMA rate). So the variants run for the thin tiles (memory-
+    // bound: 11008 x 16 x 4096 at an odd offset 0.50x -> 1.32x cuBLAS) and where 1/m + 1/n >=
+    // 1/1536 (1023^3 0.75x -> 0.93x, 12345 x 321 x 4567 0.86x -> 0.99x; 4097^3 1.12x with the
+    // copy against 1.06x; H100, docs/kernels/gemm.md, "f64 tiles by waste and waves").
+    if let Some(name) = eight_byte_variant(&choice.name) {
+        let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
+        let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
+        if (thin || copy_costs) && params.x % 8 == 0 && params.y % 8 == 0 {
             choice.name = name;
             return Ok(choice);
         }

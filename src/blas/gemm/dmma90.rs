@@ -15,20 +15,34 @@ use crate::error::{bail_invalid, Result};
 /// `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large and Wide give `l`, Narrow `m`,
 /// Small `s`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced
 /// split in 2 takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
-/// Automatically: a side of at most [`THIN_MAX`] takes the thin tile along it (such a product is
-/// memory-bound; few tiles and long k are split through partial products before this is asked:
-/// `partials::auto_parts`). Otherwise, from the measured table in docs/kernels/gemm.md (H100):
-/// `l` from a wave of its tiles when the last wave is at least 3/4 full; `m` for 0.9-1.0 wave of
-/// its tiles; `s` split in 2 when its split blocks make 0.9 of a wave (one per multiprocessor),
-/// k >= 1024, and `s` alone leaves its last wave of two blocks per multiprocessor under 4/5
-/// full, if the split fills it to 4/5 or k >= 4096 (long, narrow problems such as 64 x 4096 x
-/// 4096); `s` from a wave of two blocks per multiprocessor; `u` from a wave of its tiles; below
-/// that `u` split in 2 (k >= 256).
+///
+/// Automatically (from forced sweeps on the H100, docs/kernels/gemm.md, the DMMA sections,
+/// "Thin tiles" and "f64 tiles by waste and waves"):
+/// * the thin tile along a short side ([`thin_side`]: at most [`THIN_MAX`], or up to 80 where
+///   16-wide strips waste much less of D than 64-wide ones: 31 x 4099 x 257 0.82x -> 1.59x
+///   cuBLAS, 2053 x 67 x 1999 0.54x -> 0.79x, 4096 x 24 x 4096 0.54x (`s`) -> 1.03x). Few tiles with long k are split through partial
+///   products before this is asked (`partials::auto_parts`).
+/// * A tile only where it covers D with little waste ([`FULL`] of its area holds D): 128 x 128
+///   on a batch of 64 x 64 matrices computes 4x the work (0.45x -> 1.05x on `s`).
+/// * `l` from a wave of its tiles when the last wave is at least 3/4 full and k is at least 32
+///   (4096 x 4096 x 16: the output's stores dominate; `s`, two blocks per multiprocessor,
+///   overlaps them: 0.88x -> 1.02x);
+/// * `m` for 0.9-1.0 wave of its tiles;
+/// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and `s` alone leaves
+///   its last wave of two blocks per multiprocessor under 4/5 full, if the split fills it to 4/5
+///   or k >= 2048 (768 x 1024 x 3072: 0.52x -> 0.91x; 64 x 4096 x 4096);
+/// * `m` for half a wave to a wave of its tiles (768 x 1024 x 768 0.49x -> 0.73x, 896 x 1024 x
+///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
+///   to it wherever k >= 1024);
+/// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
+///   with k >= 1024; `u` from a wave of its tiles; below that `u` split in 2 (k >= 256).
 pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
     // The fraction of the block slots that the last wave of `blocks` fills.
     let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
+    // Whether a tile's area is mostly D's.
+    let full = |dims| coverage(plan.m, plan.n, dims) >= FULL;
     match split {
         SplitK::Parts(parts) if parts > 1 => {
             let letter = match tile {
@@ -50,26 +64,48 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
     let thin = if plan.m <= plan.n { 't' } else { 'h' };
     Ok(match tile {
         Tile::Thin => (thin, 1),
-        Tile::Auto if plan.m.min(plan.n) <= THIN_MAX => (thin, 1),
+        Tile::Auto if thin_side(plan) => (thin, 1),
         Tile::Large | Tile::Wide => ('l', 1),
         Tile::Narrow => ('m', 1),
         Tile::Small => ('s', 1),
-        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 => ('l', 1),
-        Tile::Auto if tm * 10 >= sms * 9 && tm <= sms => ('m', 1),
+        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 && plan.k >= 32 && full((128, 128)) => ('l', 1),
+        Tile::Auto if tm * 10 >= sms * 9 && tm <= sms && full((128, 64)) => ('m', 1),
         Tile::Auto
             if may_split
                 && 2 * ts * 10 >= sms * 9
                 && plan.k >= 1024
                 && fill(ts, 2 * sms) < 0.8
-                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 4096) =>
+                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048) =>
         {
             ('s', 2)
         }
-        Tile::Auto if ts >= 2 * sms => ('s', 1),
+        Tile::Auto if tm <= sms && tm * 2 >= sms && full((128, 64)) => ('m', 1),
+        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => ('s', 1),
         Tile::Auto if tu >= sms => ('u', 1),
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
     })
+}
+
+/// The least share of a tile's area that D must fill for the automatic choice to take it.
+const FULL: f64 = 0.9;
+
+/// The share of the tiles' area over an `m x n` D that D fills.
+fn coverage(m: usize, n: usize, (bm, bn): (usize, usize)) -> f64 {
+    (m * n) as f64 / (m.div_ceil(bm) * bm * n.div_ceil(bn) * bn).max(1) as f64
+}
+
+/// Whether an f64 GEMM takes the thin tiles automatically: D (the kernels' row-major form) with
+/// a side of at most [`THIN_MAX`] (a decode step), or of at most 80 where 16-wide strips of it
+/// waste at least 0.2 of D's area less than 64-wide ones (31: 0.97 against 0.48; 67: 0.84
+/// against 0.52). Short columns (the `h` tile) only with k <= 512: the strips of `h` each
+/// stream the long operand, which `s` reads once (17 x 28672 x 4096: 0.82x against 0.89x,
+/// 40 x 8192 x 2048: 0.69x against 0.82x; 31 x 4099 x 257: 1.59x against 0.62x).
+pub(crate) fn thin_side(plan: &Plan) -> bool {
+    let short = plan.m.min(plan.n);
+    let waste = |w: usize| short as f64 / (short.div_ceil(w) * w).max(1) as f64;
+    short <= THIN_MAX
+        || (short <= 5 * THIN_MAX && waste(THIN_MAX) >= waste(64) + 0.2 && (plan.m <= plan.n || plan.k <= 512))
 }
 
 /// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
@@ -91,4 +127,13 @@ pub(crate) fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32
     let bk = bk as usize;
     let slot = |rows: usize| (rows * (bk + 4)).max(bk * (rows + 4));
     (stages as usize * 8 * (slot(bm) + slot(bn))) as u32
+}
+
+/// The variant of an f64 sm_90 DMMA kernel that reads its operands 8 bytes at a time, so that
+/// they need be aligned only to their element (`gemm_dmma90_f64_<tile>_<ops>` ->
+/// `gemm_dmma90_f64_<tile>u_<ops>`, every tile and cluster split); `None` for any other kernel.
+pub(crate) fn eight_byte_variant(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
+    let (tile, ops) = rest.split_once('_')?;
+    matches!(tile, "l" | "m" | "s" | "u" | "s2" | "u2" | "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
 }

@@ -54,12 +54,3 @@ pub(crate) fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
     let slot = |rows: usize| (rows * (bkb + 16)).max(bkb / sz * (rows + 8) * sz);
     TC_STAGES * (slot(bm) + slot(bn)) as u32
 }
-
-/// The variant of an f64 thin DMMA kernel that takes operands aligned only to their element
-/// (`gemm_dmma90_f64_t_<ops>` -> `gemm_dmma90_f64_tu_<ops>`, likewise `h`); `None` for any
-/// other kernel.
-pub(crate) fn unaligned_thin(name: &str) -> Option<String> {
-    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
-    let (tile, ops) = rest.split_once('_')?;
-    matches!(tile, "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
-}

@@ -177,7 +177,7 @@ fn the_memo_answers_what_the_choice_answers() {
 }
 
 #[test]
-fn unaligned_f64_thin_products_read_their_operands_in_place() {
+fn unaligned_f64_products_read_their_operands_in_place_unless_the_copy_pays() {
     use Transpose::{N, T};
     let choose = |g: &Gemm<f64>, offset: u64| {
         let plan = g.plan([usize::MAX / 64; 3], None).expect("plan");
@@ -189,12 +189,18 @@ fn unaligned_f64_thin_products_read_their_operands_in_place() {
     assert_eq!((c.name.as_str(), c.align), ("gemm_dmma90_f64_tu_tn", [false; 2]));
     let c = choose(&Gemm::new(N, N, 16, 11008, 4096).ld(17, 4096, 16), 0);
     assert_eq!((c.name.as_str(), c.align), ("gemm_dmma90_f64_hu_nn", [false; 2]));
-    // Aligned: the 16-byte kernel; wider products: the aligned copy, as before.
+    // Aligned: the 16-byte kernel.
     assert_eq!(
         choose(&Gemm::new(T, N, 11008, 16, 4096), 0).name,
         "gemm_dmma90_f64_t_tn"
     );
+    // Mid sizes (1/m + 1/n >= 1/1536): the square tiles' 8-byte variants; large ones: the
+    // aligned copy and the 16-byte kernel.
     let c = choose(&Gemm::new(T, N, 1024, 1024, 1024), 1);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_dmma90_f64_mu_tn", [false; 2]));
+    let c = choose(&Gemm::new(N, N, 321, 12345, 4567).ld(321, 4567, 321), 0);
+    assert!(c.name.ends_with("u_nn") && c.align == [false; 2], "{c:?}");
+    let c = choose(&Gemm::new(T, N, 4097, 4097, 4097), 1);
     assert!(c.align[0] || c.align[1], "{c:?}");
-    assert!(!c.name.contains("_tu_") && !c.name.contains("_hu_"), "{c:?}");
+    assert!(!c.name.ends_with("u_tn"), "{c:?}");
 }

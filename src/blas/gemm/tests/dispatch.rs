@@ -237,7 +237,8 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((64, 4096, 4096), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
     assert_eq!(pick_mnk((64, 4096, 1000), SplitK::Auto), "gemm_dmma90_f64_u_nt");
     assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
-    assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Off), "gemm_dmma90_f64_u_nt");
+    // Unsplit, 94 x 2 tiles of 64 x 64 (one per SM) with long k take s rather than u.
+    assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Off), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((128, 8192, 8192), SplitK::Auto), "gemm_dmma90_f64_m_nt");
     assert_eq!(pick_mnk((8192, 8192, 64), SplitK::Auto), "gemm_dmma90_f64_l_nt");
     // 1024: 128 tiles of 128 x 64, one wave.
@@ -245,8 +246,11 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
         pick(1024, 1, Kernel::Auto, Tile::Auto, h),
         ("gemm_dmma90_f64_m_nt".into(), (128, 64), 122880, 256)
     );
-    // 768 and 512: u from a wave of its tiles; 256: u split in 2 (64 tiles, 128 blocks).
-    assert_eq!(pick(768, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_u_nt");
+    // 768: 72 tiles of 128 x 64, over half a wave; 512: u from a wave of its tiles; 256: u
+    // split in 2 (64 tiles, 128 blocks).
+    assert_eq!(pick(768, 1, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_m_nt");
+    assert_eq!(pick_mnk((768, 1024, 3072), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
+    assert_eq!(pick_mnk((512, 1536, 1024), SplitK::Auto), "gemm_dmma90_f64_m_nt");
     assert_eq!(
         pick(512, 1, Kernel::Auto, Tile::Auto, h),
         ("gemm_dmma90_f64_u_nt".into(), (32, 32), 40960, 128)
@@ -294,7 +298,17 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((4096, 16, 4096), SplitK::Auto), "gemm_dmma90_f64_t_nt");
     assert_eq!(pick_mnk((32000, 1, 4096), SplitK::Off), "gemm_dmma90_f64_t_nt");
     assert_eq!(pick_mnk((16, 28672, 100), SplitK::Auto), "gemm_dmma90_f64_h_nt");
-    assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    // Up to 80 where 16-wide strips waste much less than 64-wide tiles; short columns (h)
+    // only with k <= 512. Otherwise no 128-wide tile over 17 of its rows: s.
+    assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((31, 4099, 257), SplitK::Auto), "gemm_dmma90_f64_h_nt");
+    assert_eq!(pick_mnk((2053, 67, 1999), SplitK::Auto), "gemm_dmma90_f64_t_nt");
+    assert_eq!(pick_mnk((4096, 33, 4096), SplitK::Off), "gemm_dmma90_f64_u_nt");
+    assert_eq!(pick_mnk((4096, 160, 4096), SplitK::Off), "gemm_dmma90_f64_s_nt");
+    // Batches of matrices smaller than a tile take the tile they fill (64 x 64 x 64 x 512: s).
+    assert_eq!(pick(64, 512, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
+    // k < 32: s rather than l (the stores dominate).
+    assert_eq!(pick_mnk((4096, 4096, 16), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(
         pick_split(16, 4096, 1, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
         ("gemm_dmma90_f64_t_nt".into(), (16, 64), 94208, 128, 1)
