@@ -321,16 +321,20 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         it += nk;
         if constexpr (BN <= 128) {
             // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
-            // fragment order (thread lt's j-th float4 at (j * 128 + lt) * 4), stores them at the
-            // L2 (st.cg), fences at GPU scope, meets its warpgroup at the named barrier, and then
-            // one thread counts the part in the consumer's arrival counter of the tile (the
-            // fence-then-count order of the classic last-block reduction). The thread that
-            // counts the last part tells its warpgroup (shared flag, barrier), resets the counter
-            // to zero for the next launch and, after a fence, the warpgroup reads all parts back
-            // from the L2 (ld.cg) and adds them in part order 0, 1, ..., so the sum does not
-            // depend on which block came last; then it runs the epilogue as an unsplit tile
-            // would. The other parts go on to their next unit. No block waits for another, so
-            // the split cannot deadlock whatever the residency.
+            // fragment order (thread lt's j-th float4 at (j * 128 + lt) * 4) at the L2 (st.cg)
+            // and meets its warpgroup at the named barrier; then one thread counts the part in
+            // the consumer's arrival counter of the tile with an acq_rel atomic at GPU scope.
+            // Its release half is cumulative: it publishes every store the barrier ordered
+            // before it, the warpgroup's as well as its own. The thread that counts the last
+            // part has acquired every earlier part's stores with the same atomic; it resets the
+            // counter to zero for the next launch and tells its warpgroup (shared flag, second
+            // barrier, which orders the warpgroup's loads after the acquire). The warpgroup then
+            // reads all parts back from the L2 (ld.cg) and adds them in part order 0, 1, ..., so
+            // the sum does not depend on which block came last, and runs the epilogue as an
+            // unsplit tile would. The other parts go on to their next unit. No block waits for
+            // another, so the split cannot deadlock whatever the residency. (Every thread
+            // fencing with __threadfence, a sequentially consistent fence, before and after the
+            // count measured 2.5x slower at 4 parts: docs/kernels/gemm.md.)
             if (parts > 1) {
                 if (rows <= 0) continue;  // the second consumer of a last row tile of 64 rows
                 const long long tile_floats = 64 * BN;
@@ -346,13 +350,17 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 for (int j = 0; j < NACC / 4; ++j)
                     if (live && 8 * j < cols)
                         __stcg(mine + j * 128, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-                __threadfence();
                 named_bar(2 + cw);
                 const unsigned flag = cbar + 32 + 4 * cw;
                 if (lt == 0) {
                     unsigned* counter = reinterpret_cast<unsigned*>(sp.counters) + 2 * (long long)t + cw;
-                    const unsigned last = atomicAdd(counter, 1u) == (unsigned)(parts - 1);
-                    if (last) atomicExch(counter, 0u);
+                    unsigned before;
+                    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n"
+                                 : "=r"(before)
+                                 : "l"(counter)
+                                 : "memory");
+                    const unsigned last = before == (unsigned)(parts - 1);
+                    if (last) asm volatile("st.relaxed.gpu.global.u32 [%0], 0;\n" ::"l"(counter) : "memory");
                     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(flag), "r"(last) : "memory");
                 }
                 named_bar(2 + cw);
@@ -361,7 +369,6 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 // Every thread has read the flag before thread 0 can write it again (the next
                 // split tile's first barrier above lies between).
                 if (!last) continue;
-                __threadfence();
                 // The 128 x 64 tile reads two parts at a time, their loads issued before the
                 // first add (the loop is bound by the L2's latency, not its bandwidth); the
                 // 128 x 128 tile, with no registers to spare, one. Added in part order.
@@ -389,6 +396,31 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                                     d[4 * j] += v[qq][j].x, d[4 * j + 1] += v[qq][j].y;
                                     d[4 * j + 2] += v[qq][j].z, d[4 * j + 3] += v[qq][j].w;
                                 }
+                            }
+                        }
+                    }
+                } else if constexpr (!RS) {
+                    // A part's sixteen float4s per thread loaded all before any is added, so a
+                    // part costs one L2 round trip. Loads and adds interleaved one float4 at a
+                    // time, as ptxas schedules them under the register limit (and must where the
+                    // A fragments live in registers, RS, below: grouping them spills there),
+                    // cost sixteen: the 128 x 128 tile in 4 parts ran 2-4x slower
+                    // (docs/kernels/gemm.md).
+#pragma unroll 1
+                    for (int q = 0; q < parts; ++q) {
+                        const float4* src = reinterpret_cast<const float4*>(base0 + (long long)q * 2 * tile_floats) + lt;
+                        float4 v[NACC / 4];
+#pragma unroll
+                        for (int j = 0; j < NACC / 4; ++j)
+                            if (live && 8 * j < cols) v[j] = __ldcg(src + j * 128);
+#pragma unroll
+                        for (int j = 0; j < NACC / 4; ++j) {
+                            if (!live || 8 * j >= cols) continue;
+                            if (q == 0) {
+                                d[4 * j] = v[j].x, d[4 * j + 1] = v[j].y, d[4 * j + 2] = v[j].z, d[4 * j + 3] = v[j].w;
+                            } else {
+                                d[4 * j] += v[j].x, d[4 * j + 1] += v[j].y;
+                                d[4 * j + 2] += v[j].z, d[4 * j + 3] += v[j].w;
                             }
                         }
                     }
