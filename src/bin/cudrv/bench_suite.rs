@@ -38,7 +38,7 @@ use cudrv::selftest::{FromF64, Rng};
 use cudrv::{DeviceBuffer, DeviceSlice, Result, Stream};
 use half::{bf16, f16};
 
-use crate::bench_blas::{diff_bound, print_summary, ratio_cells, rel_diff, BenchType};
+use crate::bench_compare::{diff_bound, print_summary, ratio_cells, rel_diff, BenchType};
 use crate::cublas::{self, Cublas};
 use crate::timing::time_pair;
 

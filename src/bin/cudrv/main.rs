@@ -14,6 +14,7 @@
 
 mod bench;
 mod bench_blas;
+mod bench_compare;
 mod bench_fuse;
 mod bench_graph;
 mod bench_suite;
