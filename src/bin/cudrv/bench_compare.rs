@@ -40,30 +40,25 @@ impl BenchType for f64 {
         self
     }
 }
-impl BenchType for f16 {
-    const CUDA_TYPE: i32 = cublas::R_16F;
-    fn scalar(x: f64) -> Self::Scalar {
-        x as f32
-    }
-    fn from_f64(x: f64) -> Self {
-        f16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        f16::to_f64(self)
-    }
+/// The 16-bit types: f32 scalars, conversions through `half`.
+macro_rules! half_bench_type {
+    ($t:ident, $cuda:expr) => {
+        impl BenchType for $t {
+            const CUDA_TYPE: i32 = $cuda;
+            fn scalar(x: f64) -> Self::Scalar {
+                x as f32
+            }
+            fn from_f64(x: f64) -> Self {
+                $t::from_f64(x)
+            }
+            fn to_f64(self) -> f64 {
+                $t::to_f64(self)
+            }
+        }
+    };
 }
-impl BenchType for bf16 {
-    const CUDA_TYPE: i32 = cublas::R_16BF;
-    fn scalar(x: f64) -> Self::Scalar {
-        x as f32
-    }
-    fn from_f64(x: f64) -> Self {
-        bf16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        bf16::to_f64(self)
-    }
-}
+half_bench_type!(f16, cublas::R_16F);
+half_bench_type!(bf16, cublas::R_16BF);
 
 /// A suite's summary: per type, the rows with a cuBLAS figure (`(type, ratio, what)`), their
 /// geometric mean ratio, the worst one and what it was, and how many fall below `floor`.
