@@ -111,15 +111,7 @@ fn sweep<T: Element>(
 {
     use Transpose::{N, T as Tr};
     for &(tile, split, letter, pad) in tiles {
-        // Sizes that are not multiples of the tiles, multiples of 16 bytes for the tensor cores;
-        // the thin tiles (256 bytes of k per stage) get k = 300, several stages and a partial
-        // one, and `h` (64 x 16), the one for more rows than columns in the kernels' row-major
-        // D (C^T), the transposed shape.
-        let shape = match letter {
-            "h" | "hu" => (72, 136, 300),
-            "t" | "tu" => (136, 72, 300),
-            _ => (136, 72, 48),
-        };
+        let shape = sweep_shape(letter);
         let mut all = true;
         for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
             // Cycle through the activations across all checks, so every one is exercised.
@@ -137,6 +129,46 @@ fn sweep<T: Element>(
                 covered.insert(format!("{prefix}_{letter}_{ops}"));
             }
         }
+    }
+}
+
+/// The sm_90 f64 DMMA kernels' checks (module gemm_dmma90): (tile, split, kernel letter,
+/// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
+/// Narrow is `m` (128 x 64), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape; the k splits
+/// over the 2 blocks of a cluster are forced. Leading dimensions one element longer (operands
+/// aligned only to their element) run each tile's 8-byte variant (`<letter>u`) in place of
+/// an aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs) checks that each entry
+/// picks the kernel it names.
+pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 16] = [
+    (Tile::Small, SplitK::Auto, "s", 0),
+    (Tile::Large, SplitK::Auto, "l", 0),
+    (Tile::Auto, SplitK::Auto, "u", 0),
+    (Tile::Narrow, SplitK::Auto, "m", 0),
+    (Tile::Small, SplitK::Parts(2), "s2", 0),
+    (Tile::Auto, SplitK::Parts(2), "u2", 0),
+    (Tile::Thin, SplitK::Auto, "t", 0),
+    (Tile::Thin, SplitK::Auto, "h", 0),
+    (Tile::Small, SplitK::Auto, "su", 1),
+    (Tile::Large, SplitK::Auto, "lu", 1),
+    (Tile::Auto, SplitK::Auto, "uu", 1),
+    (Tile::Narrow, SplitK::Auto, "mu", 1),
+    (Tile::Small, SplitK::Parts(2), "s2u", 1),
+    (Tile::Auto, SplitK::Parts(2), "u2u", 1),
+    (Tile::Thin, SplitK::Auto, "tu", 1),
+    (Tile::Thin, SplitK::Auto, "hu", 1),
+];
+
+/// The (m, n, k) a tensor-core sweep checks the tile `letter` on: sizes that are not multiples
+/// of the tiles (multiples of 16 bytes for the tensor cores); the thin tiles (256 bytes of k per
+/// stage) get k = 300, several stages and a partial one, and `h` (64 x 16), the one for more
+/// rows than columns in the kernels' row-major D (C^T), the transposed shape; f64's `u` a
+/// shape whose sides are too long for the thin tiles.
+pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
+    match letter {
+        "h" | "hu" => (72, 136, 300),
+        "t" | "tu" => (136, 72, 300),
+        "u" | "uu" => (136, 100, 48),
+        _ => (136, 72, 48),
     }
 }
 
@@ -550,29 +582,14 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     skinny_products(s, r, &mut out, &mut covered);
     partial_products(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
-        // The sm_90 f64 DMMA kernels (module gemm_dmma90): u is the automatic tile for a problem
-        // this small, Narrow is m (128 x 64), Thin is t (16 x 64) or h (64 x 16) by the shape;
-        // the k splits over the 2 blocks of a cluster are forced.
-        let dmma90 = [
-            (Tile::Small, SplitK::Auto, "s", 0),
-            (Tile::Large, SplitK::Auto, "l", 0),
-            (Tile::Auto, SplitK::Auto, "u", 0),
-            (Tile::Narrow, SplitK::Auto, "m", 0),
-            (Tile::Small, SplitK::Parts(2), "s2", 0),
-            (Tile::Auto, SplitK::Parts(2), "u2", 0),
-            (Tile::Thin, SplitK::Auto, "t", 0),
-            (Tile::Thin, SplitK::Auto, "h", 0),
-            // Leading dimensions one longer: the thin tiles' 8-byte variants.
-            (Tile::Thin, SplitK::Auto, "tu", 1),
-            (Tile::Thin, SplitK::Auto, "hu", 1),
-        ];
+        // The sm_90 f64 DMMA kernels (module gemm_dmma90): DMMA90_SWEEP.
         sweep::<f64>(
             s,
             r,
             "gemm_dmma90_f64",
             MathMode::Exact,
             Kernel::TensorCore,
-            &dmma90,
+            &DMMA90_SWEEP,
             1e-12,
             &mut out,
             &mut covered,

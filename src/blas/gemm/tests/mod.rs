@@ -158,5 +158,6 @@ mod aligned_copies;
 mod choice_memo;
 mod dispatch;
 mod partials_route;
+mod selftest_names;
 mod skinny_route;
 mod vector_route;

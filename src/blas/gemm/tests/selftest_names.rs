@@ -1,0 +1,59 @@
+//! `cudrv selftest` counts a kernel as checked when its sweep entry passes, by the name the
+//! entry gives it: each entry must pick that kernel. The f64 DMMA sweep (`DMMA90_SWEEP`, its
+//! 8-byte variants on leading dimensions one element longer) and the f32 CUDA-core `u`, on an
+//! H100 (compute capability 9.0, 132 multiprocessors), for every op pair.
+
+use super::super::dispatch::choose_on;
+use super::super::{Gemm, GemmType, Kernel, SplitK, Tile};
+use crate::blas::{MathMode, Transpose};
+use crate::selftest_blas::{sweep_shape, DMMA90_SWEEP};
+
+const H100: ((u32, u32), usize) = ((9, 0), 132);
+
+/// The kernel a sweep entry runs for `ops`, with the selftest's leading dimensions (each `pad`
+/// elements longer than its matrix) and 256-byte aligned buffers.
+fn picked<S: GemmType + Copy + From<u8> + Into<f64>>(
+    ops: (Transpose, Transpose),
+    (tile, split, letter, pad): (Tile, SplitK, &str, usize),
+    kernel: Kernel,
+    math: MathMode,
+) -> String {
+    let (m, n, k) = sweep_shape(letter);
+    let ra = if ops.0 == Transpose::N { m } else { k };
+    let rb = if ops.1 == Transpose::N { k } else { n };
+    let g = Gemm::<S>::new(ops.0, ops.1, m, n, k)
+        .ld(ra + pad, rb + pad, m + pad)
+        .math(math)
+        .kernel(kernel)
+        .tile(tile)
+        .split_k(split);
+    let plan = g.plan([usize::MAX / 64; 3], None).expect("plan");
+    let params = g.params(&plan, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
+    choose_on::<S, S>(&g, &plan, &params, H100.0, H100.1)
+        .map(|c| c.name)
+        .unwrap_or_else(|e| format!("error: {e}"))
+}
+
+fn op_pairs() -> [((Transpose, Transpose), &'static str); 4] {
+    use Transpose::{N, T};
+    [((N, N), "nn"), ((N, T), "nt"), ((T, N), "tn"), ((T, T), "tt")]
+}
+
+#[test]
+fn every_dmma90_sweep_entry_runs_the_kernel_it_names() {
+    for entry in DMMA90_SWEEP {
+        for (ops, o) in op_pairs() {
+            let name = picked::<f64>(ops, entry, Kernel::TensorCore, MathMode::Exact);
+            assert_eq!(name, format!("gemm_dmma90_f64_{}_{o}", entry.2), "{entry:?}");
+        }
+    }
+}
+
+#[test]
+fn the_f32_simt_sweeps_automatic_entry_runs_u() {
+    for (ops, o) in op_pairs() {
+        let entry = (Tile::Auto, SplitK::Auto, "u", 0);
+        let name = picked::<f32>(ops, entry, Kernel::Simt, MathMode::Exact);
+        assert_eq!(name, format!("gemm_simt_f32_u_{o}"));
+    }
+}
