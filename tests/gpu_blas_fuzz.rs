@@ -122,8 +122,9 @@ fn gemm_fuzz_bf16() {
     gemm_fuzz("gemm_fuzz_bf16", FuzzType::Bf16);
 }
 
-/// f64, and on compute capability 9.0 also the 8-byte variants of the square DMMA tiles (`su`,
-/// `mu`, ...: unaligned operands read in place) must have run.
+/// f64, and on compute capability 9.0 (with at least 100 cases per seed) also the 8-byte
+/// variants of the square DMMA tiles (`su`, `mu`, ...: unaligned operands read in place) must
+/// have run.
 #[test]
 fn gemm_fuzz_f64() {
     let Some(ctx) = gpu!("gemm_fuzz_f64") else { return };
@@ -145,7 +146,9 @@ fn gemm_fuzz_f64() {
         &format!("gemm_fuzz_f64 ({:.1} s)", start.elapsed().as_secs_f64()),
         reports,
     );
-    if ctx.compute_capability() >= (9, 0) {
+    // With the default 150 cases per seed all six run; a short run (CUDRV_FUZZ_CASES) may
+    // draw fewer unaligned cases.
+    if ctx.compute_capability() >= (9, 0) && cases() >= 100 {
         assert!(
             eight_byte >= 3,
             "only {eight_byte} of the square tiles' 8-byte variants ran"
