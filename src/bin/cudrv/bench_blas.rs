@@ -32,7 +32,9 @@ use cudrv::selftest::Rng;
 use cudrv::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Result, Stream};
 use half::{bf16, f16};
 
-use crate::bench_compare::{diff_bound, print_summary, ratio_cells, rel_diff, BenchType};
+use crate::bench_compare::{
+    diff_bound, kernel_label, print_summary, ratio_cells, rel_diff, split_suffix, tile_letter, BenchType,
+};
 use crate::cublas;
 use crate::timing::{time, time_pair, Timing};
 
@@ -320,25 +322,10 @@ fn gemm_bench(
                 let letter = |t| if t == Transpose::N { 'n' } else { 't' };
                 let oname = format!("{}{}{}", letter(ops.0), letter(ops.1), epi.name());
                 let c = cublas;
-                let kname = match kernel {
-                    Kernel::Auto => "auto",
-                    Kernel::Simt => "simt",
-                    Kernel::TensorCore => "tc",
-                    Kernel::MmaSync => "mma",
-                    Kernel::Wgmma => "wgmma",
-                };
-                let mut tname = format!("{tile:?}")
-                    .chars()
-                    .next()
-                    .unwrap_or('?')
-                    .to_ascii_lowercase()
-                    .to_string();
-                match split {
-                    SplitK::Auto => {}
-                    SplitK::Off => tname.push_str("/1"),
-                    SplitK::Parts(p) => tname.push_str(&format!("/{p}")),
-                    SplitK::Partials(p) => tname.push_str(&format!("/p{p}")),
-                }
+                let (kname, tname) = (
+                    kernel_label(kernel),
+                    format!("{}{}", tile_letter(tile), split_suffix(split)),
+                );
                 let sel = (tile, kernel, ops, split, epi);
                 let r = match ty.as_str() {
                     "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),

@@ -3,7 +3,7 @@
 //! the ratio and peak cells of a row, and the per-type summary (geometric mean, worst, rows
 //! below a floor) that `bench gemm --suite` and `bench gemv --suite` end with.
 
-use cudrv::blas::GemmType;
+use cudrv::blas::{GemmType, Kernel, SplitK, Tile};
 use half::{bf16, f16};
 
 use crate::cublas;
@@ -136,5 +136,32 @@ fn peak(ty: &str) -> f64 {
         "tf32" => 494.7,
         "f16" | "bf16" => 989.4,
         _ => 67.0,
+    }
+}
+
+/// A forced tile as the bench rows write it: its first letter (`a` for Auto).
+pub(crate) fn tile_letter(tile: Tile) -> char {
+    format!("{tile:?}").chars().next().unwrap_or('?').to_ascii_lowercase()
+}
+
+/// A forced split as the bench rows write it after the tile: `/parts`, `/pN` (N partial
+/// products), `/1` (no split), nothing for Auto.
+pub(crate) fn split_suffix(split: SplitK) -> String {
+    match split {
+        SplitK::Auto => String::new(),
+        SplitK::Off => "/1".into(),
+        SplitK::Parts(p) => format!("/{p}"),
+        SplitK::Partials(p) => format!("/p{p}"),
+    }
+}
+
+/// A kernel family as `--kernels` names it.
+pub(crate) fn kernel_label(kernel: Kernel) -> &'static str {
+    match kernel {
+        Kernel::Auto => "auto",
+        Kernel::Simt => "simt",
+        Kernel::TensorCore => "tc",
+        Kernel::MmaSync => "mma",
+        Kernel::Wgmma => "wgmma",
     }
 }

@@ -38,7 +38,9 @@ use cudrv::selftest::{FromF64, Rng};
 use cudrv::{DeviceBuffer, DeviceSlice, Result, Stream};
 use half::{bf16, f16};
 
-use crate::bench_compare::{diff_bound, print_summary, ratio_cells, rel_diff, BenchType};
+use crate::bench_compare::{
+    diff_bound, kernel_label, print_summary, ratio_cells, rel_diff, split_suffix, tile_letter, BenchType,
+};
 use crate::cublas::{self, Cublas};
 use crate::timing::time_pair;
 
@@ -180,26 +182,11 @@ pub(crate) struct SuiteOpts<'a> {
 
 /// The forced choice as the `sel` column writes it: tile letter, kernel, `/parts` or `/pN`.
 fn sel_name((tile, kernel, split): (Tile, Kernel, SplitK)) -> String {
-    let mut s = format!("{tile:?}")
-        .chars()
-        .next()
-        .unwrap_or('?')
-        .to_ascii_lowercase()
-        .to_string();
-    s.push_str(match kernel {
-        Kernel::Auto => "",
-        Kernel::Simt => ":simt",
-        Kernel::TensorCore => ":tc",
-        Kernel::MmaSync => ":mma",
-        Kernel::Wgmma => ":wgmma",
-    });
-    match split {
-        SplitK::Auto => {}
-        SplitK::Off => s.push_str("/1"),
-        SplitK::Parts(p) => s.push_str(&format!("/{p}")),
-        SplitK::Partials(p) => s.push_str(&format!("/p{p}")),
-    }
-    s
+    let kernel = match kernel {
+        Kernel::Auto => String::new(),
+        k => format!(":{}", kernel_label(k)),
+    };
+    format!("{}{kernel}{}", tile_letter(tile), split_suffix(split))
 }
 
 pub(crate) fn run_gemm(
@@ -406,6 +393,17 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forced_choices_are_labelled_as_the_gemm_rows_label_them() {
+        assert_eq!(sel_name((Tile::Auto, Kernel::Auto, SplitK::Auto)), "a");
+        assert_eq!(sel_name((Tile::Narrow, Kernel::Wgmma, SplitK::Parts(4))), "n:wgmma/4");
+        assert_eq!(
+            sel_name((Tile::Auto, Kernel::MmaSync, SplitK::Partials(16))),
+            "a:mma/p16"
+        );
+        assert_eq!(sel_name((Tile::Large, Kernel::Auto, SplitK::Off)), "l/1");
+    }
 
     #[test]
     fn the_suite_has_at_least_60_cases_every_group_and_every_op_pair() {

@@ -96,16 +96,17 @@ fn coverage(m: usize, n: usize, (bm, bn): (usize, usize)) -> f64 {
 }
 
 /// Whether an f64 GEMM takes the thin tiles automatically: D (the kernels' row-major form) with
-/// a side of at most [`THIN_MAX`] (a decode step), or of at most 80 where 16-wide strips of it
-/// waste at least 0.2 of D's area less than 64-wide ones (31: 0.97 against 0.48; 67: 0.84
+/// a side of at most [`THIN_MAX`] (a decode step), or of at most 80 where D fills at least 0.2
+/// more of 16-wide strips across it than of 64-wide ones (31: 0.97 against 0.48; 67: 0.84
 /// against 0.52). Short columns (the `h` tile) only with k <= 512: the strips of `h` each
 /// stream the long operand, which `s` reads once (17 x 28672 x 4096: 0.82x against 0.89x,
 /// 40 x 8192 x 2048: 0.69x against 0.82x; 31 x 4099 x 257: 1.59x against 0.62x).
 pub(crate) fn thin_side(plan: &Plan) -> bool {
     let short = plan.m.min(plan.n);
-    let waste = |w: usize| short as f64 / (short.div_ceil(w) * w).max(1) as f64;
+    // The share of strips `w` wide across the short side that D fills.
+    let strips = |w| coverage(short, 1, (w, 1));
     short <= THIN_MAX
-        || (short <= 5 * THIN_MAX && waste(THIN_MAX) >= waste(64) + 0.2 && (plan.m <= plan.n || plan.k <= 512))
+        || (short <= 5 * THIN_MAX && strips(THIN_MAX) >= strips(64) + 0.2 && (plan.m <= plan.n || plan.k <= 512))
 }
 
 /// (block tile, threads, BK, stages) of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu); dynamic
