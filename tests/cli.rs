@@ -392,6 +392,10 @@ fn bad_bench_arguments_are_usage_errors() {
         (&["bench", "gemm", "--shapes", "8x8"], "bad shape \"8x8\""),
         (&["bench", "gemm", "--epilogue", "swish"], "bad epilogue \"swish\""),
         (&["bench", "gemm", "--trials"], "--trials needs a value"),
+        (
+            &["bench", "gemm", "--suite", "--only", "nosuch"],
+            "--only nosuch: no suite case's group or MxNxK contains it",
+        ),
         (&["bench", "tune", "--fast"], "unexpected arguments"),
         (&["profile", "--runs", "0"], "--runs takes a number"),
         (&["profile", "--ptx", "k.ptx"], "a user kernel needs"),

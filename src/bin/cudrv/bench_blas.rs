@@ -172,7 +172,10 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             "--sizes" => o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?,
             "--no-skinny" => o.skinny = false,
             "--suite" => o.suite = true,
-            "--only" => o.only = value()?.split(',').map(String::from).collect(),
+            "--only" => {
+                o.only = value()?.split(',').map(String::from).collect();
+                crate::bench_suite::check_only(&o.only)?;
+            }
             "--shapes" => {
                 o.shapes = list(&value()?, |t| {
                     let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();

@@ -169,6 +169,29 @@ pub(crate) fn gemm_cases() -> Vec<Case> {
 
 /// Runs the suite for `types` and prints each row, then a summary per type; `Ok(false)` when a
 /// result differed from cuBLAS's by more than the type's bound.
+/// Whether `--only` keeps case `c`: its group or `MxNxK` contains one of the items (every case
+/// when there are none).
+fn selected(c: &Case, only: &[String]) -> bool {
+    let (m, n, k) = c.dims;
+    let what = format!("{} {m}x{n}x{k}", c.group);
+    only.is_empty() || only.iter().any(|o| what.contains(o.as_str()))
+}
+
+/// `--only`'s items, refused before anything runs when they keep no case of the suite.
+pub(crate) fn check_only(only: &[String]) -> Result<()> {
+    let cases = gemm_cases();
+    if cases.iter().any(|c| selected(c, only)) {
+        return Ok(());
+    }
+    let mut groups: Vec<&str> = cases.iter().map(|c| c.group).collect();
+    groups.dedup();
+    Err(cudrv::Error::InvalidArgument(format!(
+        "--only {}: no suite case's group or MxNxK contains it (groups: {})",
+        only.join(","),
+        groups.join(", ")
+    )))
+}
+
 /// What `run_gemm` runs beside the types: a filter on the cases and the forced choices.
 pub(crate) struct SuiteOpts<'a> {
     /// Keep the cases whose group or `MxNxK` contains one of these (all when empty).
@@ -197,14 +220,7 @@ pub(crate) fn run_gemm(
     opts: &SuiteOpts<'_>,
 ) -> Result<bool> {
     let trials = opts.trials;
-    let cases: Vec<Case> = gemm_cases()
-        .into_iter()
-        .filter(|c| {
-            let (m, n, k) = c.dims;
-            let what = format!("{} {m}x{n}x{k}", c.group);
-            opts.only.is_empty() || opts.only.iter().any(|o| what.contains(o.as_str()))
-        })
-        .collect();
+    let cases: Vec<Case> = gemm_cases().into_iter().filter(|c| selected(c, opts.only)).collect();
     let auto = (Tile::Auto, Kernel::Auto, SplitK::Auto);
     let plain = opts.sels.iter().all(|&s| s == auto);
     println!(
