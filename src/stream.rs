@@ -62,6 +62,8 @@ pub struct Stream {
     pub(crate) capturing: AtomicBool,
     /// The capture in progress: memory its graph must keep.
     pub(crate) capture_state: Mutex<Option<CaptureState>>,
+    /// CUPTI's id of this stream, looked up by the profiler on its first launch here.
+    pub(crate) cupti_id: OnceCell<u32>,
 }
 
 // SAFETY: a CUstream handle may be used from any thread; the driver orders work on it.
@@ -79,6 +81,7 @@ impl Stream {
             pool_shard: OnceCell::new(),
             capturing: AtomicBool::new(false),
             capture_state: Mutex::new(None),
+            cupti_id: OnceCell::new(),
         }
     }
 
@@ -100,6 +103,7 @@ impl Stream {
             pool_shard: OnceCell::new(),
             capturing: AtomicBool::new(false),
             capture_state: Mutex::new(None),
+            cupti_id: OnceCell::new(),
         };
         // The driver may hand out the handle of a destroyed stream again.
         stream
@@ -139,6 +143,7 @@ impl Stream {
             pool_shard: OnceCell::new(),
             capturing: AtomicBool::new(false),
             capture_state: Mutex::new(None),
+            cupti_id: OnceCell::new(),
         };
         // The handle may be that of a stream the pool saw destroyed before.
         stream

@@ -1,16 +1,20 @@
 //! The kernel profiler: every launch cudrv makes in a context (launch builder, registry kernels,
-//! `ops`, BLAS) timed on the GPU with a pair of events, keyed by kernel name, with no wait on the
-//! launch path; [`Profiler::report`] waits for the timed launches and gives per-kernel figures,
-//! flags and advice, as a table, JSON or a Chrome trace.
+//! `ops`, BLAS) timed on the GPU, keyed by kernel name, with no wait on the launch path;
+//! [`Profiler::report`] waits for the timed launches and gives per-kernel figures, flags and
+//! advice, as a table, JSON or a Chrome trace.
 //!
 //! Off (the default, unless `CUDRV_PROFILE` is set when the context is made) it costs one
-//! relaxed atomic load per launch. On, two `cuEventRecord`s per timed launch (events are
-//! reused): every launch by default (`CUDRV_PROFILE=1`), or each kernel's first few and then
-//! one in `N` ([`Sampling::OneIn`], `CUDRV_PROFILE=1/N`), which divides the host cost by about
-//! `N`. Launches recorded into a graph capture are not timed (a captured event cannot be
-//! waited on). Memory stays bounded in a long run: finished launches are read back every
-//! thousand or so, each kernel keeps running figures ([`KEPT`] durations for its
-//! percentiles), and the trace keeps the last [`DEFAULT_TRACE_CAPACITY`] launches.
+//! relaxed atomic load per launch. On, the times come from CUPTI's kernel records where
+//! libcupti can be loaded ([`Timing::Cupti`]: the driver writes each kernel's start and end,
+//! the launch path only notes the launch), or else from two `cuEventRecord`s per timed launch
+//! ([`Timing::Events`]; events are reused). Every launch is timed by default
+//! (`CUDRV_PROFILE=1`), or each kernel's first few and then one in `N` ([`Sampling::OneIn`],
+//! `CUDRV_PROFILE=1/N`), which divides the events' host cost by about `N`. Launches recorded
+//! into a graph capture are not timed. Memory stays bounded in a long run: finished launches
+//! are read back every thousand or so, each kernel keeps running figures ([`KEPT`] durations
+//! for its percentiles), and the trace keeps the last [`DEFAULT_TRACE_CAPACITY`] launches. A
+//! kernel's `launches` minus its `count` are launches that were not timed (sampling, or a
+//! record CUPTI dropped).
 //!
 //! ```no_run
 //! use cudrv::{ops, DeviceBuffer};
@@ -27,14 +31,17 @@
 //! # Ok::<(), cudrv::Error>(())
 //! ```
 
+mod activity;
+mod matching;
 mod report;
 mod sampling;
 pub(crate) mod scope;
+mod state;
 mod stats;
 mod tally;
+mod timing;
 
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -42,10 +49,11 @@ pub use report::Report;
 pub use sampling::{Sampling, FIRST_TIMED};
 pub use stats::{summarize, Flag, KernelStats, Sample, HIGH_CV, OUTLIER_FACTOR, SLOW_US};
 pub use tally::KEPT;
+pub use timing::{Timing, TIMING_ENV};
 
-use tally::Tally;
-
-use crate::selftest::Rng;
+use activity::Listener;
+use matching::Expected;
+use state::{Pending, State, HARVEST_EVERY};
 
 use crate::context::bind_raw;
 use crate::driver::cu;
@@ -67,61 +75,11 @@ pub(crate) struct Begun {
     /// The operation's work, when this launch carries it.
     flops: f64,
     bytes: f64,
-    /// Its start and end events, when it is timed.
+    /// Its start and end events, when it is timed with events.
     events: Option<(sys::CUevent, sys::CUevent)>,
+    /// CUPTI's id of its stream, when CUPTI times it.
+    traced: Option<u32>,
 }
-
-/// Adds the occupancy and grid advice for a kernel's last launch `cfg` of `f`.
-fn advise(k: &mut KernelStats, f: &Function, cfg: &LaunchConfig) {
-    use crate::sys::CUdevice_attribute as A;
-    let (g, b) = (cfg.grid_dim, cfg.block_dim);
-    let threads = b.0 * b.1 * b.2;
-    let smem = cfg.shared_mem_bytes as usize;
-    let Ok(blocks) = f.max_active_blocks_per_multiprocessor(threads, smem) else {
-        return;
-    };
-    let device = f.context().device();
-    let Ok(per_sm) = device.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) else {
-        return;
-    };
-    // The suggestion for the launch's own dynamic shared memory (the kernel may size it by the
-    // block; then the suggestion is only a hint).
-    let better = f.max_potential_block_size(smem).ok().and_then(|(_, suggested)| {
-        let keeps = f.max_active_blocks_per_multiprocessor(suggested, smem).ok()? * suggested;
-        (suggested != threads).then_some((suggested, keeps))
-    });
-    k.judge_launch(
-        [g.0, g.1, g.2],
-        [b.0, b.1, b.2],
-        (blocks * threads, per_sm.max(1) as u32),
-        better,
-        f.context().limits().multiprocessor_count,
-    );
-}
-
-/// A timed launch whose events the report has not read yet.
-struct Pending {
-    /// Its kernel's index in `State::kernels`.
-    key: usize,
-    stream: u64,
-    /// The operation's work, when this launch carries it.
-    flops: f64,
-    bytes: f64,
-    start: sys::CUevent,
-    end: sys::CUevent,
-}
-
-/// A kernel's figures so far, under its report name.
-struct Kernel {
-    name: String,
-    tally: Tally,
-    /// Its last timed launch (for the occupancy and grid advice).
-    shape: Option<(Function, LaunchConfig)>,
-}
-
-/// Timed launches read back in one go, at most, before the launch path reads the finished
-/// ones (keeps the events and the pending list bounded in a long run).
-const HARVEST_EVERY: usize = 1024;
 
 /// Timed launches kept for [`Report::samples`] (the trace) by default.
 ///
@@ -129,144 +87,6 @@ const HARVEST_EVERY: usize = 1024;
 /// assert_eq!(cudrv::profile::DEFAULT_TRACE_CAPACITY, 100_000);
 /// ```
 pub const DEFAULT_TRACE_CAPACITY: usize = 100_000;
-
-struct State {
-    /// Recorded when profiling was switched on: the trace's time zero.
-    origin: Option<sys::CUevent>,
-    pending: VecDeque<Pending>,
-    /// The pending length at which the launch path next reads finished launches.
-    harvest_at: usize,
-    index: HashMap<String, usize>,
-    kernels: Vec<Kernel>,
-    /// The last `trace_capacity` timed launches.
-    trace: VecDeque<Sample>,
-    trace_capacity: usize,
-    /// Timed launches that left the trace window (still in their kernel's figures).
-    dropped: u64,
-    sampling: Sampling,
-    /// Which launches `Sampling::OneIn` times.
-    rng: Rng,
-    spare: Vec<sys::CUevent>,
-    /// Counts [`Profiler::clear`]s: a launch begun before one is not counted after it (its
-    /// kernel index means nothing any more).
-    generation: u64,
-}
-
-impl Default for State {
-    fn default() -> State {
-        State {
-            origin: None,
-            pending: VecDeque::new(),
-            harvest_at: HARVEST_EVERY,
-            index: HashMap::new(),
-            kernels: Vec::new(),
-            trace: VecDeque::new(),
-            trace_capacity: DEFAULT_TRACE_CAPACITY,
-            dropped: 0,
-            sampling: Sampling::Every,
-            rng: Rng::new(0),
-            spare: Vec::new(),
-            generation: 0,
-        }
-    }
-}
-
-impl State {
-    /// The index of the kernel `function` is reported under (inside `op`: "label / name").
-    fn key(&mut self, function: &Function, op: Option<&scope::Op>) -> usize {
-        // A plain launch is looked up by the kernel's name without building a string.
-        if op.is_none() {
-            if let Some(&i) = self.index.get(function.name()) {
-                return i;
-            }
-        }
-        let name = match op {
-            Some(op) => format!("{} / {}", op.label, function.name()),
-            None => function.name().to_string(),
-        };
-        if let Some(&i) = self.index.get(&name) {
-            return i;
-        }
-        self.kernels.push(Kernel {
-            name: name.clone(),
-            tally: Tally::default(),
-            shape: None,
-        });
-        self.index.insert(name, self.kernels.len() - 1);
-        self.kernels.len() - 1
-    }
-
-    /// Reads the pending launches in launch order: all of them (`wait`), or up to the first the
-    /// GPU has not finished. The first error stops the reading and leaves the rest pending.
-    fn harvest(&mut self, wait: bool) -> Result<()> {
-        while let Some(p) = self.pending.front() {
-            let (mut ms, mut since) = (0.0f32, 0.0f32);
-            if wait {
-                // SAFETY: the event is live and recorded.
-                unsafe { cu!(cuEventSynchronize(p.end))? };
-            }
-            // SAFETY: the events are live and were recorded (end after start) on one stream.
-            // Not finished yet, it answers NOT_READY (one driver call where a query and then
-            // the reading were two: on the launch path each costs about a microsecond).
-            let code = unsafe { sys::cuEventElapsedTime(&mut ms, p.start, p.end) };
-            if code == sys::CUresult::CUDA_ERROR_NOT_READY {
-                break;
-            }
-            crate::driver::check(code, "cuEventElapsedTime")?;
-            // The trace's start time (a second call: only for a launch the trace keeps).
-            if let (Some(o), true) = (self.origin, self.trace_capacity > 0) {
-                // SAFETY: both events are live and recorded in this context.
-                let _ = unsafe { cu!(cuEventElapsedTime(&mut since, o, p.start)) };
-            }
-            let Some(p) = self.pending.pop_front() else { break };
-            self.spare.extend([p.start, p.end]);
-            let duration_us = f64::from(ms) * 1e3;
-            let kernel = &mut self.kernels[p.key];
-            kernel.tally.add(duration_us, p.flops, p.bytes);
-            if self.trace_capacity == 0 {
-                self.dropped += 1;
-                continue;
-            }
-            let name = kernel.name.clone();
-            self.trim_trace(self.trace_capacity - 1);
-            self.trace.push_back(Sample {
-                name,
-                stream: p.stream,
-                start_us: f64::from(since) * 1e3,
-                duration_us,
-                flops: p.flops,
-                bytes: p.bytes,
-            });
-        }
-        Ok(())
-    }
-
-    /// Drops the oldest launches of the trace beyond `keep`, counting them.
-    fn trim_trace(&mut self, keep: usize) {
-        while self.trace.len() > keep {
-            self.trace.pop_front();
-            self.dropped += 1;
-        }
-    }
-
-    /// Every kernel's figures (those timed at least once), most total time first.
-    fn kernel_stats(&self) -> Vec<KernelStats> {
-        let mut out: Vec<KernelStats> = self
-            .kernels
-            .iter()
-            .filter(|k| k.tally.count > 0)
-            .map(|k| {
-                let mut stats = KernelStats::from_tally(&k.name, &k.tally);
-                if let Some((f, cfg)) = &k.shape {
-                    advise(&mut stats, f, cfg);
-                }
-                stats
-            })
-            .collect();
-        out.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
-        out
-    }
-}
 
 /// A context's kernel profiler ([`crate::Context::profiler`]).
 ///
@@ -326,6 +146,26 @@ impl Profiler {
     /// ```
     pub fn enable(&self) -> Result<()> {
         let mut state = self.state.lock();
+        if state.listener.is_none() && state.timing != Timing::Events {
+            bind_raw(self.ctx)?;
+            // SAFETY: the profiler's context is live while the profiler is.
+            match unsafe { Listener::new(self.ctx) } {
+                Ok(l) => state.listener = Some(l),
+                Err(why) if state.timing == Timing::Cupti => {
+                    return Err(crate::Error::InvalidArgument(format!("profiler timing cupti: {why}")));
+                }
+                Err(why) => state.no_cupti = Some(why),
+            }
+        }
+        if let Some(l) = state.listener.as_mut() {
+            if let Err(why) = l.start() {
+                if state.timing == Timing::Cupti {
+                    return Err(crate::Error::InvalidArgument(format!("profiler timing cupti: {why}")));
+                }
+                state.listener = None;
+                state.no_cupti = Some(why);
+            }
+        }
         if state.origin.is_none() {
             let origin = self.event(&mut state)?;
             // SAFETY: the event is live; the NULL stream of the current context.
@@ -345,6 +185,62 @@ impl Profiler {
     /// ```
     pub fn disable(&self) {
         self.on.store(false, Ordering::Relaxed);
+        if let Some(l) = self.state.lock().listener.as_mut() {
+            l.stop();
+        }
+    }
+
+    /// Chooses how launches are timed from the next [`Profiler::enable`] on ([`Timing`];
+    /// `CUDRV_PROFILE_TIMING` sets it for every context). Leaving CUPTI reads its records
+    /// first.
+    ///
+    /// ```no_run
+    /// use cudrv::profile::Timing;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().set_timing(Timing::Events)?;
+    /// ctx.profiler().enable()?;
+    /// assert_eq!(ctx.profiler().timing(), Timing::Events);
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn set_timing(&self, timing: Timing) -> Result<()> {
+        let mut state = self.state.lock();
+        state.timing = timing;
+        if timing == Timing::Events && state.listener.is_some() {
+            bind_raw(self.ctx)?;
+            state.harvest(true, true)?;
+            state.listener = None;
+        }
+        Ok(())
+    }
+
+    /// How launches are timed now: [`Timing::Cupti`] or [`Timing::Events`] (before the first
+    /// [`Profiler::enable`], the setting asked for).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// ctx.profiler().enable()?;
+    /// println!("{:?} ({:?})", ctx.profiler().timing(), ctx.profiler().why_not_cupti());
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn timing(&self) -> Timing {
+        let state = self.state.lock();
+        match (&state.listener, state.origin.is_some()) {
+            (Some(_), _) => Timing::Cupti,
+            (None, true) => Timing::Events,
+            (None, false) => state.timing,
+        }
+    }
+
+    /// Why the profiler times with events where CUPTI was tried (libcupti absent, or its
+    /// activity calls refused, e.g. under another tool that holds CUPTI).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// assert!(ctx.profiler().why_not_cupti().is_none()); // not tried before `enable`
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn why_not_cupti(&self) -> Option<String> {
+        self.state.lock().no_cupti.clone()
     }
 
     /// Chooses which launches are timed from now on: every one (the default; two
@@ -432,7 +328,7 @@ impl Profiler {
     pub fn kernel_stats(&self) -> Result<Vec<KernelStats>> {
         let mut state = self.state.lock();
         bind_raw(self.ctx)?;
-        state.harvest(false)?;
+        state.harvest(false, true)?;
         Ok(state.kernel_stats())
     }
 
@@ -440,7 +336,7 @@ impl Profiler {
     fn collect(&self, wait: bool) -> Result<Report> {
         let mut state = self.state.lock();
         bind_raw(self.ctx)?;
-        state.harvest(wait)?;
+        state.harvest(wait, true)?;
         Ok(Report {
             kernels: state.kernel_stats(),
             samples: state.trace.iter().cloned().collect(),
@@ -459,7 +355,8 @@ impl Profiler {
     pub fn clear(&self) -> Result<()> {
         let mut state = self.state.lock();
         bind_raw(self.ctx)?;
-        state.harvest(true)?;
+        state.harvest(true, true)?;
+        state.expecting.clear();
         state.kernels.clear();
         state.index.clear();
         state.trace.clear();
@@ -493,13 +390,50 @@ impl Profiler {
         };
         let random = state.rng.next_u64();
         let generation = state.generation;
-        if !state.sampling.times(launches, random) {
+        let timed = state.sampling.times(launches, random);
+        if let Some(l) = state.listener.as_ref() {
+            let id = match stream.cupti_id.get() {
+                Some(&id) => Some(id),
+                None => {
+                    // SAFETY: the context and the stream are live.
+                    let id = unsafe { l.stream_id(self.ctx, stream.raw(), stream.is_per_thread()) }.ok();
+                    if let (Some(id), false) = (id, stream.is_per_thread()) {
+                        let _ = stream.cupti_id.set(id);
+                    }
+                    id
+                }
+            };
+            let function = state.kernels[key].function;
+            if let Some(id) = id {
+                state.expecting.push(
+                    id,
+                    Expected {
+                        key,
+                        name: function,
+                        timed,
+                        stream: stream.raw() as u64,
+                        flops,
+                        bytes,
+                    },
+                );
+            }
             return Some(Begun {
                 key,
                 generation,
                 flops,
                 bytes,
                 events: None,
+                traced: id,
+            });
+        }
+        if !timed {
+            return Some(Begun {
+                key,
+                generation,
+                flops,
+                bytes,
+                events: None,
+                traced: None,
             });
         }
         let start = self.event(&mut state).ok()?;
@@ -521,6 +455,7 @@ impl Profiler {
             flops,
             bytes,
             events: Some((start, end)),
+            traced: None,
         })
     }
 
@@ -528,6 +463,10 @@ impl Profiler {
     /// every [`HARVEST_EVERY`] timed launches, reads those the GPU has finished.
     #[inline]
     pub(crate) fn end(&self, begun: Begun, function: &Function, config: &LaunchConfig, stream: &Stream) {
+        if begun.traced.is_some() {
+            self.end_traced(begun, function, config);
+            return;
+        }
         let Some((start, end)) = begun.events else {
             return;
         };
@@ -542,14 +481,7 @@ impl Profiler {
             state.spare.extend([start, end]);
             return;
         }
-        let kernel = &mut state.kernels[begun.key];
-        let same = kernel
-            .shape
-            .as_ref()
-            .is_some_and(|(f, c)| f.raw() == function.raw() && c == config);
-        if !same {
-            kernel.shape = Some((function.clone(), *config));
-        }
+        state.kernels[begun.key].note_shape(function, config);
         state.pending.push_back(Pending {
             key: begun.key,
             stream: stream.raw() as u64,
@@ -560,8 +492,23 @@ impl Profiler {
         });
         if state.pending.len() >= state.harvest_at {
             // An error here stays pending and is reported by the next report.
-            let _ = state.harvest(false);
+            let _ = state.harvest_events(false);
             state.harvest_at = state.pending.len() + HARVEST_EVERY;
+        }
+    }
+
+    /// After a successful launch CUPTI times: notes its shape for the advice and, every
+    /// [`HARVEST_EVERY`] launches, matches the records CUPTI has handed over (no flush).
+    fn end_traced(&self, begun: Begun, function: &Function, config: &LaunchConfig) {
+        let mut state = self.state.lock();
+        if begun.generation != state.generation {
+            return;
+        }
+        state.kernels[begun.key].note_shape(function, config);
+        state.since_harvest += 1;
+        if state.since_harvest >= HARVEST_EVERY {
+            state.since_harvest = 0;
+            let _ = state.harvest_records(false, false);
         }
     }
 
@@ -575,6 +522,9 @@ impl Profiler {
         }
         if let Some((start, end)) = begun.events {
             state.spare.extend([start, end]);
+        }
+        if let (Some(id), true) = (begun.traced, begun.generation == state.generation) {
+            state.expecting.withdraw(id, begun.key);
         }
     }
 
@@ -594,6 +544,7 @@ impl Profiler {
     pub(crate) fn release(&self) {
         let mut state = self.state.lock();
         let _ = bind_raw(self.ctx);
+        state.listener = None;
         let pending = std::mem::take(&mut state.pending);
         let origin = state.origin.take();
         let events = std::mem::take(&mut state.spare)

@@ -30,6 +30,7 @@
 )]
 #[rustfmt::skip]
 mod bindings;
+pub mod cupti;
 pub mod loader;
 
 pub use loader::LoadError;

@@ -173,13 +173,22 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
         unit: "us",
         lower_is_better: true,
     });
-    // The same launches with the profiler on, timing every launch (two event records each)
-    // and then one in 16, alternating with raw launches so both see the same state of the
-    // machine. Every launch must be counted, and timed as the sampling says.
-    use cudrv::profile::Sampling;
-    for sampling in [Sampling::Every, Sampling::OneIn(16)] {
+    // The same launches with the profiler on: timing every launch from CUPTI's records (where
+    // libcupti loads), with two event records each, and with events one launch in 16,
+    // alternating with raw launches so both see the same state of the machine. Every launch
+    // must be counted, and timed as the sampling says.
+    use cudrv::profile::{Sampling, Timing};
+    for (timing, sampling) in [
+        (Timing::Cupti, Sampling::Every),
+        (Timing::Events, Sampling::Every),
+        (Timing::Events, Sampling::OneIn(16)),
+    ] {
+        ctx.profiler().set_timing(timing)?;
         ctx.profiler().set_sampling(sampling);
-        ctx.profiler().enable()?;
+        if let Err(e) = ctx.profiler().enable() {
+            println!("profiler timing {timing:?}: not available here ({e})");
+            continue;
+        }
         let (mut t_prof, mut t_raw2) = (Vec::new(), Vec::new());
         for _ in 0..15 {
             t_prof.push(ours_batch()?);
@@ -205,10 +214,14 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
                 15 * BATCH
             )));
         }
+        let how = match timing {
+            Timing::Cupti => "cupti",
+            _ => "events",
+        };
         rows.push(Row {
             name: match sampling {
-                Sampling::Every => "launch enqueue, profiler on (per launch)".into(),
-                Sampling::OneIn(n) => format!("launch enqueue, profiler 1 in {n} ({timed} of {launched} timed)"),
+                Sampling::Every => format!("launch enqueue, profiler on, {how} (per launch)"),
+                Sampling::OneIn(n) => format!("launch enqueue, profiler {how} 1 in {n} ({timed} of {launched} timed)"),
             },
             cudrv: median(t_prof),
             reference: median(t_raw2),
@@ -217,6 +230,7 @@ fn launch(ctx: &Arc<Context>, stream: &Arc<Stream>, rows: &mut Vec<Row>) -> Resu
             lower_is_better: true,
         });
     }
+    ctx.profiler().set_timing(Timing::Auto)?;
     let raw_us = rows
         .iter()
         .find(|r| r.reference_name == "raw cuLaunchKernel")

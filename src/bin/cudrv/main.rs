@@ -88,6 +88,7 @@ profile options:
   --runs N          profiled runs of each launch (default 20), after
   --warmup N        unprofiled runs (default 3)
   --json            the report as JSON instead of a table
+  --sync            wait for each profiled run before the next (no launch queued behind another)
   --trace FILE      write the launches as a Chrome trace (ui.perfetto.dev, chrome://tracing)
   --ptx FILE --kernel NAME --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--arg SPEC]...
                     profile one kernel of a PTX (or cubin) file instead; each --arg is

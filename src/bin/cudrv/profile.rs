@@ -47,6 +47,8 @@ pub struct Options {
     pub runs: usize,
     pub warmup: usize,
     pub json: bool,
+    /// Waits for each profiled run before the next (launches do not queue behind each other).
+    pub sync: bool,
     pub trace: Option<String>,
     pub user: Option<UserKernel>,
 }
@@ -110,6 +112,7 @@ pub fn options(args: &[String]) -> std::result::Result<Options, String> {
         runs: 20,
         warmup: 3,
         json: false,
+        sync: false,
         trace: None,
         user: None,
     };
@@ -119,6 +122,7 @@ pub fn options(args: &[String]) -> std::result::Result<Options, String> {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--json" => o.json = true,
+            "--sync" => o.sync = true,
             "--runs" | "--warmup" => {
                 let v = value()?;
                 let n = v
@@ -171,6 +175,9 @@ fn measure(ctx: &Arc<Context>, o: &Options, f: &mut dyn FnMut() -> Result<()>) -
     ctx.profiler().enable()?;
     for _ in 0..o.runs {
         f()?;
+        if o.sync {
+            ctx.synchronize()?;
+        }
     }
     ctx.profiler().disable();
     Ok(())
@@ -315,6 +322,10 @@ pub fn run(o: &Options) -> Result<bool> {
         println!("{}", report.to_json());
     } else {
         print!("{}", report.table());
+        match ctx.profiler().why_not_cupti() {
+            None => println!("timed with {:?}", ctx.profiler().timing()),
+            Some(why) => println!("timed with events ({why})"),
+        }
     }
     if let Some(path) = &o.trace {
         std::fs::write(path, report.chrome_trace()).map_err(|e| Error::Io {
