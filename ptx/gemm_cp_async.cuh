@@ -48,3 +48,45 @@ __device__ __forceinline__ void load_tile(unsigned sdst, const T* g, long long l
         cp_async16(sdst + (unsigned)((o * SLD + c) * (int)sizeof(T)), src, bytes);
     }
 }
+
+// The misalignment of an operand row's start, in elements, within its 16-byte chunk.
+template <typename T> __device__ __forceinline__ int row_shift(const T* row) {
+    return (int)((reinterpret_cast<unsigned long long>(row) & 15) / sizeof(T));
+}
+
+// As load_tile, for rows that may start anywhere (aligned only to their element): each row's
+// 16-byte chunks are read from its start rounded down to 16 bytes, one chunk more than
+// INNER / VEC, so the row's element inner0 + j lands at column j + row_shift(row) (SLD must hold
+// INNER + VEC). The first chunk's elements before inner0 (before the row's start when inner0 is
+// 0: inside the same allocation, which is 16-byte aligned) are read but never used: the fragments
+// read columns shift .. shift + INNER - 1. Elements at or past inner_lim read as zero.
+template <typename T, int OUTER, int INNER, int SLD, int NT>
+__device__ __forceinline__ void load_tile_shifted(unsigned sdst, const T* g, long long ld, long long outer0,
+                                                  long long outer_lim, long long inner0, long long inner_lim,
+                                                  int tid) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CPR = INNER / VEC + 1;
+    constexpr int CH = OUTER * CPR;
+    static_assert(SLD >= INNER + VEC, "a shifted row needs one chunk more");
+#pragma unroll
+    for (int it = 0; it < (CH + NT - 1) / NT; ++it) {
+        const int i = tid + it * NT;
+        if (CH % NT != 0 && i >= CH) break;
+        const int o = i / CPR, c = i % CPR;
+        const long long go = outer0 + o;
+        int bytes = 0;
+        const T* src = g;
+        if (go < outer_lim) {
+            const T* row = g + go * ld;
+            const int sh = row_shift(row);
+            // The chunk holds the row's elements first .. first + VEC - 1.
+            const long long first = inner0 + (long long)c * VEC - sh;
+            const long long rem = inner_lim - first;
+            if (rem > 0) {
+                bytes = (rem >= VEC ? VEC : (int)rem) * (int)sizeof(T);
+                src = row - sh + inner0 + (long long)c * VEC;
+            }
+        }
+        cp_async16(sdst + (unsigned)((o * SLD + c * VEC) * (int)sizeof(T)), src, bytes);
+    }
+}

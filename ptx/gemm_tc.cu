@@ -15,9 +15,11 @@
 //   <tile>: l = 128x128, 4 warps (2 x 2) of 64x64, 4 stages; s = 64x64, 4 warps of 32x32, 4 stages;
 //   both with 64 bytes of k per stage. The thin tiles for a side of at most 16 (a decode step's
 //   tokens: a memory-bound product, so the long operand is streamed 256 bytes of k per row and
-//   stage): t = 16x64, 4 warps (1 x 4) of 16x16; h = 64x16, 4 warps (4 x 1); 4 stages. (tf32
-//   variants reading 4 bytes at a time, for operands aligned only to their element, took 160-240
-//   registers and spilled at 256 and 128 bytes of k per stage: not kept.)
+//   stage): t = 16x64, 4 warps (1 x 4) of 16x16; h = 64x16, 4 warps (4 x 1); 4 stages. tu and hu
+//   are t and h for k-contiguous operands aligned only to their element (any address, leading
+//   dimension and batch stride): each row is copied 16 bytes at a time from its start rounded
+//   down, one chunk more per stage, and its fragments are read at the row's shift. (Copying such
+//   operands 4 bytes at a time took 160-240 registers and spilled: not kept.)
 //   (A 128x256 tile of 8 warps, 3 stages, measured 10-15% slower than l on the H100 and was
 //   removed; the template takes any BM, BN, WM, WN, STAGES, BKB with the static_asserts holding;
 //   16x32 and 32x16 thin tiles of 2 warps measured slower than t and h: docs/kernels/gemm.md.)
@@ -28,7 +30,8 @@
 //   holding either layout of its operand tile: STAGES * 80 * (BM + BN) for l (81920) and s
 //   (40960); t and h 98304; all but s need the opt-in above 48 KiB.
 //   x, y, d, bias 16-byte aligned; ldx, ldy, sx, sy multiples of 16 / sizeof(T) (cp.async moves 16
-//   bytes at a time; partial chunks at the matrix edges are zero-filled by cp.async's src-size).
+//   bytes at a time; partial chunks at the matrix edges are zero-filled by cp.async's src-size),
+//   except for tu / hu's k-contiguous operands (aligned to their element only).
 //   beta == 0: D is not read (NaN in D does not propagate), as in cuBLAS. bias == 0: no bias.
 //   act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part
 //   of a split through partial products: alpha * sum as f32 into D, ldd a multiple of 4).
@@ -108,7 +111,22 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned r[4], unsigned addr) {
                  : "r"(addr));
 }
 
-template <typename T, int BM, int BN, int WM, int WN, int STAGES, int BKB, bool XK, bool YK>
+// A fragment register from a shared row of T: one f32 as tf32, or two 16-bit elements (the
+// lower column in the low half) read one at a time, so that `c` may be odd.
+template <typename T> __device__ __forceinline__ unsigned frag32(const T* row, int c) {
+    if constexpr (Tc<T>::B16) {
+        const unsigned short* q = reinterpret_cast<const unsigned short*>(row);
+        return (unsigned)q[c] | ((unsigned)q[c + 1] << 16);
+    } else {
+        return to_tf32(__float_as_uint(row[c]));
+    }
+}
+
+// SH: the k-contiguous operands' rows may start anywhere (aligned only to their element; any
+// leading dimension and batch stride): they are loaded by load_tile_shifted and their fragments
+// read element by element at the row's shift. An operand that is not k-contiguous keeps the
+// 16-byte contract.
+template <typename T, int BM, int BN, int WM, int WN, int STAGES, int BKB, bool XK, bool YK, bool SH = false>
 __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int SZ = sizeof(T);
@@ -144,11 +162,15 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     auto load_stage = [&](int stage, int kt) {
         const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_BYTES;
         const long long k0 = (long long)kt * BK;
-        if (XK)
+        if (SH && XK)
+            load_tile_shifted<T, BM, BK, LDK, NT>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
+        else if (XK)
             load_tile<T, BM, BK, LDK, NT>(xs, X, p.ldx, m0, p.m, k0, p.k, tid);
         else
             load_tile<T, BK, BM, LDXM, NT>(xs, X, p.ldx, k0, p.k, m0, p.m, tid);
-        if (YK)
+        if (SH && YK)
+            load_tile_shifted<T, BN, BK, LDK, NT>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
+        else if (YK)
             load_tile<T, BN, BK, LDK, NT>(ys, Y, p.ldy, n0, p.n, k0, p.k, tid);
         else
             load_tile<T, BK, BN, LDYN, NT>(ys, Y, p.ldy, k0, p.k, n0, p.n, tid);
@@ -170,6 +192,17 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     }
 
     const int g = lane >> 2, t = lane & 3, lr = lane & 7, lj = lane >> 3;
+    // SH: each fragment row's shift (its rows are the same in every k-tile).
+    int shx[MI][2], shy[NI];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            shx[mi][h] = SH && XK ? row_shift(X + (m0 + wm * WTM + mi * 16 + g + h * 8) * p.ldx) : 0;
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) shy[ni] = SH && YK ? row_shift(Y + (n0 + wn * WTN + ni * 8 + g) * p.ldy) : 0;
+    // A fragment's first k column for this lane, and its second half's.
+    const int fc0 = B16 ? 2 * t : t, fc1 = fc0 + KSTEP / 2;
     for (int kt = 0; kt < KT; ++kt) {
         cp_async_wait<STAGES - 2>();
         __syncthreads();
@@ -181,6 +214,8 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
         const unsigned xs = sbase + (kt % STAGES) * STAGE_BYTES, ys = xs + XS_BYTES;
         const float* xsf = reinterpret_cast<const float*>(smem + (kt % STAGES) * STAGE_BYTES);
         const float* ysf = reinterpret_cast<const float*>(smem + (kt % STAGES) * STAGE_BYTES + XS_BYTES);
+        const T* xst = reinterpret_cast<const T*>(smem + (kt % STAGES) * STAGE_BYTES);
+        const T* yst = reinterpret_cast<const T*>(smem + (kt % STAGES) * STAGE_BYTES + XS_BYTES);
 #pragma unroll
         for (int kk = 0; kk < BK / KSTEP; ++kk) {
             const int kb = kk * KSTEP;
@@ -188,7 +223,14 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
                 const int mr = wm * WTM + mi * 16;
-                if (XK) {
+                if (SH && XK) {
+                    const T* r0 = xst + (mr + g) * LDK + shx[mi][0] + kb;
+                    const T* r1 = xst + (mr + g + 8) * LDK + shx[mi][1] + kb;
+                    af[mi][0] = frag32(r0, fc0);
+                    af[mi][1] = frag32(r1, fc0);
+                    af[mi][2] = frag32(r0, fc1);
+                    af[mi][3] = frag32(r1, fc1);
+                } else if (XK) {
                     const int r = mr + lr + (lj & 1) * 8, c = kb + (lj >> 1) * (KSTEP / 2);
                     ldsm_x4(af[mi], xs + (r * LDK + c) * SZ);
                     if (!B16)
@@ -207,7 +249,14 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
 #pragma unroll
             for (int ni = 0; ni < NI; ni += 2) {
                 const int nc = wn * WTN + ni * 8;
-                if (YK || B16) {
+                if (SH && YK) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const T* r = yst + (nc + h * 8 + g) * LDK + shy[ni + h] + kb;
+                        bfr[ni + h][0] = frag32(r, fc0);
+                        bfr[ni + h][1] = frag32(r, fc1);
+                    }
+                } else if (YK || B16) {
                     unsigned r4[4];
                     if (YK) {
                         const int r = nc + lr + (lj >> 1) * 8, c = kb + (lj & 1) * (KSTEP / 2);
@@ -308,21 +357,28 @@ __device__ __forceinline__ void gemm_tc(const GemmParams& p) {
     }
 }
 
-#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, BKB, XK, YK)                                             \
+#define GEMM_TC(NAME, T, BM, BN, WM, WN, ST, BKB, XK, YK, SH)                                         \
     extern "C" __global__ void __launch_bounds__(WM * WN * 32) NAME(GemmParams p) {                     \
-        gemm_tc<T, BM, BN, WM, WN, ST, BKB, XK, YK>(p);                                                \
+        gemm_tc<T, BM, BN, WM, WN, ST, BKB, XK, YK, SH>(p);                                            \
     }
 // <opA><opB>: xk = (opB == n), yk = (opA == t)
-#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST, BKB)                                              \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false)                       \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, BKB, false, false)                      \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true)                        \
-    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true)
+#define GEMM_TC_OPS(TN, T, TILE, BM, BN, WM, WN, ST, BKB, SH)                                          \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false, SH)                   \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nt, T, BM, BN, WM, WN, ST, BKB, false, false, SH)                  \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true, SH)                    \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true, SH)
+// tu and hu: t and h whose k-contiguous operands may start anywhere (SH above); nt has none.
+#define GEMM_TC_OPS_SH(TN, T, TILE, BM, BN, WM, WN, ST, BKB)                                           \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_nn, T, BM, BN, WM, WN, ST, BKB, true, false, true)                 \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tn, T, BM, BN, WM, WN, ST, BKB, true, true, true)                  \
+    GEMM_TC(gemm_tc_##TN##_##TILE##_tt, T, BM, BN, WM, WN, ST, BKB, false, true, true)
 #define GEMM_TC_TILES(TN, T)                                                                           \
-    GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4, 64)                                                       \
-    GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4, 64)                                                         \
-    GEMM_TC_OPS(TN, T, t, 16, 64, 1, 4, 4, 256)                                                        \
-    GEMM_TC_OPS(TN, T, h, 64, 16, 4, 1, 4, 256)
+    GEMM_TC_OPS(TN, T, l, 128, 128, 2, 2, 4, 64, false)                                                \
+    GEMM_TC_OPS(TN, T, s, 64, 64, 2, 2, 4, 64, false)                                                  \
+    GEMM_TC_OPS(TN, T, t, 16, 64, 1, 4, 4, 256, false)                                                 \
+    GEMM_TC_OPS(TN, T, h, 64, 16, 4, 1, 4, 256, false)                                                 \
+    GEMM_TC_OPS_SH(TN, T, tu, 16, 64, 1, 4, 4, 256)                                                    \
+    GEMM_TC_OPS_SH(TN, T, hu, 64, 16, 4, 1, 4, 256)
 
 GEMM_TC_TILES(f16, __half)
 GEMM_TC_TILES(bf16, __nv_bfloat16)

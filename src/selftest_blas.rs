@@ -30,7 +30,7 @@ fn gemm_case<T: Element>(
     rng: &mut Rng,
     (ta, tb): (Transpose, Transpose),
     (m, n, k): (usize, usize, usize),
-    pad: usize,
+    [pad_a, pad_b, pad_c]: [usize; 3],
     math: MathMode,
     kernel: Kernel,
     (tile, split): (Tile, SplitK),
@@ -41,8 +41,8 @@ where
 {
     let (ra, ca) = if ta == Transpose::N { (m, k) } else { (k, m) };
     let (rb, cb) = if tb == Transpose::N { (k, n) } else { (n, k) };
-    // Leading dimensions `pad` elements longer than the matrices.
-    let (lda, ldb, ldc) = (ra + pad, rb + pad, m + pad);
+    // Leading dimensions longer than the matrices by their pads.
+    let (lda, ldb, ldc) = (ra + pad_a, rb + pad_b, m + pad_c);
     let a: Vec<T> = rng.vec(lda * ca, -1.0, 1.0);
     let b: Vec<T> = rng.vec(ldb * cb, -1.0, 1.0);
     let c0: Vec<T> = rng.vec(ldc * n, -1.0, 1.0);
@@ -117,7 +117,7 @@ fn sweep<T: Element>(
             // Cycle through the activations across all checks, so every one is exercised.
             let act = acts[out.len() % acts.len()];
             let name = format!("gemm {prefix}_{letter}_{}{}", letter_of(ops.0), letter_of(ops.1));
-            let result = gemm_case::<T>(stream, rng, ops, shape, pad, math, kernel, (tile, split), act);
+            let result = gemm_case::<T>(stream, rng, ops, shape, [pad; 3], math, kernel, (tile, split), act);
             let what = format!("{}x{}x{} ld+{pad} +bias {act:?}", shape.0, shape.1, shape.2);
             let check = Check::new(name, what, tol, result);
             all &= check.passed;
@@ -289,14 +289,59 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     let tc = Kernel::TensorCore;
     let act = Activation::None;
     each(16, 2e-2, &mut |ops| {
-        gemm_case::<half::f16>(stream, rng, ops, shape, 1, MathMode::Exact, tc, no_tile, act)
+        gemm_case::<half::f16>(stream, rng, ops, shape, [1; 3], MathMode::Exact, tc, no_tile, act)
     });
     each(32, 5e-3, &mut |ops| {
-        gemm_case::<f32>(stream, rng, ops, shape, 1, MathMode::Tf32, tc, no_tile, act)
+        gemm_case::<f32>(stream, rng, ops, shape, [1; 3], MathMode::Tf32, tc, no_tile, act)
     });
     each(64, 1e-12, &mut |ops| {
-        gemm_case::<f64>(stream, rng, ops, shape, 1, MathMode::Exact, tc, no_tile, act)
+        gemm_case::<f64>(stream, rng, ops, shape, [1; 3], MathMode::Exact, tc, no_tile, act)
     });
+}
+
+/// The thin mma.sync tiles' variants for k-contiguous operands aligned only to their element
+/// (`gemm_tc_<type>_{tu,hu}_<ops>`): for each op pair with a k-contiguous operand, the
+/// k-contiguous operands' leading dimensions one element longer ([`element_pads`]), the thin tile
+/// forced. A CPU test (src/blas/gemm/tests/selftest_names.rs) checks that each picks the kernel it
+/// names.
+fn thin_element_variants(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    let k = Kernel::MmaSync;
+    let thin = (Tile::Thin, SplitK::Auto);
+    for letter in ["tu", "hu"] {
+        let shape = sweep_shape(letter);
+        for (ops, o) in ELEMENT_OPS {
+            let pads = element_pads(ops);
+            let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
+            let what = format!("{}x{}x{} pads {pads:?} +bias {act:?}", shape.0, shape.1, shape.2);
+            let runs: [(&str, f64, Result<f64>); 3] = [
+                ("f16", 2e-2, gemm_case::<half::f16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act)),
+                ("bf16", 2e-2, gemm_case::<half::bf16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act)),
+                ("tf32", 5e-3, gemm_case::<f32>(stream, rng, ops, shape, pads, MathMode::Tf32, k, thin, act)),
+            ];
+            for (ty, tol, result) in runs {
+                let name = format!("gemm_tc_{ty}_{letter}_{o}");
+                let check = Check::new(format!("gemm {name}"), what.clone(), tol, result);
+                if check.passed {
+                    covered.insert(name);
+                }
+                out.push(check);
+            }
+        }
+    }
+}
+
+/// The op pairs whose thin mma.sync kernels have element variants (at least one operand
+/// k-contiguous: A under T, B under N).
+pub(crate) const ELEMENT_OPS: [((Transpose, Transpose), &str); 3] = [
+    ((Transpose::N, Transpose::N), "nn"),
+    ((Transpose::T, Transpose::N), "tn"),
+    ((Transpose::T, Transpose::T), "tt"),
+];
+
+/// Pads of A, B and C for an element-variant check: one element on each k-contiguous operand
+/// (an unaligned operand that is not k-contiguous would be copied instead) and on C.
+pub(crate) fn element_pads((ta, tb): (Transpose, Transpose)) -> [usize; 3] {
+    [usize::from(ta == Transpose::T), usize::from(tb == Transpose::N), 1]
 }
 
 /// The skinny kernels (`gemm_skinny_f32_*`, and `gemm_skinny_finish_f32` after a split of k),
@@ -325,7 +370,7 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
             rng,
             ops,
             (m, n, k),
-            pad,
+            [pad; 3],
             MathMode::Exact,
             Kernel::Auto,
             auto,
@@ -365,7 +410,7 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         detail,
         1e-5,
         &runs,
-        &mut |ops, act| gemm_case::<f32>(stream, rng, ops, shape, 1, e, k, knobs, act),
+        &mut |ops, act| gemm_case::<f32>(stream, rng, ops, shape, [1; 3], e, k, knobs, act),
     );
     kernel_rows(
         out,
@@ -374,7 +419,7 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         detail,
         1e-12,
         &runs,
-        &mut |ops, act| gemm_case::<f64>(stream, rng, ops, shape, 1, e, k, knobs, act),
+        &mut |ops, act| gemm_case::<f64>(stream, rng, ops, shape, [1; 3], e, k, knobs, act),
     );
     // f16 and bf16: the parts' f32 sums from the mma.sync kernels, rounded once at the end.
     kernel_rows(
@@ -384,7 +429,7 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         detail,
         2e-2,
         &runs,
-        &mut |ops, act| gemm_case::<half::f16>(stream, rng, ops, shape, 1, e, k, knobs, act),
+        &mut |ops, act| gemm_case::<half::f16>(stream, rng, ops, shape, [1; 3], e, k, knobs, act),
     );
     kernel_rows(
         out,
@@ -393,7 +438,7 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         detail,
         2e-2,
         &runs,
-        &mut |ops, act| gemm_case::<half::bf16>(stream, rng, ops, shape, 1, e, k, knobs, act),
+        &mut |ops, act| gemm_case::<half::bf16>(stream, rng, ops, shape, [1; 3], e, k, knobs, act),
     );
 }
 
@@ -438,16 +483,16 @@ fn small_matrices(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
         kernel_rows(out, covered, name, detail, tol, &runs, case)
     };
     each("gemm_small_f32", 1e-5, &mut |ops, act| {
-        gemm_case::<f32>(stream, rng, ops, shape, 1, e, k, auto, act)
+        gemm_case::<f32>(stream, rng, ops, shape, [1; 3], e, k, auto, act)
     });
     each("gemm_small_f64", 1e-12, &mut |ops, act| {
-        gemm_case::<f64>(stream, rng, ops, shape, 1, e, k, auto, act)
+        gemm_case::<f64>(stream, rng, ops, shape, [1; 3], e, k, auto, act)
     });
     each("gemm_small_f16", 2e-2, &mut |ops, act| {
-        gemm_case::<half::f16>(stream, rng, ops, shape, 1, e, k, auto, act)
+        gemm_case::<half::f16>(stream, rng, ops, shape, [1; 3], e, k, auto, act)
     });
     each("gemm_small_bf16", 2e-2, &mut |ops, act| {
-        gemm_case::<half::bf16>(stream, rng, ops, shape, 1, e, k, auto, act)
+        gemm_case::<half::bf16>(stream, rng, ops, shape, [1; 3], e, k, auto, act)
     });
 }
 
@@ -577,6 +622,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     }
     if tc {
         aligned_copies(s, r, &mut out, &mut covered);
+        thin_element_variants(s, r, &mut out, &mut covered);
     }
     small_matrices(s, r, &mut out, &mut covered);
     skinny_products(s, r, &mut out, &mut covered);

@@ -8,7 +8,7 @@ use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
-use super::thin::{tc_smem, tc_thin, THIN_MAX};
+use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -761,6 +761,19 @@ pub(crate) fn choose_on<T: GemmType, S>(
         let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
         let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
         if (thin || copy_costs) && params.x % 8 == 0 && params.y % 8 == 0 {
+            choice.name = name;
+            return Ok(choice);
+        }
+    }
+    // The thin mma.sync tiles (f16, bf16, tf32) have variants that read k-contiguous operands
+    // from any element (`tu`, `hu`): a decode step's unaligned weights are streamed in place
+    // instead of copied first (a copy reads and writes the whole matrix, which the thin tile
+    // itself only reads once: 11008 x 16 x 4096 at an odd offset ran at 0.37x (tf32) and 0.69x
+    // (f16) cuBLAS with the copy; docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned
+    // operands").
+    if let Some(name) = element_variant(&choice.name, align) {
+        let size = size_of::<T>() as u64;
+        if params.x % size == 0 && params.y % size == 0 {
             choice.name = name;
             return Ok(choice);
         }

@@ -3,7 +3,7 @@
 //! long operand 256 bytes of k per row and stage where the square tiles compute 2-8x the rows
 //! that exist: f64 on the sm_90 DMMA kernels (ptx/gemm_dmma90.cu, with 8-byte variants `tu`,
 //! `hu` for operands aligned only to their element), f16, bf16 and tf32 on mma.sync
-//! (ptx/gemm_tc.cu). Which problems take them, and their shared memory; `dispatch` builds the
+//! (ptx/gemm_tc.cu, with `tu`, `hu` whose k-contiguous operands may start anywhere). Which problems take them, and their shared memory; `dispatch` builds the
 //! choice (docs/kernels/gemm.md, "Thin tiles").
 
 use super::builder::Plan;
@@ -47,10 +47,53 @@ pub(crate) fn tc_thin_shape(plan: &Plan) -> Option<char> {
     }
 }
 
+/// The variant of a thin mma.sync kernel (`gemm_tc_<type>_{t,h}_<ops>`) whose k-contiguous
+/// operands may start anywhere, any leading dimension and batch stride (ptx/gemm_tc.cu, `tu` and
+/// `hu`: rows read 16 bytes at a time from their start rounded down), if `unaligned` (X, Y)
+/// are all k-contiguous under the name's ops; same launch as the aligned kernel.
+///
+/// ```ignore
+/// assert_eq!(element_variant("gemm_tc_tf32_t_tn", [false, true]).as_deref(), Some("gemm_tc_tf32_tu_tn"));
+/// assert_eq!(element_variant("gemm_tc_f16_h_nn", [false, true]), None); // Y is not k-contiguous
+/// ```
+pub(crate) fn element_variant(name: &str, unaligned: [bool; 2]) -> Option<String> {
+    let rest = name.strip_prefix("gemm_tc_")?;
+    let (ty, rest) = rest.split_once('_')?;
+    let (tile, ops) = rest.split_once('_')?;
+    let (xk, yk) = (ops.ends_with('n'), ops.starts_with('t'));
+    let fits = matches!(ty, "f16" | "bf16" | "tf32") && matches!(tile, "t" | "h") && ops.len() == 2;
+    let takes = (unaligned[0] || unaligned[1]) && (!unaligned[0] || xk) && (!unaligned[1] || yk);
+    (fits && takes).then(|| format!("gemm_tc_{ty}_{tile}u_{ops}"))
+}
+
 /// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
 /// per stage, [`TC_STAGES`] stages, each operand's slot holding either layout of its tile.
 pub(crate) fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
     let (bkb, sz) = (256, if type_name == "tf32" { 4 } else { 2 });
     let slot = |rows: usize| (rows * (bkb + 16)).max(bkb / sz * (rows + 8) * sz);
     TC_STAGES * (slot(bm) + slot(bn)) as u32
+}
+
+#[cfg(test)]
+mod element_tests {
+    use super::element_variant;
+
+    #[test]
+    fn the_element_variants_take_only_k_contiguous_unaligned_operands() {
+        assert_eq!(element_variant("gemm_tc_tf32_t_tn", [false, true]).as_deref(), Some("gemm_tc_tf32_tu_tn"));
+        assert_eq!(element_variant("gemm_tc_bf16_h_tn", [true, true]).as_deref(), Some("gemm_tc_bf16_hu_tn"));
+        // nn: X is k-contiguous, Y is not.
+        assert_eq!(element_variant("gemm_tc_f16_h_nn", [true, false]).as_deref(), Some("gemm_tc_f16_hu_nn"));
+        assert_eq!(element_variant("gemm_tc_f16_h_nn", [false, true]), None);
+        // tt: Y only.
+        assert_eq!(element_variant("gemm_tc_f16_t_tt", [true, false]), None);
+        assert_eq!(element_variant("gemm_tc_f16_t_tt", [false, true]).as_deref(), Some("gemm_tc_f16_tu_tt"));
+        // Not a thin mma.sync tile.
+        assert_eq!(element_variant("gemm_tc_f16_l_tn", [true, true]), None);
+        assert_eq!(element_variant("gemm_dmma90_f64_t_tn", [true, true]), None);
+        assert_eq!(element_variant("gemm_tc_tf32_tu_tn", [true, true]), None);
+        // Nothing unaligned, or nt (no k-contiguous operand): no variant.
+        assert_eq!(element_variant("gemm_tc_tf32_t_tn", [false, false]), None);
+        assert_eq!(element_variant("gemm_tc_tf32_t_nt", [true, false]), None);
+    }
 }

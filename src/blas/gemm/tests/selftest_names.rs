@@ -6,7 +6,7 @@
 use super::super::dispatch::choose_on;
 use super::super::{Gemm, GemmType, Kernel, SplitK, Tile};
 use crate::blas::{MathMode, Transpose};
-use crate::selftest_blas::{sweep_shape, DMMA90_SWEEP};
+use crate::selftest_blas::{element_pads, sweep_shape, DMMA90_SWEEP, ELEMENT_OPS};
 
 const H100: ((u32, u32), usize) = ((9, 0), 132);
 
@@ -18,11 +18,22 @@ fn picked<S: GemmType + Copy + From<u8> + Into<f64>>(
     kernel: Kernel,
     math: MathMode,
 ) -> String {
+    picked_pads::<S>(ops, (tile, split, letter), [pad; 3], kernel, math)
+}
+
+/// As [`picked`], with the pads of A, B and C apart.
+fn picked_pads<S: GemmType + Copy + From<u8> + Into<f64>>(
+    ops: (Transpose, Transpose),
+    (tile, split, letter): (Tile, SplitK, &str),
+    [pa, pb, pc]: [usize; 3],
+    kernel: Kernel,
+    math: MathMode,
+) -> String {
     let (m, n, k) = sweep_shape(letter);
     let ra = if ops.0 == Transpose::N { m } else { k };
     let rb = if ops.1 == Transpose::N { k } else { n };
     let g = Gemm::<S>::new(ops.0, ops.1, m, n, k)
-        .ld(ra + pad, rb + pad, m + pad)
+        .ld(ra + pa, rb + pb, m + pc)
         .math(math)
         .kernel(kernel)
         .tile(tile)
@@ -55,5 +66,21 @@ fn the_f32_simt_sweeps_automatic_entry_runs_u() {
         let entry = (Tile::Auto, SplitK::Auto, "u", 0);
         let name = picked::<f32>(ops, entry, Kernel::Simt, MathMode::Exact);
         assert_eq!(name, format!("gemm_simt_f32_u_{o}"));
+    }
+}
+
+#[test]
+fn every_thin_element_check_runs_the_kernel_it_names() {
+    for letter in ["tu", "hu"] {
+        for (ops, o) in ELEMENT_OPS {
+            let entry = (Tile::Thin, SplitK::Auto, letter);
+            let pads = element_pads(ops);
+            let f16 = picked_pads::<half::f16>(ops, entry, pads, Kernel::MmaSync, MathMode::Exact);
+            let bf16 = picked_pads::<half::bf16>(ops, entry, pads, Kernel::MmaSync, MathMode::Exact);
+            let tf32 = picked_pads::<f32>(ops, entry, pads, Kernel::MmaSync, MathMode::Tf32);
+            assert_eq!(f16, format!("gemm_tc_f16_{letter}_{o}"));
+            assert_eq!(bf16, format!("gemm_tc_bf16_{letter}_{o}"));
+            assert_eq!(tf32, format!("gemm_tc_tf32_{letter}_{o}"));
+        }
     }
 }
