@@ -314,9 +314,21 @@ fn thin_element_variants(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Chec
             let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
             let what = format!("{}x{}x{} pads {pads:?} +bias {act:?}", shape.0, shape.1, shape.2);
             let runs: [(&str, f64, Result<f64>); 3] = [
-                ("f16", 2e-2, gemm_case::<half::f16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act)),
-                ("bf16", 2e-2, gemm_case::<half::bf16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act)),
-                ("tf32", 5e-3, gemm_case::<f32>(stream, rng, ops, shape, pads, MathMode::Tf32, k, thin, act)),
+                (
+                    "f16",
+                    2e-2,
+                    gemm_case::<half::f16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act),
+                ),
+                (
+                    "bf16",
+                    2e-2,
+                    gemm_case::<half::bf16>(stream, rng, ops, shape, pads, MathMode::Exact, k, thin, act),
+                ),
+                (
+                    "tf32",
+                    5e-3,
+                    gemm_case::<f32>(stream, rng, ops, shape, pads, MathMode::Tf32, k, thin, act),
+                ),
             ];
             for (ty, tol, result) in runs {
                 let name = format!("gemm_tc_{ty}_{letter}_{o}");

@@ -80,14 +80,26 @@ mod element_tests {
 
     #[test]
     fn the_element_variants_take_only_k_contiguous_unaligned_operands() {
-        assert_eq!(element_variant("gemm_tc_tf32_t_tn", [false, true]).as_deref(), Some("gemm_tc_tf32_tu_tn"));
-        assert_eq!(element_variant("gemm_tc_bf16_h_tn", [true, true]).as_deref(), Some("gemm_tc_bf16_hu_tn"));
+        assert_eq!(
+            element_variant("gemm_tc_tf32_t_tn", [false, true]).as_deref(),
+            Some("gemm_tc_tf32_tu_tn")
+        );
+        assert_eq!(
+            element_variant("gemm_tc_bf16_h_tn", [true, true]).as_deref(),
+            Some("gemm_tc_bf16_hu_tn")
+        );
         // nn: X is k-contiguous, Y is not.
-        assert_eq!(element_variant("gemm_tc_f16_h_nn", [true, false]).as_deref(), Some("gemm_tc_f16_hu_nn"));
+        assert_eq!(
+            element_variant("gemm_tc_f16_h_nn", [true, false]).as_deref(),
+            Some("gemm_tc_f16_hu_nn")
+        );
         assert_eq!(element_variant("gemm_tc_f16_h_nn", [false, true]), None);
         // tt: Y only.
         assert_eq!(element_variant("gemm_tc_f16_t_tt", [true, false]), None);
-        assert_eq!(element_variant("gemm_tc_f16_t_tt", [false, true]).as_deref(), Some("gemm_tc_f16_tu_tt"));
+        assert_eq!(
+            element_variant("gemm_tc_f16_t_tt", [false, true]).as_deref(),
+            Some("gemm_tc_f16_tu_tt")
+        );
         // Not a thin mma.sync tile.
         assert_eq!(element_variant("gemm_tc_f16_l_tn", [true, true]), None);
         assert_eq!(element_variant("gemm_dmma90_f64_t_tn", [true, true]), None);

@@ -101,3 +101,19 @@ fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
     assert_eq!(f16(&nn(512, 512, 4096)), None);
     assert_eq!(f16(&nn(64, 64, 4095)), None);
 }
+
+#[test]
+fn tf32_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
+    // H100, 2026-11-27 (docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned operands"):
+    // 4096 outputs (64 thin tiles) in 4 parts, 0.79-0.82 -> 0.85-0.96x cuBLAS; 6144 (96 tiles)
+    // in 2 parts lost (0.959 -> 0.793x), so it and longer outputs stay unsplit.
+    let tn = |m, k| parts::<f32>(&Gemm::<f32>::new(Transpose::T, Transpose::N, m, 16, k).math(MathMode::Tf32));
+    assert_eq!(tn(4096, 4096), Some(4));
+    assert_eq!(tn(4096, 11008), Some(4));
+    assert_eq!(tn(4096, 14336), Some(4));
+    assert_eq!(tn(2048, 8192), Some(8));
+    assert_eq!(tn(6144, 4096), None);
+    assert_eq!(tn(11008, 4096), None);
+    assert_eq!(tn(28672, 4096), None);
+    assert_eq!(tn(4096, 4095), None);
+}
