@@ -11,9 +11,13 @@
 //   D(l, s) = act(alpha * sum_p G[l][p] * H[s][p] + beta * D(l, s) + bias)
 //   G[l][p] at g[l * ldg + p] (l < L: the long side), H[s][p] at h[s * ldh + p] (s < S <= 16),
 //   D(l, s) at d[l * dl + s * ds]; bias[l] when bias_on_l, else bias[s]; batch z adds z * sg,
-//   z * sh, z * sd. Any k >= 1. Needs g, h 16-byte aligned and ldg, ldh, sg, sh whole 16-byte
-//   vectors (the router checks; other layouts stay on the GEMM kernels: an element-wise variant
-//   measured 0.63x of cuBLAS on 11008 x 16 x 4096 at an odd offset, the tiles 0.73x).
+//   z * sh, z * sd. Any k >= 1. G: g 16-byte aligned, or g = G's start rounded down to 16 bytes
+//   with `shift` = the elements it was rounded down by, the same for every row and matrix (ldg
+//   and sg whole 16-byte vectors): the kernel then runs over k' = k + shift with G's elements
+//   [shift, k + shift) and H's read `shift` earlier, so G keeps its 16-byte loads (an unaligned
+//   view of the weights; an element-wise variant measured 0.63x of cuBLAS on 11008 x 16 x 4096
+//   at an odd offset). H: 16-byte vectors when h is 16-byte aligned with ldh, sh whole vectors
+//   and shift is 0, else element by element (h_any).
 //
 // Kernels: gemm_skinny_<t>_r<R>s<STEPS>, block = (32, 8, 1), grid = (ceil(L / (8 R)), splits,
 // batch), dynamic shared memory 2 * 16 * KT * sizeof(T) with KT = 32 * VEC * STEPS (VEC = 16 /
@@ -44,7 +48,7 @@ struct SkinnyParams {
     long long sg, sh, sd;
     long long chunk;
     double alpha, beta;
-    int act, bias_on_l;
+    int act, bias_on_l, shift, h_any;
 };
 
 template <typename T> struct Vec16;
@@ -57,17 +61,19 @@ template <> struct Vec16<float> {
 
 constexpr int SKINNY_S = 16, SKINNY_WARPS = 8;
 
-// VEC elements of row `row` (ld-strided, k-contiguous) from k = kk, zeros past k1 (and for a row
-// that does not exist).
+// VEC elements of a row (k-contiguous, starting at `base`) from k = kk, zeros before lo and from
+// k1 on (and for a row that does not exist); one 16-byte load unless `any` (base + kk not
+// 16-byte aligned) or the vector crosses lo or k1.
 template <typename T>
-__device__ __forceinline__ void load_vec(T* o, const T* base, bool row_ok, long long kk, long long k1) {
+__device__ __forceinline__ void load_vec(T* o, const T* base, bool row_ok, long long kk, long long lo, long long k1,
+                                         bool any) {
     using V = Vec16<T>;
     constexpr int VEC = V::N;
-    if (row_ok && kk + VEC <= k1) {
+    if (row_ok && !any && kk >= lo && kk + VEC <= k1) {
         V::split(__ldcg(reinterpret_cast<const typename V::type*>(base + kk)), o);
     } else {
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) o[e] = (row_ok && kk + e < k1) ? base[kk + e] : T(0);
+        for (int e = 0; e < VEC; ++e) o[e] = (row_ok && kk + e >= lo && kk + e < k1) ? base[kk + e] : T(0);
     }
 }
 
@@ -93,7 +99,9 @@ template <typename T, int HALF, int OFF> __device__ __forceinline__ void halve(T
     }
 }
 
-template <typename T, int R, int STEPS>
+// ANY: the variant for a G start rounded down (shift) or an H of any layout (h_any); the plain
+// kernel takes shift 0 and H in 16-byte vectors only (both paths in one kernel spilled).
+template <typename T, int R, int STEPS, bool ANY>
 __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
     using V = Vec16<T>;
     constexpr int VEC = V::N, KT = 32 * VEC * STEPS, NV = R * SKINNY_S, HV = SKINNY_S * KT / VEC,
@@ -107,7 +115,9 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
     const T* G = reinterpret_cast<const T*>(p.g) + z * p.sg;
     const T* H = reinterpret_cast<const T*>(p.h) + z * p.sh;
     const long long l0 = ((long long)blockIdx.x * SKINNY_WARPS + w) * R;
-    const long long k0 = (long long)blockIdx.y * p.chunk, k1 = min(k0 + p.chunk, p.k);
+    // k' = k + shift: G's elements [shift, k'), H's the same k' read `shift` earlier.
+    const long long lo = ANY ? p.shift : 0, k0 = (long long)blockIdx.y * p.chunk, k1 = min(k0 + p.chunk, p.k + lo);
+    const bool h_any = ANY && (p.h_any != 0 || lo != 0);
     const int tiles = (int)((k1 - k0 + KT - 1) / KT);
 
     T acc[R][SKINNY_S];
@@ -123,14 +133,15 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const long long l = l0 + r;
-                load_vec<T>(dst[st][r], G + (l < p.L ? l : 0) * p.ldg, l < p.L, kt + 32 * VEC * st + VEC * lane, k1);
+                load_vec<T>(dst[st][r], G + (l < p.L ? l : 0) * p.ldg, l < p.L, kt + 32 * VEC * st + VEC * lane, lo, k1,
+                            false);
             }
     };
     auto load_h = [&](long long kt) {
 #pragma unroll
         for (int i = 0; i < HPT; ++i) {
             const int v = tid + i * 32 * SKINNY_WARPS, s = v / (KT / VEC), c = (v % (KT / VEC)) * VEC;
-            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh, s < p.S, kt + c, k1);
+            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh - lo, s < p.S, kt + c, lo, k1, h_any);
         }
     };
     auto store_h = [&](int buf) {
@@ -217,11 +228,14 @@ __device__ __forceinline__ void gemm_skinny_finish(const SkinnyParams& p, int sp
     skinny_out<T>(p, sum, z, i / p.S, i % p.S);
 }
 
-#define SKINNY(T, N, R, STEPS, MINB)                                                                         \
-    extern "C" __global__ void __launch_bounds__(256, MINB) gemm_skinny_##N##_r##R##s##STEPS(SkinnyParams p) { \
-        gemm_skinny<T, R, STEPS>(p);                                                                       \
+#define SKINNY(T, N, R, STEPS, MINB, ANY, SUFFIX)                                                           \
+    extern "C" __global__ void __launch_bounds__(256, MINB) gemm_skinny_##N##_r##R##s##STEPS##SUFFIX(SkinnyParams p) { \
+        gemm_skinny<T, R, STEPS, ANY>(p);                                                                  \
     }
-SKINNY(float, f32, 2, 2, 2)
+SKINNY(float, f32, 2, 2, 2, false, )
+// The variant for a rounded-down G or an H of any layout: one vector per lane per k tile (two
+// spilled at 128 registers).
+SKINNY(float, f32, 2, 1, 2, true, u)
 
 extern "C" __global__ void __launch_bounds__(256) gemm_skinny_finish_f32(SkinnyParams p, int splits) {
     gemm_skinny_finish<float>(p, splits);

@@ -359,19 +359,23 @@ pub(crate) fn element_pads((ta, tb): (Transpose, Transpose)) -> [usize; 3] {
 /// The skinny kernels (`gemm_skinny_f32_*`, and `gemm_skinny_finish_f32` after a split of k),
 /// which f32 GEMMs with one side of 2 to 16 and both operands k-contiguous run (TN): 1000 x 16 x
 /// 700 (the short side is D's columns) with gelu, 16 x 300 x 4096 (its rows, k split), with beta
-/// and a bias; and 333 x 7 x 501 on leading dimensions one longer, which stays on the tiled
+/// and a bias; 1000 x 16 x 700 with the short operand's rows one element longer (the `u`
+/// kernel); and 333 x 7 x 501 on leading dimensions one longer, which stays on the tiled
 /// kernels.
 fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
-    for ((m, n, k), pad, act) in [
-        ((1000, 16, 700), 0, Activation::Gelu),
-        ((16, 300, 4096), 0, Activation::None),
-        ((333, 7, 501), 1, Activation::Tanh),
+    for ((m, n, k), pads, act) in [
+        ((1000, 16, 700), [0; 3], Activation::Gelu),
+        ((16, 300, 4096), [0; 3], Activation::None),
+        ((333, 7, 501), [1; 3], Activation::Tanh),
+        // The short operand one element longer per row: the `u` kernel (element-wise H).
+        ((1000, 16, 700), [0, 1, 1], Activation::Relu),
     ] {
         let name = (|| {
             let zeros = |len: usize| DeviceBuffer::from_slice(stream, &vec![0.0f32; len]);
-            let (a, b, c) = (zeros((k + pad) * m)?, zeros((k + pad) * n)?, zeros((m + pad) * n)?);
+            let [pa, pb, pc] = pads;
+            let (a, b, c) = (zeros((k + pa) * m)?, zeros((k + pb) * n)?, zeros((m + pc) * n)?);
             Gemm::<f32>::new(Transpose::T, Transpose::N, m, n, k)
-                .ld(k + pad, k + pad, m + pad)
+                .ld(k + pa, k + pb, m + pc)
                 .kernel_name(&a, &b, &c)
         })()
         .unwrap_or_default();
@@ -382,7 +386,7 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
             rng,
             ops,
             (m, n, k),
-            [pad; 3],
+            pads,
             MathMode::Exact,
             Kernel::Auto,
             auto,
@@ -390,7 +394,7 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
         );
         let check = Check::new(
             format!("gemm {name} tn"),
-            format!("{m}x{n}x{k} ld+{pad} +bias {act:?}"),
+            format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
             1e-5,
             result,
         );

@@ -243,9 +243,10 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         ld_pad: [pad, pad, rng.pick(&[0, 1, 3])],
         batch,
         strides: (both(rng), both(rng), rng.pick(&[0, 5])),
-        // Whole 16-byte vectors of f32; for the other types also one element (an unaligned view).
+        // Whole 16-byte vectors or single elements (an unaligned view: f32's skinny `u` kernel
+        // reads the long operand from its start rounded down, the short one element-wise).
         offsets: if ty == FuzzType::F32 {
-            [rng.pick(&[0, 4]), rng.pick(&[0, 4]), range(rng, 0, 3)]
+            [rng.pick(&[0, 4, 0, 1, 3]), rng.pick(&[0, 4, 0, 2]), range(rng, 0, 3)]
         } else {
             [rng.pick(&[0, 4, 1]), rng.pick(&[0, 4, 1]), range(rng, 0, 3)]
         },

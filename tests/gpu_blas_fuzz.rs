@@ -157,8 +157,8 @@ fn gemm_fuzz_f64() {
 }
 
 /// f32 GEMMs with one short side on the skinny kernel: both orientations, with and without its
-/// split of k (and, for operands it does not take, the tiled kernels); the kernel must have run
-/// both ways.
+/// split of k, operands at odd element offsets (and, for operands it does not take, the tiled
+/// kernels); the kernel must have run each way.
 #[test]
 fn gemm_fuzz_skinny() {
     let Some(ctx) = gpu!("gemm_fuzz_skinny") else { return };
@@ -174,11 +174,16 @@ fn gemm_fuzz_skinny() {
             .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny_") && want(k)))
     };
     let (plain, split) = (ran(&|k| !k.contains("/split")), ran(&|k| k.contains("/split")));
+    // Its `u` kernel: an operand one element into its buffer.
+    let any = ran(&|k| k.contains("s1u"));
     check(
         &format!("gemm_fuzz_skinny f32 ({:.1} s)", start.elapsed().as_secs_f64()),
         reports,
     );
-    assert!(plain && split, "the skinny kernel ran unsplit {plain}, split {split}");
+    assert!(
+        plain && split && any,
+        "the skinny kernel ran unsplit {plain}, split {split}, on unaligned operands {any}"
+    );
 }
 
 /// GEMMs with one short side (2 to 16) on the thin tiles: f64 (DMMA), f16, bf16 and tf32

@@ -47,15 +47,19 @@ pub(crate) struct SkinnyParams {
     beta: f64,
     act: i32,
     bias_on_l: i32,
+    /// G's start rounded down to 16 bytes by this many elements (ptx/gemm_skinny.cu).
+    shift: i32,
+    /// H read element by element (not 16-byte vectors).
+    h_any: i32,
 }
-// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then two
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then four
 // i32s: no padding); every bit pattern is valid.
 unsafe impl DeviceRepr for SkinnyParams {}
 
 /// A GEMM routed to the skinny kernel: which variant, its launch shape and parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SkinnyRoute {
-    /// `gemm_skinny_<t>_r<rows>s<steps>`.
+    /// `gemm_skinny_<t>_r<rows>s<steps>`, with `u` for a rounded-down G or an H of any layout.
     pub kernel: String,
     /// Rows of the long side per warp and 16-byte vectors per lane per k tile.
     rows: usize,
@@ -99,8 +103,9 @@ fn variant(name: &str) -> Option<(usize, usize)> {
 
 /// The skinny form of the kernels' problem (`plan`, `params`: row-major D = X Y), when it has one
 /// and nothing asks for another kernel: f32 (any math mode: the kernel's exact f32 is at least as
-/// accurate as tf32); both operands k-contiguous (`xk`, `yk`), 16-byte aligned with leading
-/// dimensions and batch strides whole 16-byte vectors; the short side at most [`SKINNY_MAX`];
+/// accurate as tf32); both operands k-contiguous (`xk`, `yk`), aligned to their element, the long
+/// one with leading dimension and batch stride whole 16-byte vectors (its start may be anywhere:
+/// the kernel reads from it rounded down); the short side at most [`SKINNY_MAX`];
 /// alpha != 0 and k >= 1; and more than a tiny product (those stay on `gemm_small`). `sms` sizes
 /// the split of k.
 pub(crate) fn route<T: GemmType, S>(
@@ -128,14 +133,6 @@ pub(crate) fn route<T: GemmType, S>(
     if long <= 32 && k <= 32 {
         return None;
     }
-    // 16-byte vectors of both operands. (An element-wise variant for other layouts measured
-    // 0.63x of cuBLAS on 11008 x 16 x 4096 at an odd offset, where the tiled kernels run 0.73x.)
-    let vec = 16 / size_of::<T>();
-    let aligned =
-        |ptr: u64, ld: usize, stride: usize| ptr % 16 == 0 && ld % vec == 0 && (batch == 1 || stride % vec == 0);
-    if !aligned(params.x, plan.ldx, plan.sx) || !aligned(params.y, plan.ldy, plan.sy) {
-        return None;
-    }
     // The short side is D's rows (X; the long side is Y's columns) or its columns (Y).
     let short_rows = m <= n;
     let (g_ptr, ldg, sg, h_ptr, ldh, sh, dl, ds) = if short_rows {
@@ -143,8 +140,24 @@ pub(crate) fn route<T: GemmType, S>(
     } else {
         (params.x, plan.ldx, plan.sx, params.y, plan.ldy, plan.sy, plan.ldd, 1)
     };
+    // The long operand G keeps 16-byte loads: its rows whole vectors apart, its start rounded
+    // down to 16 bytes by `shift` elements (an unaligned view of the weights: 11008 x 16 x 4096
+    // at an odd offset, which the tiled kernels ran at 0.72x cuBLAS after copying it, and an
+    // element-wise variant at 0.63x). H (at most 16 rows) is read element by element when it
+    // is not 16-byte vectors.
+    let (elem, vec) = (size_of::<T>() as u64, 16 / size_of::<T>());
+    let whole = |ld: usize, stride: usize| ld % vec == 0 && (batch == 1 || stride % vec == 0);
+    if g_ptr % elem != 0 || h_ptr % elem != 0 || !whole(ldg, sg) {
+        return None;
+    }
+    let shift = (g_ptr % 16 / elem) as usize;
+    let g_ptr = g_ptr - (shift as u64) * elem;
+    let h_any = !(h_ptr % 16 == 0 && whole(ldh, sh));
+    // Either runs the `u` kernel (one vector per lane per k tile: two spilled).
+    let any = shift != 0 || h_any;
+    let (steps, suffix) = if any { (1, "u") } else { (steps, "") };
     let mut route = SkinnyRoute {
-        kernel: format!("gemm_skinny_{}_r{rows}s{steps}", T::NAME),
+        kernel: format!("gemm_skinny_{}_r{rows}s{steps}{suffix}", T::NAME),
         rows,
         steps,
         params: SkinnyParams {
@@ -168,6 +181,8 @@ pub(crate) fn route<T: GemmType, S>(
             beta: params.beta,
             act: params.act,
             bias_on_l: i32::from(short_rows),
+            shift: shift as i32,
+            h_any: i32::from(h_any),
         },
         splits: 1,
         batch,
@@ -176,12 +191,12 @@ pub(crate) fn route<T: GemmType, S>(
     // variant holds two per multiprocessor, so a split grid of up to one block per SM still
     // fits in one wave), each split at least 4 k tiles.
     let kt = route.k_tile(size_of::<T>());
-    let tiles = k.div_ceil(kt);
+    let tiles = (k + shift).div_ceil(kt);
     let blocks = long.div_ceil(WARPS as usize * rows) * batch;
     let want = (sms / blocks.max(1)).clamp(1, 32);
     let splits = want.min((tiles / 4).max(1));
     let chunk = tiles.div_ceil(splits) * kt;
-    route.splits = k.div_ceil(chunk);
+    route.splits = (k + shift).div_ceil(chunk);
     route.params.chunk = chunk as i64;
     Some(route)
 }
@@ -209,9 +224,10 @@ pub(crate) fn run<T: GemmType>(stream: &std::sync::Arc<Stream>, r: &SkinnyRoute)
     );
     let mut launch = stream.launch_builder(&f);
     launch.arg(&params);
-    // SAFETY: gemm_skinny_<t>_r<R>s<S>(SkinnyParams): reads G (L x k at ldg, batch stride sg) and
-    // H (S x k at ldh, sh), both 16-byte aligned with ld and strides whole vectors (route checked
-    // them; the buffers' spans were checked by Gemm's plan), writes D (L x S at dl, ds, sd) or the
+    // SAFETY: gemm_skinny_<t>_r<R>s<S>(SkinnyParams): reads G (L x k at ldg, batch stride sg: the
+    // elements [shift, k + shift) from its rounded-down start, whole vectors apart) and H (S x k at
+    // ldh, sh; element by element unless 16-byte vectors), both aligned to their element (route
+    // checked them; the buffers' spans were checked by Gemm's plan), writes D (L x S at dl, ds, sd) or the
     // workspace of splits * L * S per matrix; block (32, 8) and the shared memory it declares.
     unsafe {
         launch.launch(LaunchConfig {
@@ -244,7 +260,7 @@ mod tests {
 
     #[test]
     fn the_parameter_block_matches_the_kernels() {
-        // 5 pointers, 11 i64, 2 f64, 2 i32 (ptx/gemm_skinny.cu).
-        assert_eq!(size_of::<SkinnyParams>(), 5 * 8 + 11 * 8 + 2 * 8 + 2 * 4);
+        // 5 pointers, 11 i64, 2 f64, 4 i32 (ptx/gemm_skinny.cu).
+        assert_eq!(size_of::<SkinnyParams>(), 5 * 8 + 11 * 8 + 2 * 8 + 4 * 4);
     }
 }

@@ -54,11 +54,24 @@ fn other_gemms_stay_on_the_tiles() {
     assert!(none(&Gemm::new(T, T, 4096, 16, 4096), [0; 3]));
     assert!(none(&Gemm::new(T, N, 4096, 17, 4096), [0; 3]));
     assert!(none(&Gemm::new(T, N, 20, 16, 20), [0; 3]));
-    // Not 16-byte vectors: an odd k (tight leading dimensions), an operand one element in.
+    // The long operand's rows not whole 16-byte vectors apart: an odd k (tight leading
+    // dimensions).
     assert!(none(&Gemm::new(T, N, 4096, 16, 4095), [0; 3]));
-    assert!(none(&Gemm::new(T, N, 4096, 16, 4096), [1, 0, 0]));
     // Forced knobs, alpha 0 (nothing to read), f64 (its DMMA tiles measured faster).
     assert!(none(&Gemm::new(T, N, 4096, 16, 4096).kernel(Kernel::Simt), [0; 3]));
     assert!(none(&Gemm::new(T, N, 4096, 16, 4096).alpha(0.0), [0; 3]));
     assert!(routed::<f64>(&Gemm::new(T, N, 4096, 16, 4096), [0; 3]).is_none());
+}
+
+#[test]
+fn unaligned_starts_take_the_u_kernel() {
+    use Transpose::{N, T};
+    let name = |offsets| routed::<f32>(&Gemm::new(T, N, 4096, 16, 4096), offsets).map(|r| r.name());
+    // The long operand (A) one element in: read from its start rounded down; the short one (B)
+    // one element in: read element by element. Both in the one-vector `u` kernel.
+    assert_eq!(name([1, 0, 0]).as_deref(), Some("gemm_skinny_f32_r2s1u"));
+    assert_eq!(name([0, 3, 0]).as_deref(), Some("gemm_skinny_f32_r2s1u"));
+    assert_eq!(name([0, 0, 0]).as_deref(), Some("gemm_skinny_f32_r2s2"));
+    // k 4097 with tight leading dimensions: the long operand's rows are not vectors apart.
+    assert!(routed::<f32>(&Gemm::new(T, N, 4096, 16, 4097), [0; 3]).is_none());
 }
