@@ -17,7 +17,8 @@
 //   [shift, k + shift) and H's read `shift` earlier, so G keeps its 16-byte loads (an unaligned
 //   view of the weights; an element-wise variant measured 0.63x of cuBLAS on 11008 x 16 x 4096
 //   at an odd offset). H: 16-byte vectors when h is 16-byte aligned with ldh, sh whole vectors
-//   and shift is 0, else element by element (h_any).
+//   and shift is 0; otherwise (h_any, or a shift) the `u` kernel copies it element by element
+//   with cp.async.
 //
 // Kernels: gemm_skinny_<t>_r<R>s<STEPS>, block = (32, 8, 1), grid = (ceil(L / (8 R)), splits,
 // batch), dynamic shared memory 2 * 16 * KT * sizeof(T) with KT = 32 * VEC * STEPS (VEC = 16 /
@@ -40,6 +41,7 @@
 // R 16 / 32).
 
 #include "gemm_common.cuh"
+#include "gemm_cp_async.cuh"
 
 struct SkinnyParams {
     unsigned long long g, h, d, bias, work;
@@ -117,7 +119,7 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
     const long long l0 = ((long long)blockIdx.x * SKINNY_WARPS + w) * R;
     // k' = k + shift: G's elements [shift, k'), H's the same k' read `shift` earlier.
     const long long lo = ANY ? p.shift : 0, k0 = (long long)blockIdx.y * p.chunk, k1 = min(k0 + p.chunk, p.k + lo);
-    const bool h_any = ANY && (p.h_any != 0 || lo != 0);
+
     const int tiles = (int)((k1 - k0 + KT - 1) / KT);
 
     T acc[R][SKINNY_S];
@@ -141,8 +143,22 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
 #pragma unroll
         for (int i = 0; i < HPT; ++i) {
             const int v = tid + i * 32 * SKINNY_WARPS, s = v / (KT / VEC), c = (v % (KT / VEC)) * VEC;
-            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh - lo, s < p.S, kt + c, lo, k1, h_any);
+            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh, s < p.S, kt + c, 0, k1, false);
         }
+    };
+    // ANY: H's tile element by element with 4-byte cp.async straight into shared memory (no
+    // registers held across the compute), zero outside [lo, k1) and past S.
+    auto copy_h = [&](int buf, long long kt) {
+        constexpr int PER = SKINNY_S * KT / (32 * SKINNY_WARPS);
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int v = tid + i * 32 * SKINNY_WARPS, s = v / KT, c = v % KT;
+            const long long j = kt + c;
+            const bool ok = s < p.S && j >= lo && j < k1;
+            const T* src = ok ? H + s * p.ldh + (j - lo) : H;
+            cp_async<sizeof(T)>(smem_addr(hs + (buf * SKINNY_S + s) * KT + c), src, ok ? (int)sizeof(T) : 0);
+        }
+        cp_async_commit();
     };
     auto store_h = [&](int buf) {
 #pragma unroll
@@ -154,16 +170,25 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
 
     if (tiles > 0) {
         load_g(a, k0);
-        load_h(k0);
-        store_h(0);
+        if constexpr (ANY) {
+            copy_h(0, k0);
+        } else {
+            load_h(k0);
+            store_h(0);
+        }
     }
+    if constexpr (ANY) cp_async_wait<0>();
     __syncthreads();
 #pragma unroll 1
     for (int t = 0; t < tiles; ++t) {
         const bool more = t + 1 < tiles;
         if (more) {
             load_g(an, k0 + (long long)(t + 1) * KT);
-            load_h(k0 + (long long)(t + 1) * KT);
+            // The other buffer was last read in tile t - 1, before the barrier that ended it.
+            if constexpr (ANY)
+                copy_h((t + 1) & 1, k0 + (long long)(t + 1) * KT);
+            else
+                load_h(k0 + (long long)(t + 1) * KT);
         }
         const T* hb = hs + (t & 1) * SKINNY_S * KT;
 #pragma unroll
@@ -178,7 +203,7 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
                     for (int e = 0; e < VEC; ++e) acc[r][s] = fma(a[st][r][e], b[e], acc[r][s]);
             }
         if (more) {
-            store_h((t + 1) & 1);
+            if constexpr (!ANY) store_h((t + 1) & 1);
 #pragma unroll
             for (int st = 0; st < STEPS; ++st)
 #pragma unroll
@@ -186,6 +211,7 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
 #pragma unroll
                     for (int e = 0; e < VEC; ++e) a[st][r][e] = an[st][r][e];
         }
+        if constexpr (ANY) cp_async_wait<0>();
         __syncthreads();
     }
 
@@ -233,9 +259,8 @@ __device__ __forceinline__ void gemm_skinny_finish(const SkinnyParams& p, int sp
         gemm_skinny<T, R, STEPS, ANY>(p);                                                                  \
     }
 SKINNY(float, f32, 2, 2, 2, false, )
-// The variant for a rounded-down G or an H of any layout: one vector per lane per k tile (two
-// spilled at 128 registers).
-SKINNY(float, f32, 2, 1, 2, true, u)
+// The variant for a rounded-down G or an H of any layout (H copied element by element).
+SKINNY(float, f32, 2, 2, 2, true, u)
 
 extern "C" __global__ void __launch_bounds__(256) gemm_skinny_finish_f32(SkinnyParams p, int splits) {
     gemm_skinny_finish<float>(p, splits);

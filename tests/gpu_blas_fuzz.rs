@@ -175,7 +175,7 @@ fn gemm_fuzz_skinny() {
     };
     let (plain, split) = (ran(&|k| !k.contains("/split")), ran(&|k| k.contains("/split")));
     // Its `u` kernel: an operand one element into its buffer.
-    let any = ran(&|k| k.contains("s1u"));
+    let any = ran(&|k| k.contains("s2u"));
     check(
         &format!("gemm_fuzz_skinny f32 ({:.1} s)", start.elapsed().as_secs_f64()),
         reports,

@@ -153,9 +153,8 @@ pub(crate) fn route<T: GemmType, S>(
     let shift = (g_ptr % 16 / elem) as usize;
     let g_ptr = g_ptr - (shift as u64) * elem;
     let h_any = !(h_ptr % 16 == 0 && whole(ldh, sh));
-    // Either runs the `u` kernel (one vector per lane per k tile: two spilled).
-    let any = shift != 0 || h_any;
-    let (steps, suffix) = if any { (1, "u") } else { (steps, "") };
+    // Either runs the `u` kernel (H copied element by element with cp.async).
+    let suffix = if shift != 0 || h_any { "u" } else { "" };
     let mut route = SkinnyRoute {
         kernel: format!("gemm_skinny_{}_r{rows}s{steps}{suffix}", T::NAME),
         rows,
