@@ -15,6 +15,10 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 /// How far into a stream's launches a record looks for its own.
 pub(crate) const WINDOW: usize = 64;
 
+/// Launches a stream keeps waiting for their records; past this the oldest are given up as
+/// lost (a stream whose records never come stays bounded in a long run without a report).
+pub(crate) const MAX_WAITING: usize = 1 << 16;
+
 /// A launch on a stream whose record has not come yet.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Expected {
@@ -74,6 +78,8 @@ pub(crate) fn name_hash(name: &[u8]) -> u64 {
 pub(crate) struct Expecting {
     streams: HashMap<u32, VecDeque<Expected>>,
     len: usize,
+    /// Launches given up by [`Expecting::push`] since the last [`Expecting::take`].
+    overflowed: usize,
 }
 
 impl Expecting {
@@ -84,7 +90,13 @@ impl Expecting {
 
     /// A launch on stream `stream_id`, after those before it.
     pub(crate) fn push(&mut self, stream_id: u32, launch: Expected) {
-        self.streams.entry(stream_id).or_default().push_back(launch);
+        let q = self.streams.entry(stream_id).or_default();
+        if q.len() >= MAX_WAITING {
+            q.pop_front();
+            self.len -= 1;
+            self.overflowed += 1;
+        }
+        q.push_back(launch);
         self.len += 1;
     }
 
@@ -100,6 +112,7 @@ impl Expecting {
 
     /// Matches `records` (any order) to the launches, adding to `out`.
     pub(crate) fn take(&mut self, mut records: Vec<Record>, out: &mut Outcome) {
+        out.lost += std::mem::take(&mut self.overflowed);
         records.sort_unstable_by_key(|r| r.correlation_id);
         for r in records {
             let Some(q) = self.streams.get_mut(&r.stream_id) else {
@@ -127,7 +140,7 @@ impl Expecting {
 
     /// Forgets every launch still waiting, returning how many there were.
     pub(crate) fn clear(&mut self) -> usize {
-        let n = self.len;
+        let n = self.len + std::mem::take(&mut self.overflowed);
         self.streams.clear();
         self.len = 0;
         n
@@ -217,6 +230,18 @@ mod tests {
         assert_eq!(out.matched.len(), 1);
         assert_eq!(out.matched[0].start, 20);
         assert_eq!((out.lost, out.foreign, e.len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_stream_whose_records_never_come_stays_bounded() {
+        let mut e = Expecting::default();
+        for _ in 0..MAX_WAITING + 10 {
+            e.push(5, launch(0, "a", true));
+        }
+        assert_eq!(e.len(), MAX_WAITING);
+        let mut out = Outcome::default();
+        e.take(Vec::new(), &mut out);
+        assert_eq!(out.lost, 10);
     }
 
     #[test]
