@@ -39,6 +39,9 @@ fn repeated_calls_make_only_their_launches() {
             (CHILD, "1".as_ref()),
             ("CUDRV_LIBCUDA", lib.path().as_os_str()),
             ("CUDRV_CACHE_DIR", cache.as_os_str()),
+            // The profiler's event path is what is counted (a real libcupti beside the null
+            // driver is not tried; tests/profile_cupti.rs covers the CUPTI path).
+            ("CUDRV_PROFILE_TIMING", "events".as_ref()),
         ],
         &["CUDRV_PROFILE", "CUDRV_NVTX", "NVTX_INJECTION64_PATH", "CUDRV_PTXAS"],
     );

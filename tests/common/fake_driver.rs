@@ -37,6 +37,9 @@ pub enum Fixture {
     /// `nulldrv_reset`; tests/support/null_driver.rs reads them). Built optimised: benches time
     /// cudrv's host work through it.
     NullDriver,
+    /// Not a driver: the libcupti activity calls the profiler makes, and `fakecupti_emit` to
+    /// queue a kernel record for the next flush (tests/profile_cupti.rs).
+    FakeCupti,
 }
 
 impl Fixture {
@@ -49,6 +52,7 @@ impl Fixture {
             Fixture::NotCuda => "not_cuda",
             Fixture::FakeNvtx => "fake_nvtx",
             Fixture::NullDriver => "null_driver",
+            Fixture::FakeCupti => "fake_cupti",
         }
     }
 
@@ -60,6 +64,7 @@ impl Fixture {
             Fixture::NotCuda => include_str!("../fixtures/not_cuda.c"),
             Fixture::FakeNvtx => include_str!("../fixtures/fake_nvtx.c"),
             Fixture::NullDriver => include_str!("../fixtures/null_driver.c"),
+            Fixture::FakeCupti => include_str!("../fixtures/fake_cupti.c"),
         }
     }
 
