@@ -391,6 +391,14 @@ impl Profiler {
         let random = state.rng.next_u64();
         let generation = state.generation;
         let timed = state.sampling.times(launches, random);
+        let begun = |events, traced| Begun {
+            key,
+            generation,
+            flops,
+            bytes,
+            events,
+            traced,
+        };
         if let Some(l) = state.listener.as_ref() {
             let id = match stream.cupti_id.get() {
                 Some(&id) => Some(id),
@@ -417,24 +425,10 @@ impl Profiler {
                     },
                 );
             }
-            return Some(Begun {
-                key,
-                generation,
-                flops,
-                bytes,
-                events: None,
-                traced: id,
-            });
+            return Some(begun(None, id));
         }
         if !timed {
-            return Some(Begun {
-                key,
-                generation,
-                flops,
-                bytes,
-                events: None,
-                traced: None,
-            });
+            return Some(begun(None, None));
         }
         let start = self.event(&mut state).ok()?;
         let end = match self.event(&mut state) {
@@ -449,14 +443,7 @@ impl Profiler {
             state.spare.extend([start, end]);
             return None;
         }
-        Some(Begun {
-            key,
-            generation,
-            flops,
-            bytes,
-            events: Some((start, end)),
-            traced: None,
-        })
+        Some(begun(Some((start, end)), None))
     }
 
     /// After a successful launch: records its end event and keeps the pair for the report;

@@ -17,7 +17,7 @@ use super::builder::{Gemm, Plan};
 use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
-use super::thin::{tc_thin, tc_thin_shape, THIN_MAX};
+use super::thin::{tc_thin, tc_thin_tile, THIN_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, MathMode};
 use crate::error::{bail_invalid, Result};
@@ -101,6 +101,8 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         }
     };
     let two_per_sm = |tile| 2.0 * sms as f64 / tiles2(plan.m, plan.n, tile).max(1) as f64;
+    let tf32 = T::NAME == "f32" && g.math == MathMode::Tf32;
+    let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
     let (parts, least) = match (T::NAME, g.math) {
         ("f64", _) => (pow2_below(two_per_sm((64, 64))).min(64), 4),
         ("f32", MathMode::Exact) => (pow2_below(two_per_sm((64, 64))).min(128), 16),
@@ -109,10 +111,9 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         // 0.799 -> 0.848x cuBLAS at k 4096, 0.820 -> 0.948x at 11008, 0.788 -> 0.959x at 14336;
         // 96 tiles in 2 parts lost, 0.959 -> 0.793x; H100, 2026-11-27, docs/kernels/gemm.md,
         // "Thin mma.sync tiles on unaligned operands").
-        ("f32", MathMode::Tf32) if tc_thin(plan, "f32", g.math, g.batch, sms).is_some() => {
-            let tile = tc_thin_shape(plan).map_or((64, 64), |t| if t == 't' { (THIN_MAX, 64) } else { (64, THIN_MAX) });
-            let t = tiles2(plan.m, plan.n, tile);
-            (pow2_below(2.0 * sms as f64 / t.max(1) as f64).min(64), 4)
+        ("f32", MathMode::Tf32) if tf32_thin => {
+            let tile = tc_thin_tile(plan).unwrap_or((64, 64));
+            (pow2_below(two_per_sm(tile)).min(64), 4)
         }
         ("f32", MathMode::Tf32) => {
             let t = tiles2(plan.m, plan.n, (128, 128)).max(1) as f64;
@@ -125,7 +126,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
             (parts.min(64), 8)
         }
         ("f16" | "bf16", _) => {
-            let tile = tc_thin_shape(plan).map(|t| if t == 't' { (THIN_MAX, 64) } else { (64, THIN_MAX) });
+            let tile = tc_thin_tile(plan);
             let t = match tile {
                 Some(tile) => tiles2(plan.m, plan.n, tile),
                 None => {
@@ -147,8 +148,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     let parts = parts.min(plan.k / AUTO_MIN_KPER);
     // tf32 below 32 parts lost to the wgmma kernels' own split at k < 16384 (512 x 512 x 4096
     // and 1000 x 200 x 12000 in 8 parts: 15% and 9% slower; 16-token decode steps).
-    let thin = tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
-    if T::NAME == "f32" && g.math == MathMode::Tf32 && parts < 32 && plan.k < 16384 && !thin {
+    if tf32 && parts < 32 && plan.k < 16384 && !tf32_thin {
         return None;
     }
     (parts >= least).then_some(parts)

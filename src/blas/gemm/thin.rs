@@ -66,6 +66,12 @@ pub(crate) fn element_variant(name: &str, unaligned: [bool; 2]) -> Option<String
     (fits && takes).then(|| format!("gemm_tc_{ty}_{tile}u_{ops}"))
 }
 
+/// The dimensions of the mma.sync thin tile `plan`'s shape fits ([`tc_thin_shape`]): 16 x 64
+/// for `t`, 64 x 16 for `h`.
+pub(crate) fn tc_thin_tile(plan: &Plan) -> Option<(usize, usize)> {
+    tc_thin_shape(plan).map(|t| if t == 't' { (THIN_MAX, 64) } else { (64, THIN_MAX) })
+}
+
 /// Dynamic shared memory of a thin mma.sync tile (ptx/gemm_tc.cu, `tc_slot`): 256 bytes of k
 /// per stage, [`TC_STAGES`] stages, each operand's slot holding either layout of its tile.
 pub(crate) fn tc_smem((bm, bn): (usize, usize), type_name: &str) -> u32 {
