@@ -17,7 +17,7 @@
 //   [shift, k + shift) and H's read `shift` earlier, so G keeps its 16-byte loads (an unaligned
 //   view of the weights; an element-wise variant measured 0.63x of cuBLAS on 11008 x 16 x 4096
 //   at an odd offset). H: 16-byte vectors when h is 16-byte aligned with ldh, sh whole vectors
-//   and shift is 0; otherwise (h_any, or a shift) the `u` kernel copies it element by element
+//   and shift is 0; otherwise (the `u` kernel, which the router picks) it is copied element by element
 //   with cp.async.
 //
 // Kernels: gemm_skinny_<t>_r<R>s<STEPS>, block = (32, 8, 1), grid = (ceil(L / (8 R)), splits,
@@ -50,7 +50,7 @@ struct SkinnyParams {
     long long sg, sh, sd;
     long long chunk;
     double alpha, beta;
-    int act, bias_on_l, shift, h_any;
+    int act, bias_on_l, shift;
 };
 
 template <typename T> struct Vec16;
@@ -101,7 +101,7 @@ template <typename T, int HALF, int OFF> __device__ __forceinline__ void halve(T
     }
 }
 
-// ANY: the variant for a G start rounded down (shift) or an H of any layout (h_any); the plain
+// ANY: the variant for a G start rounded down (shift) or an H of any layout; the plain
 // kernel takes shift 0 and H in 16-byte vectors only (both paths in one kernel spilled).
 template <typename T, int R, int STEPS, bool ANY>
 __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {

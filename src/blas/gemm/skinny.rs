@@ -49,11 +49,13 @@ pub(crate) struct SkinnyParams {
     bias_on_l: i32,
     /// G's start rounded down to 16 bytes by this many elements (ptx/gemm_skinny.cu).
     shift: i32,
-    /// H read element by element (not 16-byte vectors).
-    h_any: i32,
+    /// The CUDA struct's tail padding (its size is a multiple of its 8-byte alignment), spelled
+    /// out so that this one has none.
+    pad: i32,
 }
-// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then four
-// i32s: no padding); every bit pattern is valid.
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then three
+// i32s and the padding CUDA adds after them, as a field: no implicit padding); every bit
+// pattern is valid.
 unsafe impl DeviceRepr for SkinnyParams {}
 
 /// A GEMM routed to the skinny kernel: which variant, its launch shape and parameters.
@@ -181,7 +183,7 @@ pub(crate) fn route<T: GemmType, S>(
             act: params.act,
             bias_on_l: i32::from(short_rows),
             shift: shift as i32,
-            h_any: i32::from(h_any),
+            pad: 0,
         },
         splits: 1,
         batch,
@@ -259,7 +261,7 @@ mod tests {
 
     #[test]
     fn the_parameter_block_matches_the_kernels() {
-        // 5 pointers, 11 i64, 2 f64, 4 i32 (ptx/gemm_skinny.cu).
+        // 5 pointers, 11 i64, 2 f64, 3 i32 and 4 bytes of tail padding (ptx/gemm_skinny.cu).
         assert_eq!(size_of::<SkinnyParams>(), 5 * 8 + 11 * 8 + 2 * 8 + 4 * 4);
     }
 }
