@@ -42,16 +42,7 @@ fn load() -> Result<Nvtx, String> {
         .filter(|p| !p.is_empty())
         .collect();
     names.extend(["libnvToolsExt.so.1".to_string(), "libnvToolsExt.so".to_string()]);
-    let mut why = String::new();
-    for name in &names {
-        // SAFETY: loading libnvToolsExt runs its initialisers, which have no preconditions.
-        let lib = match unsafe { libloading::Library::new(name) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                why = format!("{name}: {e}");
-                continue;
-            }
-        };
+    let resolve = |name: &str, lib: libloading::Library| {
         // SAFETY: the symbols have these C signatures in every NVTX version 1 to 3.
         let found = unsafe {
             (
@@ -60,14 +51,12 @@ fn load() -> Result<Nvtx, String> {
             )
         };
         match found {
-            (Ok(push), Ok(pop)) => return Ok(Nvtx { push, pop, _lib: lib }),
-            _ => why = format!("{name} has no nvtxRangePushA / nvtxRangePop"),
+            (Ok(push), Ok(pop)) => Ok(Nvtx { push, pop, _lib: lib }),
+            _ => Err(format!("{name} has no nvtxRangePushA / nvtxRangePop")),
         }
-    }
-    Err(format!(
-        "no NVTX library could be loaded (tried {}; last: {why})",
-        names.join(", ")
-    ))
+    };
+    // SAFETY: loading libnvToolsExt runs its initialisers, which have no preconditions.
+    unsafe { crate::sys::loader::open_first("NVTX", &names, resolve) }
 }
 
 fn nvtx() -> &'static Result<Nvtx, String> {

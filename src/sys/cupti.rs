@@ -133,31 +133,18 @@ fn candidates() -> Vec<String> {
 }
 
 fn load() -> Result<Cupti, String> {
-    let names = candidates();
-    let mut why = String::from("no candidates");
-    for name in &names {
-        // SAFETY: loading libcupti runs its initialisers, which have no preconditions.
-        let lib = match unsafe { libloading::Library::new(name) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                why = format!("{name}: {e}");
-                continue;
-            }
-        };
+    let resolve = |name: &str, lib: libloading::Library| {
         macro_rules! sym {
             ($name:literal) => {
-                // SAFETY: each symbol has the C signature of its type alias in every CUPTI
-                // since CUDA 11 (the field's type says which).
+                // SAFETY: each symbol has the C signature of its type alias in every CUPTI since
+                // CUDA 11 (the field's type says which).
                 match unsafe { lib.get(concat!($name, "\0").as_bytes()) } {
                     Ok(s) => *s,
-                    Err(_) => {
-                        why = format!("{name} has no {}", $name);
-                        continue;
-                    }
+                    Err(_) => return Err(format!("{name} has no {}", $name)),
                 }
             };
         }
-        let found = Cupti {
+        Ok(Cupti {
             register: sym!("cuptiActivityRegisterCallbacks"),
             enable: sym!("cuptiActivityEnable"),
             disable: sym!("cuptiActivityDisable"),
@@ -166,15 +153,12 @@ fn load() -> Result<Cupti, String> {
             stream_id: sym!("cuptiGetStreamIdEx"),
             context_id: sym!("cuptiGetContextId"),
             timestamp: sym!("cuptiGetTimestamp"),
-            path: name.clone(),
+            path: name.to_string(),
             _lib: lib,
-        };
-        return Ok(found);
-    }
-    Err(format!(
-        "no CUPTI library could be loaded (tried {}; last: {why})",
-        names.join(", ")
-    ))
+        })
+    };
+    // SAFETY: loading libcupti runs its initialisers, which have no preconditions.
+    unsafe { super::loader::open_first("CUPTI", &candidates(), resolve) }
 }
 
 /// The process's CUPTI, loaded on first use; a failure is remembered.

@@ -154,6 +154,43 @@ impl DriverLibrary {
     }
 }
 
+/// Opens the first of `names` that loads and in which `resolve` finds what it needs (it is given
+/// the name and the library and returns what it built, or what is missing): the loop of the
+/// optional libraries (libcupti, libnvToolsExt). Otherwise an error naming every candidate and
+/// the last reason: "no {what} library could be loaded (tried ...; last: ...)".
+///
+/// # Safety
+/// Loading a library runs its initialisers: the caller vouches for the named libraries.
+///
+/// ```
+/// // SAFETY: no library by this name exists; nothing is loaded.
+/// let r = unsafe {
+///     cudrv::sys::loader::open_first("example", &["libcudrv-no-such.so".to_string()], |_, _| Ok(()))
+/// };
+/// assert!(r.unwrap_err().starts_with("no example library could be loaded (tried libcudrv-no-such.so; last:"));
+/// ```
+pub unsafe fn open_first<T>(
+    what: &str,
+    names: &[String],
+    mut resolve: impl FnMut(&str, libloading::Library) -> std::result::Result<T, String>,
+) -> std::result::Result<T, String> {
+    let mut why = String::from("no candidates");
+    for name in names {
+        // SAFETY: the caller vouches for the named libraries' initialisers.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(lib) => match resolve(name, lib) {
+                Ok(found) => return Ok(found),
+                Err(missing) => why = missing,
+            },
+            Err(e) => why = format!("{name}: {e}"),
+        }
+    }
+    Err(format!(
+        "no {what} library could be loaded (tried {}; last: {why})",
+        names.join(", ")
+    ))
+}
+
 /// A lazily resolved entry point: of the process-wide driver library ([`get`](Self::get)), or
 /// of another library opened with [`DriverLibrary::open`] ([`get_in`](Self::get_in), e.g.
 /// libcupti).
