@@ -20,8 +20,12 @@ fn seed() -> u64 {
     gpu::fresh_seed()
 }
 
-/// One step of a random chain over four vectors: applied to the executor batch and to the f64
-/// reference alike.
+/// Vectors of a random chain: more than the buffers whose values the executor's threads keep
+/// between items (4), so that the chains also take over kept buffers.
+const VECTORS: usize = 6;
+
+/// One step of a random chain over the vectors, on their first `len` elements (a prefix view
+/// of each operand): applied to the executor batch and to the f64 reference alike.
 #[derive(Clone, Copy, Debug)]
 enum Step {
     Axpy(usize, f32, usize),
@@ -33,21 +37,28 @@ enum Step {
     Sum(usize),
 }
 
-fn random_chain(rng: &mut Rng, len: usize) -> Vec<Step> {
+/// Steps with their lengths: the whole vectors mostly, a prefix of them at times (the executor
+/// keeps a buffer's values only as far as an item went, so a longer item after a shorter one
+/// reads the rest from memory).
+fn random_chain(rng: &mut Rng, len: usize, n: usize) -> Vec<(Step, usize)> {
     let mut pick = |k: usize| (rng.uniform(0.0, k as f64) as usize).min(k - 1);
     let mut steps = Vec::new();
     for _ in 0..len {
-        let (a, b, c) = (pick(4), pick(4), pick(4));
+        let m = if pick(4) == 0 { 1 + pick(n) } else { n };
+        let (a, b, c) = (pick(VECTORS), pick(VECTORS), pick(VECTORS));
         let v = (pick(1000) as f32 / 1000.0 - 0.5) * 1.5;
-        steps.push(match pick(13) {
-            0..=2 => Step::Axpy(a, v, b),
-            3..=4 => Step::Scale(a, v, b),
-            5..=6 => Step::Axpby(a, v, b, 0.5),
-            7..=8 => Step::Add(a, b, c),
-            9..=10 => Step::Mul(a, b, c),
-            11 => Step::Fill(a, v),
-            _ => Step::Sum(a),
-        });
+        steps.push((
+            match pick(13) {
+                0..=2 => Step::Axpy(a, v, b),
+                3..=4 => Step::Scale(a, v, b),
+                5..=6 => Step::Axpby(a, v, b, 0.5),
+                7..=8 => Step::Add(a, b, c),
+                9..=10 => Step::Mul(a, b, c),
+                11 => Step::Fill(a, v),
+                _ => Step::Sum(a),
+            },
+            m,
+        ));
     }
     steps
 }
@@ -56,10 +67,12 @@ fn random_chain(rng: &mut Rng, len: usize) -> Vec<Step> {
 /// where it differs from the f64 reference, the chain is ill-conditioned in f32 (cancellation,
 /// or values that underflow: a product of small factors reaches 0 in f32 but not in f64), and a
 /// difference between the executor and the reference says nothing about the executor.
-fn in_f32(steps: &[Step], init: &[Vec<f64>; 4]) -> [Vec<f32>; 4] {
-    let mut v: [Vec<f32>; 4] = std::array::from_fn(|k| init[k].iter().map(|&x| x as f32).collect());
-    for s in steps {
-        for i in 0..v[0].len() {
+// Element i of several vectors at once: a range reads best.
+#[allow(clippy::needless_range_loop)]
+fn in_f32(steps: &[(Step, usize)], init: &[Vec<f64>; VECTORS]) -> [Vec<f32>; VECTORS] {
+    let mut v: [Vec<f32>; VECTORS] = std::array::from_fn(|k| init[k].iter().map(|&x| x as f32).collect());
+    for &(ref s, m) in steps {
+        for i in 0..m {
             match *s {
                 Step::Axpy(y, a, x) => v[y][i] = a.mul_add(v[x][i], v[y][i]),
                 Step::Scale(y, a, x) => v[y][i] = a * v[x][i],
@@ -76,13 +89,12 @@ fn in_f32(steps: &[Step], init: &[Vec<f64>; 4]) -> [Vec<f32>; 4] {
 
 // Element i of several vectors at once (v[y][i] from v[x][i]): an index, not an iterator.
 #[allow(clippy::needless_range_loop)]
-fn reference(steps: &[Step], init: &[Vec<f64>; 4]) -> ([Vec<f64>; 4], Vec<(f64, f64)>, f64) {
+fn reference(steps: &[(Step, usize)], init: &[Vec<f64>; VECTORS]) -> ([Vec<f64>; VECTORS], Vec<(f64, f64)>, f64) {
     let mut v = init.clone();
     let mut sums = Vec::new();
     let mut largest = 0.0f64;
-    for s in steps {
-        let n = v[0].len();
-        for i in 0..n {
+    for &(ref s, m) in steps {
+        for i in 0..m {
             match *s {
                 Step::Axpy(y, a, x) => v[y][i] += a as f64 * v[x][i],
                 Step::Scale(y, a, x) => v[y][i] = a as f64 * v[x][i],
@@ -94,8 +106,8 @@ fn reference(steps: &[Step], init: &[Vec<f64>; 4]) -> ([Vec<f64>; 4], Vec<(f64, 
             }
         }
         if let Step::Sum(x) = *s {
-            let sum: f64 = v[x].iter().sum();
-            let magnitude: f64 = v[x].iter().map(|e| e.abs()).sum();
+            let sum: f64 = v[x][..m].iter().sum();
+            let magnitude: f64 = v[x][..m].iter().map(|e| e.abs()).sum();
             largest = largest.max(magnitude);
             sums.push((sum, magnitude));
         }
@@ -141,8 +153,8 @@ fn exec_runs_random_chains_like_the_reference() {
                 1 => rng.uniform(2.0, 5000.0) as usize,
                 _ => rng.uniform(5000.0, 400_000.0) as usize,
             };
-            let steps = random_chain(&mut rng, 170);
-            let init: [Vec<f64>; 4] = std::array::from_fn(|_| {
+            let steps = random_chain(&mut rng, 170, n);
+            let init: [Vec<f64>; VECTORS] = std::array::from_fn(|_| {
                 let v: Vec<f32> = rng.vec(n, -1.0, 1.0);
                 v.into_iter().map(|x| x as f64).collect()
             });
@@ -150,7 +162,7 @@ fn exec_runs_random_chains_like_the_reference() {
             // A chain whose values (at any step) leave f32's range, or that f32 itself cannot
             // follow (host f32 against f64 beyond 1e-5), says nothing about the executor.
             let host32 = in_f32(&steps, &init);
-            let f32_follows = (0..4).all(|k| {
+            let f32_follows = (0..VECTORS).all(|k| {
                 let h: Vec<f64> = host32[k].iter().map(|&x| x as f64).collect();
                 rel_error(&h, &want[k]) < 1e-5
             });
@@ -166,18 +178,23 @@ fn exec_runs_random_chains_like_the_reference() {
             let sums: Vec<DeviceBuffer<f32>> = (0..want_sums.len())
                 .map(|_| DeviceBuffer::from_slice(&s, &[f32::NAN]).unwrap())
                 .collect();
+            // Each step's operands: views of the vectors' first `len` elements.
+            let views: Vec<Vec<_>> = steps
+                .iter()
+                .map(|&(_, m)| bufs.iter().map(|b| b.slice(..m).unwrap()).collect())
+                .collect();
             let mut b = exec.batch();
             let mut k = 0;
-            for st in &steps {
-                match *st {
-                    Step::Axpy(y, a, x) => b.axpy(&bufs[y], a, &bufs[x]).unwrap(),
-                    Step::Scale(y, a, x) => b.scale(&bufs[y], a, &bufs[x]).unwrap(),
-                    Step::Axpby(y, a, x, c) => b.axpby(&bufs[y], a, &bufs[x], c).unwrap(),
-                    Step::Add(o, x, y) => b.add(&bufs[o], &bufs[x], &bufs[y]).unwrap(),
-                    Step::Mul(o, x, y) => b.mul(&bufs[o], &bufs[x], &bufs[y]).unwrap(),
-                    Step::Fill(y, a) => b.fill(&bufs[y], a).unwrap(),
+            for (&(st, _), v) in steps.iter().zip(&views) {
+                match st {
+                    Step::Axpy(y, a, x) => b.axpy(&v[y], a, &v[x]).unwrap(),
+                    Step::Scale(y, a, x) => b.scale(&v[y], a, &v[x]).unwrap(),
+                    Step::Axpby(y, a, x, c) => b.axpby(&v[y], a, &v[x], c).unwrap(),
+                    Step::Add(o, x, y) => b.add(&v[o], &v[x], &v[y]).unwrap(),
+                    Step::Mul(o, x, y) => b.mul(&v[o], &v[x], &v[y]).unwrap(),
+                    Step::Fill(y, a) => b.fill(&v[y], a).unwrap(),
                     Step::Sum(x) => {
-                        b.sum(&sums[k], &bufs[x]).unwrap();
+                        b.sum(&sums[k], &v[x]).unwrap();
                         k += 1;
                     }
                 }

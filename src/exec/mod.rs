@@ -387,7 +387,7 @@ impl ExecutorBuilder {
 /// };
 /// assert_eq!(p.overhead_per_item(), Duration::from_nanos(20)); // (1 + 1) us over 100 items
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlockProfile {
     /// Items the block ran.
     pub items: u64,
@@ -397,7 +397,8 @@ pub struct BlockProfile {
     pub waiting: Duration,
     /// Copying items into shared memory.
     pub copying: Duration,
-    /// Running items (their own work), barriers excluded.
+    /// Running items (their own work and the per-item steps of the loop that runs them), barriers
+    /// excluded: the time not spent waiting, copying or in barriers.
     pub running: Duration,
     /// In grid barriers (before items that need one, and at the end of each batch).
     pub barriers: Duration,

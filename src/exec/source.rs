@@ -180,12 +180,13 @@ static __device__ __forceinline__ void copy_items_to_cache(unsigned long long* c
 }
 
 // Thread 0 of blocks 0 and 1 publishes its profile counters (plain stores; the host reads them
-// as of about the last batch).
-static __device__ __forceinline__ void report(Host* host, long long wait, long long copy, long long items,
-    long long bar, long long n, long long refills) {
+// as of about the last batch): items' time is what the clock ran since `start` less waiting
+// and copying.
+static __device__ __forceinline__ void report(Host* host, long long start, long long wait, long long copy,
+    long long bar, unsigned long long n, long long refills) {
   if (threadIdx.x != 0 || blockIdx.x > 1) return;
   volatile unsigned long long* o = host->prof + 6 * blockIdx.x;
-  o[0] = wait; o[1] = copy; o[2] = items; o[3] = bar; o[4] = n; o[5] = refills;
+  o[0] = wait; o[1] = copy; o[2] = clock64() - start - wait - copy; o[3] = bar; o[4] = n; o[5] = refills;
   __threadfence_system();
 }
 
@@ -201,16 +202,22 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
   __shared__ float red[32];
   const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long stride = (long long)gridDim.x * blockDim.x;
-  unsigned long long cache_from = 0, cache_to = 0;  // the same in every thread
+  // Items cache_from .. cache_from + cached are in shared memory, k the next one to run (the
+  // same in every thread); 32-bit k keeps the per-item path short.
+  unsigned long long cache_from = 0;
+  unsigned int cached = 0, k = 0;
   if (threadIdx.x == 0) fetched = 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys(&host->started, 1ull);
   // Where thread 0's time goes, in SM clock cycles (blocks 0 and 1 report it to the host at the
-  // end of each batch): waiting for items, copying them into shared memory, running items
-  // (barriers included), grid barriers; items and refills counted.
-  long long p_wait = 0, p_copy = 0, p_items = 0, p_bar = 0, p_n = 0, p_ref = 0;
-  for (unsigned long long pos = 0;; ++pos) {
-    long long c_a = clock64();
-    if (pos >= cache_to) {
+  // end of each batch): waiting for items, copying them into shared memory, grid barriers, and
+  // the rest (running items, barriers included) from the clock at the start; refills counted.
+  // Only refills and barriers read the clock: the per-item path stays short.
+  const long long p_start = clock64();
+  long long p_wait = 0, p_copy = 0, p_bar = 0, p_ref = 0;
+  for (;; ++k) {
+    if (k >= cached) {
+      const unsigned long long pos = cache_from + cached;  // the next item
+      long long c_a = clock64();
       p_ref++;
       __syncthreads();  // every thread is done with the cached items
       if (blockIdx.x == 0 && !fetcher) {
@@ -247,20 +254,20 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
       copy_items_to_cache(cache, dev_ring, pos, avail, capacity);
       __syncthreads();
       cache_from = pos;
-      cache_to = avail;
-      long long c_c = clock64(); p_copy += c_c - c_a; c_a = c_c;
+      cached = (unsigned int)(avail - pos);
+      k = 0;
+      p_copy += clock64() - c_a;
     }
-    const unsigned long long* item = cache + (pos - cache_from) * 16;
-    const unsigned long long code = item[0] & 0xffffffffull;
-    if (item[0] >> 32 & 1ull) { long long b0 = clock64(); grid_barrier(ctl); p_bar += clock64() - b0; }
-    p_n++;
+    const unsigned long long* item = cache + k * 16;
+    const unsigned int code = ((const unsigned int*)item)[0];
+    if (((const unsigned int*)item)[1] & 1u) { long long b0 = clock64(); grid_barrier(ctl); p_bar += clock64() - b0; }
     switch (code) {
       case 1:
-        report(host, p_wait, p_copy, p_items, p_bar, p_n, p_ref);
+        report(host, p_start, p_wait, p_copy, p_bar, cache_from + k + 1, p_ref);
         return;
       case 2:
         { long long b0 = clock64(); grid_barrier(ctl); p_bar += clock64() - b0; }
-        report(host, p_wait, p_copy, p_items, p_bar, p_n, p_ref);
+        report(host, p_start, p_wait, p_copy, p_bar, cache_from + k + 1, p_ref);
         if (blockIdx.x == 0 && threadIdx.x == 0) { __threadfence_system(); st_release_sys(&host->completed, item[1]); }
         break;
       case 3:
@@ -302,7 +309,6 @@ const LOOP_HEAD: &str = r#"  // Items are read into shared memory up to CACHE at
 
 const LOOP_TAIL: &str = r#"      default: break;
     }
-    p_items += clock64() - c_a;
   }
 }
 "#;

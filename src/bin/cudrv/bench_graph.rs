@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use std::time::Instant;
 
-use cudrv::exec::{Batch, Executor};
+use cudrv::exec::{Batch, BlockProfile, Executor};
 use cudrv::{ops, DeviceBuffer, Result, Stream};
 
 use crate::timing::{time, Timing};
@@ -80,6 +80,22 @@ impl Vectors {
         }
         Ok(())
     }
+}
+
+/// Where a worker block's time went between two profiles of an executor, per step of `OPS` items.
+fn device_line(label: &str, before: &BlockProfile, after: &BlockProfile) {
+    let items = after.items.saturating_sub(before.items).max(1) as f64;
+    let per =
+        |a: std::time::Duration, b: std::time::Duration| a.saturating_sub(b).as_secs_f64() * 1e6 / items * OPS as f64;
+    println!(
+        "{label}, per {OPS} items (a worker block): their own work {:.1} us, the executor's {:.1} us \
+         (refills {:.1}, barriers {:.1}), idle waiting for items {:.1} us",
+        per(after.running, before.running),
+        per(after.copying + after.barriers, before.copying + before.barriers),
+        per(after.copying, before.copying),
+        per(after.barriers, before.barriers),
+        per(after.waiting, before.waiting)
+    );
 }
 
 /// Median wall time per step of `steps` executor batches, each filled by `fill`, submitted back
@@ -199,8 +215,11 @@ pub fn run(trials: usize) -> Result<bool> {
         std::hint::black_box(b.len());
     }
     let encode = t.elapsed().as_secs_f64() / 200.0;
+    let before_empty = exec.profile()?.worker;
     let (empty_exec, empty_graph) = empty_steps(&stream, &exec, trials)?;
+    let after_empty = exec.profile()?.worker;
     let dispatch = dispatch_only(&exec, trials)?;
+    let after_dispatch = exec.profile()?.worker;
     // Where a graph wins: few kernels with much work each (10 kernels over 16M elements).
     let mut large = Vectors::with_len(&stream, 1.0, LARGE)?;
     let large_graph = stream.capture(|_| large.step_of(LARGE_OPS, 1.0))?;
@@ -268,22 +287,14 @@ pub fn run(trials: usize) -> Result<bool> {
         encode * 1e6
     );
     // The profile counts every batch this executor ran (steps of the real chain and earlier ones).
-    let w = &profile.worker;
-    let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / w.items.max(1) as f64 * OPS as f64;
-    println!(
-        "  on the device, per {OPS} items (a worker block): their own work {:.1} us, the executor's \
-         {:.1} us (refills {:.1}, barriers {:.1}), idle waiting for items {:.1} us",
-        per(w.running),
-        per(w.copying + w.barriers),
-        per(w.copying),
-        per(w.barriers),
-        per(w.waiting)
-    );
+    device_line("  on the device", &BlockProfile::default(), &profile.worker);
     println!();
     println!("with one element per vector (the kernels do no work: the cost of running the chain):");
     wall("  persistent executor", empty_exec);
+    device_line("    on the device", &before_empty, &after_empty);
     row("  graph replayed unchanged", empty_graph);
     wall("  executor, 170 items touching no memory", dispatch);
+    device_line("    on the device", &after_empty, &after_dispatch);
     println!();
     println!("{LARGE_OPS} kernels over {LARGE} elements (much work per kernel):");
     println!(
