@@ -141,3 +141,55 @@ fn cupti_child() {
     assert!(prof.report().unwrap().kernels.is_empty());
     println!("CHILD ok");
 }
+
+/// Set in the child process of the test without libcupti.
+const ABSENT_CHILD: &str = "CUDRV_PROFILE_NO_CUPTI_CHILD";
+
+#[test]
+fn cupti_asked_for_without_libcupti_is_a_clear_error() {
+    let test = "cupti_asked_for_without_libcupti_is_a_clear_error";
+    let Some(driver) = fake_driver::build(test, fake_driver::Fixture::NullDriver) else {
+        return;
+    };
+    let cache = driver.path().with_extension("absent-cache");
+    let missing = driver.path().with_extension("no-such-libcupti.so");
+    let said = child::run(
+        "cupti_absent_child",
+        &[
+            (ABSENT_CHILD, "1".as_ref()),
+            ("CUDRV_LIBCUDA", driver.path().as_os_str()),
+            ("CUDRV_LIBCUPTI", missing.as_os_str()),
+            ("CUDRV_CACHE_DIR", cache.as_os_str()),
+        ],
+        &[
+            "CUDRV_PROFILE",
+            "CUDRV_PROFILE_TIMING",
+            "CUDRV_NVTX",
+            "NVTX_INJECTION64_PATH",
+            "CUDRV_PTXAS",
+        ],
+    );
+    assert_eq!(said, "ok");
+}
+
+#[test]
+fn cupti_absent_child() {
+    if std::env::var_os(ABSENT_CHILD).is_none() {
+        return;
+    }
+    // Asked for by name: enabling fails, saying why, and leaves the profiler off.
+    let ctx = Context::new(0).unwrap();
+    let prof = ctx.profiler();
+    prof.set_timing(Timing::Cupti).unwrap();
+    let err = prof.enable().unwrap_err().to_string();
+    assert!(err.contains("cupti"), "{err}");
+    assert!(!prof.enabled(), "a failed enable left the profiler on");
+    // Automatic: the profiler times with events and says why not CUPTI.
+    let ctx = Context::new(0).unwrap();
+    let prof = ctx.profiler();
+    prof.enable().unwrap();
+    assert_eq!(prof.timing(), Timing::Events);
+    let why = prof.why_not_cupti().expect("no reason given for timing with events");
+    assert!(why.contains("libcupti") || why.contains("cupti"), "{why}");
+    println!("CHILD ok");
+}
