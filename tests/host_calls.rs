@@ -32,17 +32,13 @@ fn repeated_calls_make_only_their_launches() {
     let Some(lib) = fake_driver::build(test, fake_driver::Fixture::NullDriver) else {
         return;
     };
-    let cache = lib.path().with_extension("cache");
-    let said = child::run(
+    let said = child::run_on_driver(
         "host_calls_child",
-        &[
-            (CHILD, "1".as_ref()),
-            ("CUDRV_LIBCUDA", lib.path().as_os_str()),
-            ("CUDRV_CACHE_DIR", cache.as_os_str()),
-            // The profiler's event path is what is counted (a real libcupti beside the null
-            // driver is not tried; tests/profile_cupti.rs covers the CUPTI path).
-            ("CUDRV_PROFILE_TIMING", "events".as_ref()),
-        ],
+        CHILD,
+        lib.path(),
+        // The profiler's event path is what is counted (a real libcupti beside the null
+        // driver is not tried; tests/profile_cupti.rs covers the CUPTI path).
+        &[("CUDRV_PROFILE_TIMING", "events".as_ref())],
         &["CUDRV_PROFILE", "CUDRV_NVTX", "NVTX_INJECTION64_PATH", "CUDRV_PTXAS"],
     );
     assert_eq!(said, "ok");

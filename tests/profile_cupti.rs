@@ -27,14 +27,12 @@ fn cupti_records_are_matched_to_their_launches() {
     let Some(cupti) = fake_driver::build(test, fake_driver::Fixture::FakeCupti) else {
         return;
     };
-    let cache = driver.path().with_extension("cache");
-    let said = child::run(
+    let said = child::run_on_driver(
         "cupti_child",
+        CHILD,
+        driver.path(),
         &[
-            (CHILD, "1".as_ref()),
-            ("CUDRV_LIBCUDA", driver.path().as_os_str()),
             ("CUDRV_LIBCUPTI", cupti.path().as_os_str()),
-            ("CUDRV_CACHE_DIR", cache.as_os_str()),
             ("CUDRV_PROFILE_TIMING", "cupti".as_ref()),
         ],
         &["CUDRV_PROFILE", "CUDRV_NVTX", "NVTX_INJECTION64_PATH", "CUDRV_PTXAS"],
@@ -151,16 +149,12 @@ fn cupti_asked_for_without_libcupti_is_a_clear_error() {
     let Some(driver) = fake_driver::build(test, fake_driver::Fixture::NullDriver) else {
         return;
     };
-    let cache = driver.path().with_extension("absent-cache");
     let missing = driver.path().with_extension("no-such-libcupti.so");
-    let said = child::run(
+    let said = child::run_on_driver(
         "cupti_absent_child",
-        &[
-            (ABSENT_CHILD, "1".as_ref()),
-            ("CUDRV_LIBCUDA", driver.path().as_os_str()),
-            ("CUDRV_LIBCUPTI", missing.as_os_str()),
-            ("CUDRV_CACHE_DIR", cache.as_os_str()),
-        ],
+        ABSENT_CHILD,
+        driver.path(),
+        &[("CUDRV_LIBCUPTI", missing.as_os_str())],
         &[
             "CUDRV_PROFILE",
             "CUDRV_PROFILE_TIMING",

@@ -3,6 +3,7 @@
 //! what it said after `CHILD ` on the line that has it.
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::process::Command;
 
 /// Runs the test `name` alone, with `env` set and `unset` removed; panics with its output if it
@@ -23,4 +24,19 @@ pub fn run(name: &str, env: &[(&str, &OsStr)], unset: &[&str]) -> String {
     text.lines()
         .find_map(|l| l.split_once("CHILD ").map(|(_, said)| said.to_string()))
         .unwrap_or_else(|| panic!("{text}"))
+}
+
+/// Runs the test `name` alone on the driver library `driver` (`CUDRV_LIBCUDA`), with a kernel
+/// cache of its own beside it, `marker` set to 1 (the child's test does its work only then),
+/// `env` set and `unset` removed.
+#[allow(dead_code)] // not every test binary that includes this file runs a fake driver
+pub fn run_on_driver(name: &str, marker: &str, driver: &Path, env: &[(&str, &OsStr)], unset: &[&str]) -> String {
+    let cache = driver.with_extension(format!("{name}.cache"));
+    let mut all: Vec<(&str, &OsStr)> = vec![
+        (marker, "1".as_ref()),
+        ("CUDRV_LIBCUDA", driver.as_os_str()),
+        ("CUDRV_CACHE_DIR", cache.as_os_str()),
+    ];
+    all.extend_from_slice(env);
+    run(name, &all, unset)
 }
