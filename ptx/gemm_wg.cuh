@@ -89,7 +89,9 @@
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
 //   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
 //   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
-//   3 sigmoid, 4 tanh. m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
+//   3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part of a k split through partial
+//   products: D is an f32 scratch, see the epilogue; dstore 0, alpha 1, beta 0, no bias).
+//   m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
 
 #include "gemm_wg_epilogue.cuh"
 #include "gemm_wg_ops.cuh"
@@ -443,6 +445,27 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             }
         }
 
+        // Partial products (src/blas/gemm/partials.rs; act ACT_PARTIAL_F32, 16-bit types): the
+        // f32 accumulators themselves (the host passes alpha 1, beta 0, no bias) go from the
+        // registers to D, which is then the f32 scratch (row length ldd, batch stride sd, in
+        // floats, ldd even and at least n rounded up to even: a pair of columns c, c + 1 with c
+        // < n is one 8-byte store). The host passes no D map (dstore 0): no bulk store is ever
+        // staged, so the staging_rule below has nothing to order.
+        if constexpr (ACT == ACT_NONE && sizeof(T) == 2 && !DT) {
+            if (p.act == ACT_PARTIAL_F32) {
+                float* W = reinterpret_cast<float*>(p.d) + (long long)tc.bz * p.sd;
+                const long long r = row0 + 16 * warp + lane / 4;
+#pragma unroll
+                for (int j = 0; j < NACC / 4; ++j) {
+                    const long long c = tc.n0 + 8 * j + 2 * (lane & 3);
+                    if (c >= p.n) continue;
+                    if (r < p.m) *reinterpret_cast<float2*>(W + r * p.ldd + c) = make_float2(d[4 * j], d[4 * j + 1]);
+                    if (r + 8 < p.m)
+                        *reinterpret_cast<float2*>(W + (r + 8) * p.ldd + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+                }
+                continue;
+            }
+        }
         // Epilogue (see the top of the file).
         if constexpr (DT) {
             // Transposed store: D[r][c] at d[c * ldd + r]. The chunk is parked transposed (column

@@ -437,7 +437,8 @@ fn partial_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, c
         &runs,
         &mut |ops, act| gemm_case::<f64>(stream, rng, ops, shape, [1; 3], e, k, knobs, act),
     );
-    // f16 and bf16: the parts' f32 sums from the mma.sync kernels, rounded once at the end.
+    // f16 and bf16: the parts' f32 sums from the wgmma kernels (compute capability 9.0; else
+    // mma.sync's), rounded once at the end.
     kernel_rows(
         out,
         covered,

@@ -288,9 +288,10 @@ pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     let layout = rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]);
     let pad = |rng: &mut Rng| rng.pick(&[0, 0, 0, 1, 3, 8]);
     let knobs = if rng.next_u64() % 4 != 0 {
-        // f16 and bf16 split on the mma.sync kernels only (their f32 partial sums).
+        // f16 and bf16 split on the tensor-core kernels only (their f32 partial sums): wgmma's
+        // where the TMA can read the operands (Auto tries it first), else mma.sync's.
         let other = match ty {
-            FuzzType::F16 | FuzzType::Bf16 => Kernel::MmaSync,
+            FuzzType::F16 | FuzzType::Bf16 => rng.pick(&[Kernel::MmaSync, Kernel::Wgmma]),
             _ => Kernel::Simt,
         };
         let kernel = rng.pick(&[Kernel::Auto, Kernel::Auto, Kernel::Auto, other, Kernel::TensorCore]);

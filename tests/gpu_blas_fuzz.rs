@@ -253,6 +253,14 @@ fn gemm_fuzz_partials() {
         let split = reports
             .iter()
             .any(|r| r.kernels.keys().any(|k| k.contains("/partials")));
+        // f16 and bf16 split on both kernel families that write f32 partial sums (wgmma's on
+        // compute capability 9.0).
+        let wgmma_split = reports.iter().any(|r| {
+            r.kernels
+                .keys()
+                .any(|k| k.starts_with("gemm_wg_") && k.contains("/partials"))
+        });
+        let hopper = ctx.compute_capability() >= (9, 0);
         check(
             &format!(
                 "gemm_fuzz_partials {} ({:.1} s)",
@@ -262,6 +270,9 @@ fn gemm_fuzz_partials() {
             reports,
         );
         assert!(split, "{}: no case ran a split through partial products", ty.name());
+        if hopper && matches!(ty, FuzzType::F16 | FuzzType::Bf16) {
+            assert!(wgmma_split, "{}: no case split on the wgmma kernels", ty.name());
+        }
     }
 }
 

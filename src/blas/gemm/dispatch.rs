@@ -159,6 +159,34 @@ fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
     tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
 }
 
+/// The wgmma tile the automatic choice takes for `batch` products of `dims` (rows x columns of
+/// the kernel's D) over `k`, of type `t` (f16, bf16 or tf32), before any split of k: its letter
+/// and size.
+pub(crate) fn wg_auto_tile(
+    t: &str,
+    dims: (usize, usize),
+    batch: usize,
+    k: usize,
+    sms: usize,
+) -> (char, (usize, usize)) {
+    // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the epilogue through
+    // shared memory it measured 1.1-1.5x faster than 128 x 256 up to k = 256; with TMA stores
+    // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm.md).
+    // f16 / bf16 keep the wide tile.
+    if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= 128) {
+        ('w', (128, 256))
+    } else if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 {
+        ('l', (128, 128))
+    } else if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms {
+        // One wave of 128 x 128 tiles rather than more than one of 128 x 64 (11008 x 16 x 4096:
+        // 86 tiles against 172, 0.64x -> 0.77x cuBLAS for f16, 0.62x -> 0.75x for tf32; H100,
+        // docs/kernels/gemm.md, "Split k on the wgmma kernels").
+        ('l', (128, 128))
+    } else {
+        ('n', (128, 64))
+    }
+}
+
 /// Most parts the wgmma kernels split k into (forced or automatic).
 pub(crate) const WG_MAX_PARTS: u32 = 64;
 /// Most parts of an automatic split.
@@ -384,17 +412,7 @@ pub(crate) fn choose_kernel(
                 Tile::Wide => ('w', (128, 256)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
-                // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the
-                // epilogue through shared memory it measured 1.1-1.5x faster than 128 x 256 up to
-                // k = 256; with TMA stores the two tie at k = 128 and the wide tile is 5-12% faster
-                // at k = 256 (docs/kernels/gemm.md). f16 / bf16 keep the wide tile.
-                _ if wide_enough(dims, batch, sms) && !(t == "tf32" && plan.k <= 128) => ('w', (128, 256)),
-                _ if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 => ('l', (128, 128)),
-                // One wave of 128 x 128 tiles rather than more than one of 128 x 64 (11008 x 16 x
-                // 4096: 86 tiles against 172, 0.64x -> 0.77x cuBLAS for f16, 0.62x -> 0.75x for
-                // tf32; H100, docs/kernels/gemm.md, "Split k on the wgmma kernels").
-                _ if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms => ('l', (128, 128)),
-                _ => ('n', (128, 64)),
+                _ => wg_auto_tile(t, dims, batch, plan.k, sms),
             };
             // k-tiles of 128 bytes of k.
             let ktiles = plan.k.div_ceil(if t == "tf32" { 32 } else { 64 });

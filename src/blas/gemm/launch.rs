@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, wg_parts, Choice, Family};
-use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH};
+use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;
@@ -275,6 +275,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
     // 128 bytes of k per box row, or of m/n for an operand that is not k-contiguous.
     let bk = (128 / size_of::<T>()) as u32;
     let sz = size_of::<T>() as u64;
+    // A part of a split through partial products (f16, bf16) writes f32 into a scratch, which the
+    // kernel stores without the TMA (partials.rs).
+    let partial = params.act == ACT_PARTIAL_F32;
+    let dsz = if partial { 4 } else { sz };
     let mut done = 0usize;
     while done < batch {
         let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
@@ -328,7 +332,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
         let mut p = params;
         p.x += done as u64 * params.sx as u64 * sz;
         p.y += done as u64 * params.sy as u64 * sz;
-        p.d += done as u64 * params.sd as u64 * sz;
+        p.d += done as u64 * params.sd as u64 * dsz;
         p.batch = count as i32;
         let [x, y] = tma_operands(&p, element, xk, yk, count);
         let tx = if xk {
@@ -359,7 +363,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
             batch: count as u64,
             stride: p.sd as u64,
         };
-        let dstore = d.fits() && (count == 1 || p.sd != 0) && (d.inner * sz) % 16 == 0;
+        let dstore = !partial && d.fits() && (count == 1 || p.sd != 0) && (d.inner * sz) % 16 == 0;
         let td = if dstore {
             d.encode(bk, box_outer)?
         } else {

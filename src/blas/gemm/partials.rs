@@ -6,15 +6,16 @@
 //! accumulator type into a scratch buffer, and `gemm_partials_<t>` (ptx/gemm_partials.cu) adds
 //! them in a fixed order and applies the GEMM's epilogue. f32 (also as tf32) and f64 keep their
 //! partial sums in their own type; f16 and bf16 keep them in f32 (rounding each to 16 bits would
-//! lose the split's precision): their parts run on the mma.sync kernels (ptx/gemm_tc.cu), which
-//! write their f32 accumulators to the scratch when the parameter block's `act` is
+//! lose the split's precision): their parts run on the wgmma kernels (ptx/gemm_wg.cuh; compute
+//! capability 9.0, operands the TMA can read) or else the mma.sync kernels (ptx/gemm_tc.cu),
+//! which write their f32 accumulators to the scratch when the parameter block's `act` is
 //! [`ACT_PARTIAL_F32`], and the sum is rounded once, at the end.
 
 use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::{choose, Choice};
+use super::dispatch::{choose, wg_auto_tile, Choice};
 use super::launch::run_choice;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::thin::{tc_thin, tc_thin_tile, THIN_MAX};
@@ -154,11 +155,62 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     (parts >= least).then_some(parts)
 }
 
+/// The automatic split of an f16 / bf16 GEMM that [`auto_parts`] leaves alone because it has
+/// more than [`HALF_MAX_TILES`] tiles of 64 x 64 with both sides longer than [`THIN_MAX`], on
+/// the wgmma kernels (compute capability 9.0; the caller checks): up to
+/// [`WG_PARTIALS_MAX_TILES`] tiles of 128 x 128, the most parts (a power of two from 8 to 32,
+/// the measured range) whose blocks fill more than half a wave and at most one, on the tile the parts'
+/// batch takes (`wg_auto_tile`) when that is not the 128 x 256 one, each part keeping at least
+/// [`WG_PARTIALS_MIN_KPER`] of k, and for sides that are not multiples of 64 only from k =
+/// [`WG_PARTIALS_RAGGED_MIN_K`]. The parts read their operands fewer times over than the wgmma
+/// kernels' own split of the 128 x 64 tile in 16 parts, and hand off through the scratch rather
+/// than by one block per tile reading every part. Measured on an H200 (2026-11-27,
+/// docs/kernels/gemm.md, "f16 and bf16 through partial products on wgmma"), f16 NN against the
+/// wgmma split the automatic choice took before: 256 x 256 x 65536 0.60x -> 0.83x cuBLAS (32
+/// parts; 16: 0.85x; 0.80-0.86x in every op pair, bf16 alike), 256 x 128 x 65536 0.56x -> 0.77x (32),
+/// 128 x 256 x 32768 0.55x -> 0.90x (32), 192 x 320 x 65536 0.55x -> 0.73x (16), 384 x 256 x
+/// 65536 0.65x -> 0.80x (16), 320 x 320 x 32768 0.51x -> 0.76x (8), 256 x 512 x 65536 0.57x ->
+/// 0.85x (16), 256 x 256 x 16384 0.68x -> 0.87x (16); 512 x 512 x 32768 (16 tiles) gained
+/// nothing (0.70x either way).
+pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize) -> Option<usize> {
+    if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K || plan.m.min(plan.n) <= THIN_MAX {
+        return None;
+    }
+    let (m, n) = (plan.m, plan.n);
+    if tiles2(m, n, (64, 64)) <= HALF_MAX_TILES || tiles2(m, n, (128, 128)) > WG_PARTIALS_MAX_TILES {
+        return None;
+    }
+    // Sides that end inside a 64-wide tile only from k = 65536: at shorter k the wgmma
+    // kernels' own split was faster (200 x 120 x 40000: 79 against 70 TFLOP/s, 300 x 200 x
+    // 30000: 77 against 61-66; 150 x 250 x 50000 tied; 200 x 200 x 65536: 121 -> 188).
+    if (m % 64 != 0 || n % 64 != 0) && plan.k < WG_PARTIALS_RAGGED_MIN_K {
+        return None;
+    }
+    let mut best = None;
+    let mut parts = 8;
+    while parts <= 32 && plan.k / parts >= WG_PARTIALS_MIN_KPER {
+        let (letter, tile) = wg_auto_tile(type_name, (m, n), parts, plan.k / parts, sms);
+        let units = tiles2(m, n, tile) * parts;
+        if letter != 'w' && units * 2 > sms && units <= sms {
+            best = Some(parts);
+        }
+        parts *= 2;
+    }
+    best
+}
+
+/// Most 128 x 128 output tiles of an f16 / bf16 GEMM [`auto_wgmma_parts`] splits.
+const WG_PARTIALS_MAX_TILES: usize = 12;
+/// The least k for which [`auto_wgmma_parts`] splits a GEMM whose sides are not multiples of 64.
+const WG_PARTIALS_RAGGED_MIN_K: usize = 65536;
+/// The least k a part of [`auto_wgmma_parts`]'s split keeps.
+const WG_PARTIALS_MIN_KPER: usize = 1024;
+
 /// Most 64 x 64 output tiles an f16 / bf16 GEMM with both sides longer than [`THIN_MAX`] has
-/// for the automatic choice to split it through partial products: more are left to the wgmma
-/// kernels' own split (16 tiles, 256 x 256 x 65536: 0.40x cuBLAS in 16 parts on 64 x 64
-/// mma.sync tiles against 0.58x on wgmma; 4 tiles, 128 x 128 x 65536: 0.77x in 64 parts against
-/// 0.56x).
+/// for the automatic choice to split it through partial products on the mma.sync kernels: more
+/// go to [`auto_wgmma_parts`] (16 tiles, 256 x 256 x 65536: 0.40x cuBLAS in 16 parts on 64 x 64
+/// mma.sync tiles against 0.58x on wgmma's own split; 4 tiles, 128 x 128 x 65536: 0.77x in 64
+/// parts against 0.56x).
 const HALF_MAX_TILES: usize = 4;
 
 /// The least k the automatic choice splits through partial products.
@@ -175,10 +227,13 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
     params: &GemmParams,
     stream: &Stream,
 ) -> Result<Option<PartialsRoute>> {
+    let cc = stream.context().compute_capability();
+    // f16 / bf16: the parts on wgmma's kernels where they can run (compute capability 9.0,
+    // operands the TMA can read) unless mma.sync is asked for.
+    let mut on_wgmma = g.kernel != Kernel::MmaSync && cc >= (9, 0);
     let wanted = match g.split {
         SplitK::Partials(asked) if asked >= 2 => {
             let asked = asked as usize;
-            let cc = stream.context().compute_capability();
             if !splittable::<T>(cc) {
                 bail_invalid!(
                     "gemm: a split of k through partial products of {} keeps its partial sums in f32 on the mma.sync kernels, which need compute capability 8.0, not {}.{}",
@@ -187,9 +242,9 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
                     cc.1
                 );
             }
-            if !own_accumulator::<T>() && matches!(g.kernel, Kernel::Wgmma | Kernel::Simt) {
+            if !own_accumulator::<T>() && g.kernel == Kernel::Simt {
                 bail_invalid!(
-                    "gemm: a split of k through partial products of {} runs its parts on the mma.sync kernels, not {:?}",
+                    "gemm: a split of k through partial products of {} runs its parts on the tensor-core kernels (wgmma or mma.sync), not {:?}",
                     T::NAME,
                     g.kernel
                 );
@@ -211,10 +266,21 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             }
             asked
         }
-        SplitK::Auto if g.batch == 1 && params.k != 0 && splittable::<T>(stream.context().compute_capability()) => {
+        SplitK::Auto if g.batch == 1 && params.k != 0 && splittable::<T>(cc) => {
             let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
             match auto_parts::<T, S>(g, plan, sms) {
-                Some(p) => p,
+                // f16 / bf16: a decode step's thin tiles on the mma.sync kernels (the rule was
+                // fitted on them); the few 64 x 64 tiles of two longer sides on wgmma's, where
+                // the same count ran faster (H200, 2026-11-27: 128 x 128 x 65536 in 64 parts
+                // 105 -> 177 TFLOP/s, 64 x 64 x 65536 35 -> 45; docs/kernels/gemm.md).
+                Some(p) => {
+                    on_wgmma &= plan.m.min(plan.n) > THIN_MAX;
+                    p
+                }
+                None if cc >= (9, 0) && !own_accumulator::<T>() => match auto_wgmma_parts(g, plan, T::NAME, sms) {
+                    Some(p) => p,
+                    None => return Ok(None),
+                },
                 None => return Ok(None),
             }
         }
@@ -251,25 +317,33 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
         k: plan.k - full * kper,
         ..batched.clone()
     };
-    // f16 and bf16 parts on the mma.sync kernels, which write f32 partial sums.
-    let kernel = if own_accumulator::<T>() {
-        g.kernel
-    } else {
-        Kernel::MmaSync
-    };
-    let inner = |batch: usize| Gemm {
-        batch,
-        kernel,
-        split: SplitK::Off,
-        activation: Activation::None,
-        ..*g
-    };
     let [p_full, p_last] = part_params::<T>(params, &batched, &last, full, 0);
-    let first = choose::<T, S>(&inner(full), &batched, &p_full, stream)?;
-    let second = if full < parts {
-        choose::<T, S>(&inner(1), &last, &p_last, stream)?
+    let choice = |kernel: Kernel| -> Result<[Arc<Choice>; 2]> {
+        let inner = |batch: usize| Gemm {
+            batch,
+            kernel,
+            split: SplitK::Off,
+            activation: Activation::None,
+            ..*g
+        };
+        let first = choose::<T, S>(&inner(full), &batched, &p_full, stream)?;
+        let second = if full < parts {
+            choose::<T, S>(&inner(1), &last, &p_last, stream)?
+        } else {
+            first.clone()
+        };
+        Ok([first, second])
+    };
+    // f16 and bf16 parts on the kernels that write f32 partial sums: wgmma's (`on_wgmma`) where
+    // it can take them, else mma.sync's.
+    let [first, second] = if own_accumulator::<T>() {
+        choice(g.kernel)?
     } else {
-        first.clone()
+        match on_wgmma.then(|| choice(Kernel::Wgmma)) {
+            Some(Ok(c)) => c,
+            Some(Err(e)) if g.kernel == Kernel::Wgmma => return Err(e),
+            _ => choice(Kernel::MmaSync)?,
+        }
     };
     Ok(Some(PartialsRoute {
         parts,

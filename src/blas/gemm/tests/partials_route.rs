@@ -117,3 +117,38 @@ fn tf32_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
     assert_eq!(tn(28672, 4096), None);
     assert_eq!(tn(4096, 4095), None);
 }
+
+#[test]
+fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
+    use crate::blas::gemm::partials::auto_wgmma_parts;
+    let wg = |m, n, k| {
+        let g = nn::<f32>(m, n, k);
+        let plan = g.plan([1 << 30; 3], None).expect("plan");
+        // Only where the mma.sync rule leaves the GEMM alone.
+        assert_eq!(parts::<half::f16>(&g), None, "{m} x {n} x {k}");
+        auto_wgmma_parts(&g, &plan, "f16", 132)
+    };
+    // The most parts whose blocks (on the tile the parts' batch takes, not 128 x 256) fill more
+    // than half a wave and at most one; each part keeps 1024 of k (H200, 2026-11-27).
+    assert_eq!(wg(256, 256, 65536), Some(32));
+    assert_eq!(wg(256, 256, 16384), Some(16));
+    assert_eq!(wg(256, 128, 65536), Some(32));
+    assert_eq!(wg(128, 256, 32768), Some(32));
+    assert_eq!(wg(192, 320, 65536), Some(16));
+    assert_eq!(wg(384, 256, 65536), Some(16));
+    assert_eq!(wg(320, 320, 32768), Some(8));
+    assert_eq!(wg(256, 512, 65536), Some(16));
+    // Sides that end inside a tile: only from k = 65536.
+    assert_eq!(wg(200, 200, 65536), Some(32));
+    assert_eq!(wg(200, 120, 40000), None);
+    assert_eq!(wg(300, 200, 30000), None);
+    // More than 12 tiles of 128 x 128, k too short for 8 parts, forced knobs: no split here.
+    assert_eq!(wg(512, 512, 32768), None);
+    assert_eq!(wg(1024, 1024, 32768), None);
+    assert_eq!(wg(256, 256, 4096), None);
+    let plan = nn::<f32>(256, 256, 65536).plan([1 << 30; 3], None).expect("plan");
+    assert_eq!(
+        auto_wgmma_parts(&nn::<f32>(256, 256, 65536).tile(Tile::Large), &plan, "f16", 132),
+        None
+    );
+}
