@@ -9,6 +9,7 @@ use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
+use super::wg_tiles::{wg_auto_split, wg_auto_tile, wg_parts, wide_enough, WG_MAX_PARTS};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -149,102 +150,6 @@ fn align_min_flop(type_name: &str) -> u128 {
     match type_name {
         "f32" => 2 * 400 * 400 * 400,
         _ => 2 * 96 * 96 * 96,
-    }
-}
-
-/// Smallest problem (in 128 x 256 tiles) that takes the wide wgmma tile: half a wave (on the
-/// H100, 2048^2 runs 12% faster on 128 wide tiles than on 256 of 128 x 128). Below that the
-/// 128 x 128 tile is taken from 3/4 of a wave of its tiles, and the 128 x 64 tile under that.
-fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
-    tiles2(m, n, (128, 256)).saturating_mul(batch) >= sms / 2
-}
-
-/// The wgmma tile the automatic choice takes for `batch` products of `dims` (rows x columns of
-/// the kernel's D) over `k`, of type `t` (f16, bf16 or tf32), before any split of k: its letter
-/// and size.
-pub(crate) fn wg_auto_tile(
-    t: &str,
-    dims: (usize, usize),
-    batch: usize,
-    k: usize,
-    sms: usize,
-) -> (char, (usize, usize)) {
-    // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the epilogue through
-    // shared memory it measured 1.1-1.5x faster than 128 x 256 up to k = 256; with TMA stores
-    // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm.md).
-    // f16 / bf16 keep the wide tile.
-    if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= 128) {
-        ('w', (128, 256))
-    } else if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 {
-        ('l', (128, 128))
-    } else if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms {
-        // One wave of 128 x 128 tiles rather than more than one of 128 x 64 (11008 x 16 x 4096:
-        // 86 tiles against 172, 0.64x -> 0.77x cuBLAS for f16, 0.62x -> 0.75x for tf32; H100,
-        // docs/kernels/gemm.md, "Split k on the wgmma kernels").
-        ('l', (128, 128))
-    } else {
-        ('n', (128, 64))
-    }
-}
-
-/// Most parts the wgmma kernels split k into (forced or automatic).
-pub(crate) const WG_MAX_PARTS: u32 = 64;
-/// Most parts of an automatic split.
-const WG_AUTO_MAX_PARTS: usize = 16;
-/// The least k-tiles (128 bytes of k each) a part of an automatic split keeps.
-const WG_SPLIT_MIN_KTILES: usize = 16;
-/// The least k-tiles per part for which a split of the 128 x 128 tile beats an equally full one
-/// of the 128 x 64 tile in fewer parts.
-const WG_SPLIT_LONG_KTILES: usize = 64;
-
-/// The parts a wgmma split of `ktiles` k-tiles in (at most) `parts` really has: every part keeps
-/// `ceil(ktiles / parts)` k-tiles, the last what is left.
-pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
-    let per = ktiles.div_ceil(parts.max(1)).max(1);
-    ktiles.div_ceil(per).max(1)
-}
-
-/// The automatic k split of the wgmma kernels, given the tile the unsplit rule chose (`letter`),
-/// the 128 x 64 and 128 x 128 tile counts (`n_units`, `l_units`, batch included) and the
-/// k-tiles. A block of these kernels streams its operands at a rate that depends little on how
-/// many bytes a k-tile holds (on the H100 about 0.45 us per k-tile for a decode step's 16 x 64
-/// tiles and for full ones), so a problem of less than a wave of tiles runs about as many times
-/// slower as it leaves multiprocessors idle. So: each tile that fits a wave splits k into as many
-/// parts as fill the wave (at most `WG_AUTO_MAX_PARTS`, each keeping `WG_SPLIT_MIN_KTILES`), and
-/// of the two tiles the one that fills more blocks wins; on a tie, the 128 x 128 tile (which
-/// needs half the 128 x 64 tile's loads) if it needs no more parts or keeps at least
-/// `WG_SPLIT_LONG_KTILES` per part, else the 128 x 64 tile in fewer parts. Measured on the H100
-/// (docs/kernels/gemm.md, "Split k on the wgmma kernels"): 4096 x 16 x 11008 f16 0.48x -> 0.74x
-/// cuBLAS (128 x 64 in 2), tf32 0.53x -> 0.84x (128 x 128 in 4), 8192 x 16 x 8192 0.71x -> 0.84x
-/// (128 x 128 in 2), 1024 x 1024 x 32768 0.58x -> 0.80x (128 x 128 in 2), 256 x 256 x 65536
-/// 0.11x -> 0.56x.
-///
-/// Returns the tile letter and the parts (1: no split).
-fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sms: usize) -> (char, usize) {
-    if letter == 'w' || n_units == 0 || l_units == 0 {
-        return (letter, 1);
-    }
-    // (parts, blocks) of a tile, when its tiles fit a wave.
-    let fill = |units: usize| {
-        (units <= sms).then(|| {
-            let most = (sms / units).min(WG_AUTO_MAX_PARTS).min(ktiles / WG_SPLIT_MIN_KTILES);
-            let parts = wg_parts(ktiles, most.max(1));
-            (parts, units * parts)
-        })
-    };
-    // The 128 x 128 tile only where it covers more of the problem than 128 x 64 does.
-    let l = if l_units < n_units { fill(l_units) } else { None };
-    match (fill(n_units), l) {
-        (None, _) => (letter, 1),
-        (Some((pn, _)), None) => ('n', pn),
-        (Some((pn, bn)), Some((pl, bl))) => {
-            let long = ktiles.div_ceil(pl) >= WG_SPLIT_LONG_KTILES;
-            if bl > bn || (bl == bn && (pl <= pn || long)) {
-                ('l', pl)
-            } else {
-                ('n', pn)
-            }
-        }
     }
 }
 

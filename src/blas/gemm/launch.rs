@@ -5,8 +5,9 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::Plan;
-use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, wg_parts, Choice, Family};
+use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
+use super::wg_tiles::wg_parts;
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;

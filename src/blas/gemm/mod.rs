@@ -16,6 +16,7 @@ mod skinny;
 mod thin;
 mod types;
 mod vector;
+mod wg_tiles;
 
 pub use builder::Gemm;
 pub use functions::{gemm, gemm_strided_batched, matmul};

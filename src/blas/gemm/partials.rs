@@ -15,10 +15,11 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::{choose, wg_auto_tile, Choice};
+use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::thin::{tc_thin, tc_thin_tile, THIN_MAX};
+use super::wg_tiles::wg_auto_tile;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{Activation, MathMode};
 use crate::error::{bail_invalid, Result};
