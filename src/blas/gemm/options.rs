@@ -126,12 +126,14 @@ pub enum SplitK {
     /// then add them in a fixed order with one more kernel (`gemm_partials_<t>`) that applies
     /// alpha, beta, the bias and the activation. Any tile and kernel family runs the parts of
     /// f32 (also with [`MathMode::Tf32`]) and f64 (the [`Tile`] and [`Kernel`] knobs apply to
-    /// them); f16 and bf16 keep their partial sums in f32 and run their parts on the mma.sync
-    /// kernels (compute capability 8.0; [`Kernel::Wgmma`] or [`Kernel::Simt`] with this split
-    /// is an `InvalidArgument`). Batch 1 only: a batch is an `InvalidArgument`. Each part keeps
-    /// a multiple of 8 of k, so fewer parts run when k is short; 0 and 1 mean no split. The
+    /// them); f16 and bf16 keep their partial sums in f32 and run their parts on the wgmma
+    /// kernels (compute capability 9.0, operands the TMA can read) unless [`Kernel::MmaSync`]
+    /// is asked for, else on the mma.sync kernels (compute capability 8.0; [`Kernel::Simt`]
+    /// with this split, or [`Kernel::Wgmma`] where wgmma cannot run the parts, is an
+    /// `InvalidArgument`). Batch 1 only: a batch is an `InvalidArgument`. Each part keeps a
+    /// multiple of 8 of k, so fewer parts run when k is short; 0 and 1 mean no split. The
     /// automatic choice takes this path for long k over few output tiles and for decode steps
     /// over few thin tiles (docs/kernels/gemm.md, "Partial products", "f16 and bf16 through
-    /// partial products").
+    /// partial products", "... on wgmma").
     Partials(u32),
 }
