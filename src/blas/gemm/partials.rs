@@ -339,10 +339,13 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
     // it can take them, else mma.sync's.
     let [first, second] = if own_accumulator::<T>() {
         choice(g.kernel)?
+    } else if g.kernel == Kernel::Wgmma {
+        // Asked for: where wgmma cannot run the parts (another GPU, a tile it lacks), its
+        // refusal is the answer.
+        choice(Kernel::Wgmma)?
     } else {
         match on_wgmma.then(|| choice(Kernel::Wgmma)) {
             Some(Ok(c)) => c,
-            Some(Err(e)) if g.kernel == Kernel::Wgmma => return Err(e),
             _ => choice(Kernel::MmaSync)?,
         }
     };
