@@ -92,7 +92,7 @@ fn scratch_size<T: GemmType>() -> usize {
 /// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of k, and k is at least
 /// 4096 (the measured range: 4096 to 65536).
 pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
-    if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K {
+    if !automatic(g, plan) {
         return None;
     }
     let pow2_below = |x: f64| {
@@ -174,7 +174,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
 /// 0.85x (16), 256 x 256 x 16384 0.68x -> 0.87x (16); 512 x 512 x 32768 (16 tiles) gained
 /// nothing (0.70x either way).
 pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize) -> Option<usize> {
-    if g.kernel != Kernel::Auto || g.tile != Tile::Auto || plan.k < AUTO_MIN_K || plan.m.min(plan.n) <= THIN_MAX {
+    if !automatic(g, plan) || plan.m.min(plan.n) <= THIN_MAX {
         return None;
     }
     let (m, n) = (plan.m, plan.n);
@@ -213,6 +213,12 @@ const WG_PARTIALS_MIN_KPER: usize = 1024;
 /// mma.sync tiles against 0.58x on wgmma's own split; 4 tiles, 128 x 128 x 65536: 0.77x in 64
 /// parts against 0.56x).
 const HALF_MAX_TILES: usize = 4;
+
+/// Whether the automatic choice may split `g` through partial products at all: kernel family
+/// and tile left to it, and k at least [`AUTO_MIN_K`] (both automatic rules start here).
+fn automatic<S>(g: &Gemm<S>, plan: &Plan) -> bool {
+    g.kernel == Kernel::Auto && g.tile == Tile::Auto && plan.k >= AUTO_MIN_K
+}
 
 /// The least k the automatic choice splits through partial products.
 const AUTO_MIN_K: usize = 4096;
