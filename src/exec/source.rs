@@ -102,7 +102,7 @@ pub(crate) fn generate(fusions: &[Fusion]) -> String {
 
 const COMMON: &str = r#"
 struct Host { unsigned long long tail; unsigned long long completed; unsigned long long started; unsigned long long fetcher_started; unsigned long long prof[12]; };
-struct Ctl { unsigned long long dev_tail; unsigned int bar_count; unsigned int bar_gen; };
+struct Ctl { unsigned long long dev_tail; unsigned int bar_count; unsigned int spare; };
 
 static __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
   unsigned long long v; asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;
@@ -120,20 +120,21 @@ static __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
 }
 
-// All blocks are resident (cooperative launch), so a block may wait for the others.
+// All blocks are resident (cooperative launch), so a block may wait for the others. One atomic
+// per block and nothing after it: blocks 1.. add 1 to bar_count, block 0 adds 2^31 - (blocks -
+// 1), so the count's low 31 bits are back where they were, and its top bit has flipped, exactly
+// when every block has arrived (before that the sum added stays below 2^31 and cannot carry
+// into the top bit); each block waits for the flip of the bit it saw. (The last arriver used
+// to reset the count and bump a generation word after its atomic: two more trips to L2 on the
+// path every block waits on.)
 static __device__ void grid_barrier(Ctl* c) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    volatile unsigned int* gen = &c->bar_gen;
-    const unsigned int g = *gen;
+    const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     __threadfence();
-    if (atomicAdd(&c->bar_count, 1u) == gridDim.x - 1) {
-      c->bar_count = 0;
-      __threadfence();
-      atomicAdd(&c->bar_gen, 1u);
-    } else {
-      while (*gen == g) __nanosleep(20);
-    }
+    const unsigned int seen = atomicAdd(&c->bar_count, add) & 0x80000000u;
+    volatile unsigned int* count = &c->bar_count;
+    while ((*count & 0x80000000u) == seen) __nanosleep(20);
     __threadfence();
   }
   __syncthreads();
