@@ -458,7 +458,17 @@ pub(crate) fn choose_kernel(
                 let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch);
                 work(blocks, (dims.0 * dims.1) as u128, plan.k, weight)
             };
-            let v_faster = v_least < unsplit((64, 64), 150) && v_least < unsplit((32, 64), 168);
+            let unsplit_least = unsplit((64, 64), 150).min(unsplit((32, 64), 168));
+            // Over more than a wave of v tiles the model's rounds are coarser than its fit, so
+            // v must win by a tenth, and only against s and u (an unaligned problem of a wave of
+            // 128 x 128 tiles runs l, which the model does not hold): 22016 x 128 x 4096, 688
+            // s tiles in 1.7 rounds of 3 per SM, predicted 1.17x in 4 parts and measured 1.135x
+            // (H100, 2026-11-27); 12288 x 128 x 4096 (predicted 1.07x) stays on s.
+            let v_faster = if v_tiles <= sms {
+                v_least < unsplit_least
+            } else {
+                v_least.saturating_mul(11) < unsplit_least.saturating_mul(10) && (aligned || !big)
+            };
             let v_split = tile == Tile::Auto
                 && v_faster
                 && split != SplitK::Off
@@ -466,8 +476,7 @@ pub(crate) fn choose_kernel(
                 && !(aligned && wide)
                 && batch == 1
                 && v_splits >= 2
-                && v_full
-                && v_tiles <= sms;
+                && v_full;
             // Deep split: few output tiles and long k (64 x 64 x 65536 is one tile) leave most
             // SMs idle with at most 4 parts. v in up to F32_MAX_PARTS parts, each keeping at
             // least 256 of k (a power of two of parts), when even the 64 x 64 tiles cover under

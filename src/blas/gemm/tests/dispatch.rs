@@ -156,6 +156,31 @@ fn dispatch_by_type_alignment_and_size() {
     // Below 16384 of k the deep model was not measured: the earlier rule (u, unsplit, here).
     assert_eq!(f32k(4096, 16, 4096).1, None);
     assert_eq!(f32k(128, 8192, 8192), vk(4));
+    // Over more than a wave of v tiles v must win by a tenth, against s and u only: 22016 x 128
+    // and 11008 x 256 (688 s tiles, 6 on the busiest SM against 5.2 on average) take it in 3
+    // parts (1.18-1.20x s on the H100, 2026-11-27); 12288 x 128 (predicted 1.07x) keeps s, and
+    // unaligned operands keep l (which the model does not hold).
+    assert_eq!(f32k(22016, 128, 4096), vk(3));
+    assert_eq!(f32k(11008, 256, 16384), vk(3));
+    assert_eq!(f32k(11008, 256, 3072), vk(3));
+    assert_eq!(f32k(12288, 128, 4096), ("gemm_simt_f32_s_nn".to_string(), None));
+    let p = plan(
+        &Gemm::<f32>::new(Transpose::N, Transpose::N, 22016, 128, 4096),
+        [1 << 28; 3],
+    )
+    .unwrap();
+    let unaligned = on_h100(
+        "f32",
+        false,
+        MathMode::Exact,
+        Kernel::Auto,
+        Tile::Auto,
+        &p,
+        false,
+        false,
+    )
+    .unwrap();
+    assert_eq!(unaligned.name, "gemm_simt_f32_l_nn");
     // w needs its tiles 3/4 full: 300 columns of 512 in two w tiles take s.
     assert_eq!(f32k(300, 16384, 2048), ("gemm_simt_f32_s_nn".to_string(), None));
     // 2048: 128 tiles of 128 x 256, at least 9/10 of 132.
