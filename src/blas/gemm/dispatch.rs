@@ -462,8 +462,9 @@ pub(crate) fn choose_kernel(
             // Over more than a wave of v tiles the model's rounds are coarser than its fit, so
             // v must win by a tenth, and only against s and u (an unaligned problem of a wave of
             // 128 x 128 tiles runs l, which the model does not hold): 22016 x 128 x 4096, 688
-            // s tiles in 1.7 rounds of 3 per SM, predicted 1.17x in 4 parts and measured 1.135x
-            // (H100, 2026-11-27); 12288 x 128 x 4096 (predicted 1.07x) stays on s.
+            // s tiles (6 on the busiest SM, 5.2 on average), takes 3 parts, predicted 1.2x and
+            // measured 1.18x (H100, 2026-11-27, docs/kernels/gemm.md); 12288 x 128 x 4096
+            // (predicted 1.07x) stays on s.
             let v_faster = if v_tiles <= sms {
                 v_least < unsplit_least
             } else {
