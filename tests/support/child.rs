@@ -26,9 +26,14 @@ pub fn run(name: &str, env: &[(&str, &OsStr)], unset: &[&str]) -> String {
         .unwrap_or_else(|| panic!("{text}"))
 }
 
+/// What a child on a fake driver never inherits from the test run: the profiler's and NVTX's
+/// switches (they would add calls and libraries the fake does not expect) and an external ptxas.
+#[allow(dead_code)] // not every test binary that includes this file runs a fake driver
+const DRIVER_CHILD_UNSET: [&str; 4] = ["CUDRV_PROFILE", "CUDRV_NVTX", "NVTX_INJECTION64_PATH", "CUDRV_PTXAS"];
+
 /// Runs the test `name` alone on the driver library `driver` (`CUDRV_LIBCUDA`), with a kernel
 /// cache of its own beside it, `marker` set to 1 (the child's test does its work only then),
-/// `env` set and `unset` removed.
+/// `env` set, and [`DRIVER_CHILD_UNSET`] and `unset` removed.
 #[allow(dead_code)] // not every test binary that includes this file runs a fake driver
 pub fn run_on_driver(name: &str, marker: &str, driver: &Path, env: &[(&str, &OsStr)], unset: &[&str]) -> String {
     let cache = driver.with_extension(format!("{name}.cache"));
@@ -38,5 +43,7 @@ pub fn run_on_driver(name: &str, marker: &str, driver: &Path, env: &[(&str, &OsS
         ("CUDRV_CACHE_DIR", cache.as_os_str()),
     ];
     all.extend_from_slice(env);
-    run(name, &all, unset)
+    let mut removed = DRIVER_CHILD_UNSET.to_vec();
+    removed.extend_from_slice(unset);
+    run(name, &all, &removed)
 }
