@@ -736,10 +736,26 @@ pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Resu
     run_drawn(stream, seed, rng, cases, |rng| random_deep_case(rng, ty))
 }
 
+/// `cases` random tall or wide GEMMs of one to three waves of output tiles over long k from
+/// `seed` ([`random_wave_case`]), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::waves(&stream, FuzzType::F32, 0xbeef, 4)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn waves(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ (ty as u64 + 41).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_wave_case(rng, ty))
+}
+
 #[path = "selftest_fuzz_draw.rs"]
 mod draw;
 #[path = "selftest_fuzz_gemv.rs"]
 mod gemv_fuzz;
 use draw::range;
-pub use draw::{random_deep_case, random_gemm_case, random_skinny_case};
+pub use draw::{random_deep_case, random_gemm_case, random_skinny_case, random_wave_case};
 pub use gemv_fuzz::gemv;

@@ -328,3 +328,72 @@ pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         tf32_exact_inputs: rng.next_u64() % 2 == 0,
     }
 }
+
+/// Draws a tall (or wide) GEMM of one to three waves of output tiles over long k: a long side
+/// of 8192 to 24576 and a short side of 64 to 384 (at least 1.2 million outputs), k from 2048
+/// to 8192 (less where the host's inputs would pass 72 million elements). These reach f32's k
+/// split past a wave of its `v` tiles and the tensor-core tiles' uneven last rounds. Any op
+/// pair and layout; one case in four has an unaligned leading dimension or offset; one in five
+/// forces a tile or a split.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_wave_case(&mut Rng::new(3), fuzz::FuzzType::F32);
+/// let (m, n, k) = case.dims;
+/// assert!(m.max(n) >= 8192 && m * n >= 1_200_000 && k >= 1024);
+/// ```
+pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let aligned = rng.next_u64() % 4 != 0;
+    let short = if aligned {
+        rng.pick(&[64, 96, 128, 128, 192, 256, 256, 320, 384])
+    } else {
+        range(rng, 65, 383)
+    };
+    let long = range(rng, 8192, 24576).max(1_200_000usize.div_ceil(short));
+    let long = if aligned { long.next_multiple_of(8) } else { long };
+    // Keeps the host's inputs (and the upload) under about 72 million elements.
+    let k = range(rng, 2048, 8192).min(72_000_000 / (long + short));
+    let k = if aligned { k / 8 * 8 } else { k };
+    let (m, n) = if rng.next_u64() % 4 == 0 {
+        (short, long)
+    } else {
+        (long, short)
+    };
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    let ops = (t(rng), t(rng));
+    let layout = rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]);
+    let mut ld_pad = [0usize; 3];
+    let mut offsets = [0usize; 3];
+    if aligned {
+        ld_pad[(rng.next_u64() % 3) as usize] = rng.pick(&[0, 8, 32]);
+    } else {
+        let which = (rng.next_u64() % 3) as usize;
+        if rng.next_u64() % 2 == 0 {
+            ld_pad[which] = range(rng, 1, 7);
+        } else {
+            offsets[which] = range(rng, 1, 3);
+        }
+    }
+    let knobs = if rng.next_u64() % 5 == 0 {
+        let tile = rng.pick(&[Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide]);
+        let split = rng.pick(&[SplitK::Auto, SplitK::Off, SplitK::Parts(2), SplitK::Parts(3)]);
+        (Kernel::Auto, tile, split)
+    } else {
+        (Kernel::Auto, Tile::Auto, SplitK::Auto)
+    };
+    GemmCase {
+        ty,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad,
+        batch: 1,
+        strides: (None, None, 0),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs,
+        tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}

@@ -52,8 +52,8 @@ fn gemm_f32_exact() {
 }
 
 /// Long k over 8200 rows of 52 columns: on 132 multiprocessors the automatic choice takes the
-/// 128 x 64 tile (v) with k split over 2 blocks (k = 2100, a short last k-tile) or 4 (k = 4100)
-/// per tile (src/blas/gemm.rs asserts the choice). Every op, both layouts, aligned and unaligned
+/// 128 x 64 tile (v) with k split over 4 blocks per tile (k = 2100, a short last k-tile, and k =
+/// 4100; src/blas/gemm/tests/dispatch.rs asserts the choice). Every op, both layouts, aligned and unaligned
 /// leading dimensions (full tiles from the registers or through shared memory), bias, beta,
 /// alpha, one activation; deep splits (8-64 parts) of few tiles over long k; and v forced in 3
 /// parts on a small problem.

@@ -18,6 +18,15 @@ use std::time::Instant;
 use cudrv::blas::{Activation, Kernel, Layout, SplitK, Tile, Transpose};
 use cudrv::selftest::fuzz::{self, FuzzType, GemmCase, Report};
 
+/// The GEMM types, in the order the multi-type tests run them.
+const EVERY_TYPE: [FuzzType; 5] = [
+    FuzzType::F32,
+    FuzzType::Tf32,
+    FuzzType::F64,
+    FuzzType::F16,
+    FuzzType::Bf16,
+];
+
 /// Seeds every run checks.
 const FIXED_SEEDS: [u64; 2] = [0x5EED_0001, 0x2026_1124];
 
@@ -89,6 +98,25 @@ fn check(what: &str, reports: Vec<Report>) {
             .collect::<Vec<_>>()
             .join(",")
     );
+}
+
+/// A column-major product of tight operands, alpha 1, the given beta, automatic choices.
+fn plain_case(ty: FuzzType, ops: (Transpose, Transpose), dims: (usize, usize, usize), beta: f64) -> GemmCase {
+    GemmCase {
+        ty,
+        ops,
+        dims,
+        layout: Layout::ColMajor,
+        ld_pad: [0; 3],
+        batch: 1,
+        strides: (None, None, 0),
+        offsets: [0; 3],
+        scalars: (1.0, beta),
+        bias: false,
+        act: Activation::None,
+        knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),
+        tf32_exact_inputs: false,
+    }
 }
 
 fn gemm_fuzz(name: &str, ty: FuzzType) {
@@ -238,13 +266,7 @@ fn gemm_fuzz_thin() {
 fn gemm_fuzz_partials() {
     let Some(ctx) = gpu!("gemm_fuzz_partials") else { return };
     let stream = ctx.new_stream().expect("stream");
-    for ty in [
-        FuzzType::F32,
-        FuzzType::Tf32,
-        FuzzType::F64,
-        FuzzType::F16,
-        FuzzType::Bf16,
-    ] {
+    for ty in EVERY_TYPE {
         let start = Instant::now();
         let reports: Vec<Report> = seeds()
             .into_iter()
@@ -323,23 +345,52 @@ fn wgmma_race_shapes_repeat() {
     let mut reports = Vec::new();
     for (i, &(ty, ops, dims)) in shapes.iter().enumerate() {
         for beta in [0.0, 0.5] {
-            let case = GemmCase {
-                ty,
-                ops,
-                dims,
-                layout: Layout::ColMajor,
-                ld_pad: [0; 3],
-                batch: 1,
-                strides: (None, None, 0),
-                offsets: [0; 3],
-                scalars: (1.0, beta),
-                bias: false,
-                act: Activation::None,
-                knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),
-                tf32_exact_inputs: false,
-            };
+            let case = plain_case(ty, ops, dims, beta);
             reports.push(fuzz::gemm_case(&stream, &case, 20, 0xACE0 + i as u64).expect("case"));
         }
     }
     check("wgmma_race_shapes_repeat", reports);
+}
+
+/// Tall and wide GEMMs of one to three waves of output tiles over long k (`fuzz::waves`) in
+/// every type, and two fixed products that f32 splits over `v` tiles past a wave of them
+/// (22016 x 128 x 4096 in 3 parts): the f32 split must have run.
+#[test]
+fn gemm_fuzz_waves() {
+    let Some(ctx) = gpu!("gemm_fuzz_waves") else { return };
+    let stream = ctx.new_stream().expect("stream");
+    for ty in EVERY_TYPE {
+        let start = Instant::now();
+        let per_seed = if ty == FuzzType::F32 {
+            cases() / 15
+        } else {
+            cases() / 40
+        };
+        let mut reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::waves(&stream, ty, seed, per_seed.max(1)).expect("fuzz run"))
+            .collect();
+        if ty == FuzzType::F32 {
+            use Transpose::{N, T};
+            for (i, (ops, dims)) in [((N, N), (22016, 128, 4096)), ((T, N), (11008, 256, 4096))]
+                .into_iter()
+                .enumerate()
+            {
+                let case = plain_case(ty, ops, dims, 0.5);
+                reports.push(fuzz::gemm_case(&stream, &case, 2, 0x3A7E + i as u64).expect("case"));
+            }
+        }
+        let v_split = reports.iter().any(|r| {
+            r.kernels
+                .keys()
+                .any(|k| k.starts_with("gemm_simt_f32_v_") && k.contains("/split"))
+        });
+        check(
+            &format!("gemm_fuzz_waves {} ({:.1} s)", ty.name(), start.elapsed().as_secs_f64()),
+            reports,
+        );
+        if ty == FuzzType::F32 {
+            assert!(v_split, "f32: no case split k over v tiles");
+        }
+    }
 }

@@ -88,8 +88,6 @@ impl Choice {
 
 /// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
 const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
-/// The least k each block keeps when the automatic choice splits the f32 `w` tile's k.
-const F32_SPLIT_MIN_K: usize = 1024;
 /// The least k for which the automatic choice splits the f32 `v` tile into more than 4 parts:
 /// the deep-split model was fitted and checked from 16384 to 65536.
 const DEEP_SPLIT_MIN_K: usize = 16384;
@@ -393,91 +391,31 @@ pub(crate) fn choose_kernel(
         }
         Family::Simt if type_name == "f32" => {
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
-            // (`aligned` operands only), l = 128 x 128 (any operands), and for problems that
-            // would leave multiprocessors idle with those, s = 64 x 64 and u = 32 x 64 (two
-            // k-slices of warps per block) and v = 128 x 64 with k split over blocks. Automatic:
-            // w from 9/10 of a wave of its tiles that fill them to 3/4 (or split, below), l
-            // (unaligned) from a wave of 128 x 128 tiles, v for long k where it loads the busiest
-            // SM least (below), s from a wave of its tiles unless u loads the busiest SM less
-            // (below), else u.
+            // (`aligned` operands only), l = 128 x 128 (any operands), s = 64 x 64 and u = 32 x 64
+            // (two k-slices of warps per block), and v = 128 x 64 with k split over blocks; w
+            // also splits k over blocks (each part's partial tile added by the tile's last block).
+            // Automatic: a deep split of v for long k over few tiles (below), else the candidate
+            // that leaves the least work on the busiest SM ([`f32_auto`]).
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
-            // when that fills 3/4 of a wave and leaves every block at least 256 of k. The
-            // automatic choice splits too when every block keeps at least F32_SPLIT_MIN_K of k
-            // and the w tiles are at least 3/4 inside the problem: the split's reduction is
-            // paid once per tile, so it needs long k (at 1024^3, 256 of k per block, it measured
-            // slower than s; with 1024-4096 per block, 13-20% faster: docs/kernels/gemm.md).
-            let fills = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch) >= sms;
+            // when that fills 3/4 of a wave and leaves every block at least 256 of k.
             let w_tiles = tiles2(plan.m, plan.n, (128, 256)).saturating_mul(batch);
             let w_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= w_tiles.saturating_mul(128 * 256 * 3);
             // w needs its tiles at least 3/4 full: 48 x 16384 x 4096 on 128 w tiles of which
             // 48 of 256 columns are inside the problem ran at 0.26x cuBLAS.
             let wide = w_tiles.saturating_mul(10) >= sms * 9 && w_full;
             let splits = (sms / w_tiles.max(1)).min(4).min(plan.k / 256);
-            let auto_split = tile == Tile::Auto && w_full && plan.k >= F32_SPLIT_MIN_K.saturating_mul(splits);
             // A forced split (validated above) runs v.
             let forced_parts = match split {
                 SplitK::Parts(p) if p > 1 => Some(p),
                 _ => None,
             };
-            let w_split = split != SplitK::Off
-                && (tile == Tile::Wide || auto_split)
+            let forced_w_split = split != SplitK::Off
+                && tile == Tile::Wide
                 && aligned
                 && !wide
                 && batch == 1
                 && splits >= 2
                 && w_tiles * splits * 4 >= sms * 3;
-            // s or u: all their blocks are resident at once (3 per SM), so the busiest SM runs
-            // ceil(tiles / SMs) of them. An s block does twice a u block's outputs at about 1.12x
-            // the rate (1024^3: 32.7 against 29.1 TFLOP/s), so s wins unless it leaves SMs with
-            // one block more than the average where u does not (100x6000x6000: 188 s tiles, up
-            // to 2 per SM, against 376 u tiles, up to 3: u measured 16% faster).
-            let per_sm = |t| tiles2(plan.m, plan.n, t).saturating_mul(batch).div_ceil(sms.max(1));
-            let s_over_u = per_sm((64, 64)) * 200 <= per_sm((32, 64)) * 112;
-            // v (128 x 64, k split over 2-4 blocks per tile, every block keeping at least
-            // F32_SPLIT_MIN_K of k): long k over at most a wave of its tiles, which at least 3/4
-            // fill, no w split, and less work on the busiest SM than s and u. The work of an SM is
-            // its blocks (all resident: 3 per SM for each of the three) times a block's outputs
-            // times its k, over the block's rate: u 1, s 1.12, v 1.2 (64 x 8192 x 8192: v's 256
-            // blocks of 8 x 8 outputs per thread ran 1.2x u's 256 blocks of 8 x 4). Of equal
-            // splits the larger wins. Measured (docs/kernels/gemm.md): 100 x 6000 x 6000 takes 4
-            // parts (376 blocks, 0.83x cuBLAS, where 2 parts put 2 blocks on some SMs and ran
-            // slower than u), 64 x 8192 x 8192 4 (0.88x; 2 parts leave 4 warps per SM, 3 parts
-            // put 2 blocks on some SMs), 128 x 8192 x 8192 2-4 (equal).
-            let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
-            let v_full = plan.m.saturating_mul(plan.n).saturating_mul(4) >= v_tiles.saturating_mul(128 * 64 * 3);
-            // Work on the busiest SM, in units of 1/168 of an output-k product at u's rate.
-            let work = |blocks: usize, outputs: u128, k_per_block: usize, weight: u128| {
-                blocks.div_ceil(sms.max(1)) as u128 * outputs * k_per_block as u128 * weight
-            };
-            let v_work = |parts: usize| work(v_tiles.saturating_mul(parts), 8192, plan.k.div_ceil(parts), 140);
-            let (v_splits, v_least) = (2..=4usize)
-                .filter(|&parts| plan.k >= F32_SPLIT_MIN_K.saturating_mul(parts))
-                .map(|parts| (parts, v_work(parts)))
-                .fold((0, u128::MAX), |best, c| if c.1 <= best.1 { c } else { best });
-            let unsplit = |dims: (usize, usize), weight| {
-                let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch);
-                work(blocks, (dims.0 * dims.1) as u128, plan.k, weight)
-            };
-            let unsplit_least = unsplit((64, 64), 150).min(unsplit((32, 64), 168));
-            // Over more than a wave of v tiles the model's rounds are coarser than its fit, so
-            // v must win by a tenth, and only against s and u (an unaligned problem of a wave of
-            // 128 x 128 tiles runs l, which the model does not hold): 22016 x 128 x 4096, 688
-            // s tiles (6 on the busiest SM, 5.2 on average), takes 3 parts, predicted 1.2x and
-            // measured 1.18x (H100, 2026-11-27, docs/kernels/gemm.md); 12288 x 128 x 4096
-            // (predicted 1.07x) stays on s.
-            let v_faster = if v_tiles <= sms {
-                v_least < unsplit_least
-            } else {
-                v_least.saturating_mul(11) < unsplit_least.saturating_mul(10) && (aligned || !big)
-            };
-            let v_split = tile == Tile::Auto
-                && v_faster
-                && split != SplitK::Off
-                && !w_split
-                && !(aligned && wide)
-                && batch == 1
-                && v_splits >= 2
-                && v_full;
             // Deep split: few output tiles and long k (64 x 64 x 65536 is one tile) leave most
             // SMs idle with at most 4 parts. v in up to F32_MAX_PARTS parts, each keeping at
             // least 256 of k (a power of two of parts), when even the 64 x 64 tiles cover under
@@ -487,6 +425,7 @@ pub(crate) fn choose_kernel(
             // pair taking 1.75 times one block alone, each over k / parts; the last block of a
             // tile then adds every part's partial tile, 13 units of k per part. Its best part
             // count was the measured best on every shape tried (1 to 32 tiles, k 16384-65536).
+            let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
             let deep_time = |parts: usize| {
                 let busiest = v_tiles.saturating_mul(parts).div_ceil(sms.max(1));
                 let per_part = plan.k.div_ceil(parts);
@@ -501,19 +440,22 @@ pub(crate) fn choose_kernel(
             let deep_split = tile == Tile::Auto
                 && split != SplitK::Off
                 && batch == 1
-                && !w_split
                 && !(aligned && wide)
                 && deep_parts > 4
                 && plan.k >= DEEP_SPLIT_MIN_K
                 && tiles2(plan.m, plan.n, (64, 64)).saturating_mul(2) < sms;
+            let auto = f32_auto(plan, aligned, split != SplitK::Off && batch == 1, sms, batch);
+            let auto_tile = tile == Tile::Auto;
             let (size, tile, threads) = match tile {
                 _ if forced_parts.is_some() => ("v", (128, 64), 128),
-                Tile::Auto if w_split || (aligned && wide) => ("w", (128, 256), 256),
                 Tile::Auto if deep_split => ("v", (128, 64), 128),
-                Tile::Auto if v_split => ("v", (128, 64), 128),
-                Tile::Auto if !aligned && big => ("l", (128, 128), 256),
-                Tile::Auto if fills((64, 64)) && s_over_u => ("s", (64, 64), 128),
-                Tile::Auto => ("u", (32, 64), 128),
+                Tile::Auto => match auto.0 {
+                    "w" => ("w", (128, 256), 256),
+                    "l" => ("l", (128, 128), 256),
+                    "v" => ("v", (128, 64), 128),
+                    "s" => ("s", (64, 64), 128),
+                    _ => ("u", (32, 64), 128),
+                },
                 Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
                 Tile::Large | Tile::Wide => ("l", (128, 128), 256),
                 Tile::Narrow => ("u", (32, 64), 128),
@@ -526,11 +468,18 @@ pub(crate) fn choose_kernel(
                 if size == "w" { F32_W_SMEM } else { 0 },
                 threads,
             );
+            let auto_parts = if deep_split { deep_parts } else { auto.1 };
             if size == "w" {
-                choice.split_k = Some(if w_split { splits as u32 } else { 1 });
+                let parts = if forced_w_split {
+                    splits
+                } else if auto_tile {
+                    auto_parts
+                } else {
+                    1
+                };
+                choice.split_k = Some(parts as u32);
             } else if size == "v" {
-                let auto = if deep_split { deep_parts } else { v_splits };
-                choice.split_k = Some(forced_parts.unwrap_or(auto as u32));
+                choice.split_k = Some(forced_parts.unwrap_or(auto_parts as u32));
             }
             Ok(choice)
         }
@@ -552,6 +501,92 @@ pub(crate) fn choose_kernel(
             256,
         )),
     }
+}
+
+/// Least k each part keeps in an automatic split of f32's `v` and `w` tiles.
+const F32_PART_MIN_K: usize = 512;
+/// What a split costs per part, in k of the block's own work: its partial tile written, read and
+/// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
+const F32_PART_COST_K: usize = 13;
+
+/// The automatic f32 CUDA-core tile, and its k split (1: none): the candidate that leaves the
+/// least work on the busiest SM.
+///
+/// The model: an SM's work is the blocks it runs (`ceil(blocks / SMs)`, the blocks spread
+/// evenly) times a block's outputs and k (rounded up to the tile's k-step: w 32, l 8, s, u and
+/// v 16), times the tile's cost per output and k: u 168, s 150, v 140, w 120, l 120 on aligned
+/// operands but 140 on others (H100, 4096 x 4096 x 1024: u 34.2, s 39.4, w 48.2 TFLOP/s;
+/// 4095 x 4097 x 1023: l 39.5, s 37.6). The unsplit tiles (w or l, s, u) are compared so. A
+/// split part adds [`F32_PART_COST_K`] to its k and keeps at least [`F32_PART_MIN_K`]; v's
+/// blocks of four warps then count as the deep split's fit has them (two at a time, a pair
+/// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
+/// the fitted rate), and so do s's and u's against it; a split must leave 3% less work than
+/// the best unsplit tile. w splits only within a wave of its blocks. Of equal candidates the
+/// larger, unsplit tile wins.
+///
+/// Measured (H100, 2026-11-27, docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"):
+/// over the 49 suite shapes that take the tiles, forced to each tile and to v in 2-4 parts,
+/// the model's pick ran at 0.991 of the best of them (geometric mean; the rule before it 0.947),
+/// at worst 0.85 (64 x 64 x 64 x 512: s where u is faster, as before); 12345 x 321 x 4567
+/// 1.32x the rule before (l -> v in 2 parts), 768 x 1024 x 3072 1.24x (u -> v in 4 parts),
+/// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty).
+fn f32_auto(plan: &Plan, aligned: bool, may_split: bool, sms: usize, batch: usize) -> (&'static str, usize) {
+    let work = |dims: (usize, usize), parts: usize, cost: u128, paired: bool| {
+        let step = match dims {
+            (128, 256) => 32,
+            (128, 128) => 8,
+            _ => 16,
+        };
+        let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch).saturating_mul(parts);
+        let mut k = plan.k.div_ceil(parts).next_multiple_of(step);
+        if parts > 1 {
+            k += F32_PART_COST_K * parts;
+        }
+        let busiest = blocks.div_ceil(sms.max(1)) as u128;
+        let busiest = if paired {
+            busiest / 2 * 1747 + busiest % 2 * 1000
+        } else {
+            busiest * 874
+        };
+        busiest * (dims.0 * dims.1) as u128 * k as u128 * cost
+    };
+    let (mut best, mut least) = if aligned {
+        (("w", 1), work((128, 256), 1, 120, false))
+    } else {
+        (("l", 1), work((128, 128), 1, 140, false))
+    };
+    for (size, dims, cost) in [("s", (64, 64), 150), ("u", (32, 64), 168)] {
+        let w = work(dims, 1, cost, false);
+        if w < least {
+            (best, least) = ((size, 1), w);
+        }
+    }
+    if !may_split {
+        return best;
+    }
+    // Against v, s and u count their blocks as v's.
+    match best.0 {
+        "s" => least = work((64, 64), 1, 150, true),
+        "u" => least = work((32, 64), 1, 168, true),
+        _ => {}
+    }
+    let unsplit = least;
+    let w_tiles = tiles2(plan.m, plan.n, (128, 256));
+    for parts in 2..=4usize {
+        if plan.k / parts < F32_PART_MIN_K {
+            break;
+        }
+        let mut split = vec![("v", work((128, 64), parts, 140, true))];
+        if aligned && w_tiles.saturating_mul(parts) <= sms {
+            split.push(("w", work((128, 256), parts, 120, false)));
+        }
+        for (size, w) in split {
+            if w.saturating_mul(100) < unsplit.saturating_mul(97) && w < least {
+                (best, least) = ((size, parts), w);
+            }
+        }
+    }
+    best
 }
 
 /// The element type the TMA moves for a GEMM type (`None` for f64: no wgmma path).

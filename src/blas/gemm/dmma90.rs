@@ -20,17 +20,23 @@ use crate::error::{bail_invalid, Result};
 /// "Thin tiles" and "f64 tiles by waste and waves"):
 /// * the thin tile along a short side ([`thin_side`]: at most [`THIN_MAX`], or up to 80 where
 ///   16-wide strips waste much less of D than 64-wide ones: 31 x 4099 x 257 0.82x -> 1.59x
-///   cuBLAS, 2053 x 67 x 1999 0.54x -> 0.79x, 4096 x 24 x 4096 0.54x (`s`) -> 1.03x). Few tiles with long k are split through partial
-///   products before this is asked (`partials::auto_parts`).
+///   cuBLAS, 2053 x 67 x 1999 0.54x -> 0.79x, 4096 x 24 x 4096 0.54x (`s`) -> 1.03x), except
+///   that a side over 16 with k >= 1024 takes `u` split in 2 where that leaves the busiest
+///   multiprocessor a tenth less work (2053 x 67 x 1999: 0.81x -> 1.09x). Few tiles with long k
+///   are split through partial products before this is asked (`partials::auto_parts`).
 /// * A tile only where it covers D with little waste ([`FULL`] of its area holds D): 128 x 128
 ///   on a batch of 64 x 64 matrices computes 4x the work (0.45x -> 1.05x on `s`).
 /// * `l` from a wave of its tiles when the last wave is at least 3/4 full and k is at least 32
 ///   (4096 x 4096 x 16: the output's stores dominate; `s`, two blocks per multiprocessor,
 ///   overlaps them: 0.88x -> 1.02x);
 /// * `m` for 0.9-1.0 wave of its tiles;
-/// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and `s` alone leaves
-///   its last wave of two blocks per multiprocessor under 4/5 full, if the split fills it to 4/5
-///   or k >= 2048 (768 x 1024 x 3072: 0.52x -> 0.91x; 64 x 4096 x 4096);
+/// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
+///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
+///   it to 4/5 or k >= 2048 (768 x 1024 x 3072: 0.52x -> 0.91x; 64 x 4096 x 4096; 1536^3 +4%),
+///   or, where `m` would not take it (below), the split leaves the busiest multiprocessor a
+///   twentieth less work (its blocks, a pair taking 1.747 times a lone block, times their k:
+///   1023 x 1025 x 1027 NT 0.73x -> 0.87x, TT 0.79x -> 0.90x, `s` putting 3 blocks on some and
+///   the split 5 of half the k: predicted 17%, measured 15-19%);
 /// * `m` for half a wave to a wave of its tiles (768 x 1024 x 768 0.49x -> 0.73x, 896 x 1024 x
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
@@ -43,6 +49,14 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
     let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
     // Whether a tile's area is mostly D's.
     let full = |dims| coverage(plan.m, plan.n, dims) >= FULL;
+    // The busiest multiprocessor's time in blocks' time, for the tiles that run two per
+    // multiprocessor (s, u and the thin ones, so these compare like for like): a pair takes
+    // 1.747 times a lone block (f32's `v` fit, docs/kernels/gemm.md, "Deep k splits"), so an
+    // SM left with one block, or an odd count, runs below its rate.
+    let busiest = |blocks: usize| {
+        let b = blocks.div_ceil(sms.max(1));
+        b / 2 * 1747 + b % 2 * 1000
+    };
     match split {
         SplitK::Parts(parts) if parts > 1 => {
             let letter = match tile {
@@ -61,9 +75,22 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         _ => {}
     }
     let may_split = split == SplitK::Auto;
+    let m_half_wave = tm <= sms && tm * 2 >= sms && full((128, 64));
     let thin = if plan.m <= plan.n { 't' } else { 'h' };
     Ok(match tile {
         Tile::Thin => (thin, 1),
+        // A short side of 17-80 with long k: `u` in 2 parts where it loads the busiest SM a
+        // tenth less than the thin tile (2053 x 67 x 1999: 16.1 TFLOP/s against `t` 12.0).
+        Tile::Auto
+            if thin_side(plan)
+                && may_split
+                && plan.m.min(plan.n) > THIN_MAX
+                && plan.k >= 1024
+                && busiest(2 * tu) * (plan.k / 2 + SPLIT_COST_K) * 10
+                    <= busiest(count(dmma90_config(thin).0)) * plan.k * 9 =>
+        {
+            ('u', 2)
+        }
         Tile::Auto if thin_side(plan) => (thin, 1),
         Tile::Large | Tile::Wide => ('l', 1),
         Tile::Narrow => ('m', 1),
@@ -74,18 +101,23 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
             if may_split
                 && 2 * ts * 10 >= sms * 9
                 && plan.k >= 1024
-                && fill(ts, 2 * sms) < 0.8
-                && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048) =>
+                && ((fill(ts, 2 * sms) < 0.8 && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048))
+                    || (busiest(2 * ts) * (plan.k / 2 + SPLIT_COST_K) * 20 <= busiest(ts) * plan.k * 19
+                        && !m_half_wave)) =>
         {
             ('s', 2)
         }
-        Tile::Auto if tm <= sms && tm * 2 >= sms && full((128, 64)) => ('m', 1),
+        Tile::Auto if m_half_wave => ('m', 1),
         Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => ('s', 1),
         Tile::Auto if tu >= sms => ('u', 1),
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
     })
 }
+
+/// What splitting k over a cluster's 2 blocks costs, in k of a block's work (the partial tile
+/// handed over and added).
+const SPLIT_COST_K: usize = 16;
 
 /// The least share of a tile's area that D must fill for the automatic choice to take it.
 const FULL: f64 = 0.9;
