@@ -13,7 +13,10 @@
 // Kernels by element size: gemm_pack_b16 (f16, bf16), gemm_pack_b32 (f32), gemm_pack_b64 (f64).
 // One launch copies up to two operands (X and Y of a GEMM): blockIdx.y picks the operand's
 // descriptor, and an operand with rows == 0 is skipped. Each thread writes one 16-byte vector of
-// out (8, 4 or 2 elements) and reads its elements one by one (in has no alignment); consecutive
+// out (8, 4 or 2 elements). in has no alignment beyond its element's: a vector whose elements
+// all lie inside the row is read as the one or two aligned 16-byte vectors of in that hold them
+// (the 16-byte granules of elements the operand has, so never outside its allocation) and
+// shifted into place; the row's last, partial vector reads its elements one by one. Consecutive
 // threads cover consecutive vectors of a row, so both sides are coalesced. Launch contract:
 // block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's vectors:
 // batch * rows * (ld_out / elements per vector)); out 16-byte aligned, ld_out a multiple of the
@@ -30,6 +33,19 @@ struct alignas(16) Vec {
     T v[V];
 };
 
+// The 16 bytes that start `shift` bytes (a multiple of 2) into the 32 bytes lo:hi.
+__device__ __forceinline__ uint4 shifted(uint4 lo, uint4 hi, unsigned shift) {
+    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const unsigned words = shift >> 2, bits = (shift & 3) * 8;
+    unsigned a[5];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) {
+        a[j] = words == 0 ? w[j] : words == 1 ? w[j + 1] : words == 2 ? w[j + 2] : w[j + 3];
+    }
+    return make_uint4(__funnelshift_r(a[0], a[1], bits), __funnelshift_r(a[1], a[2], bits),
+                      __funnelshift_r(a[2], a[3], bits), __funnelshift_r(a[3], a[4], bits));
+}
+
 template <typename T>
 __device__ __forceinline__ void pack_impl(const PackOperand& op) {
     enum : int { V = 16 / sizeof(T) };
@@ -38,7 +54,7 @@ __device__ __forceinline__ void pack_impl(const PackOperand& op) {
     const long long total = per_matrix * op.batch;
     // The copy never overlaps its source: __restrict__ lets the loads take the read-only path
     // (ld.global.nc) and run ahead of the previous iteration's store.
-    Vec<T, V>* __restrict__ o = reinterpret_cast<Vec<T, V>*>(op.out);
+    uint4* __restrict__ o = reinterpret_cast<uint4*>(op.out);
     const T* __restrict__ in = reinterpret_cast<const T*>(op.in);
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
@@ -46,13 +62,22 @@ __device__ __forceinline__ void pack_impl(const PackOperand& op) {
         const long long rem = i - b * per_matrix;
         const long long r = rem / per_row;
         const long long c0 = (rem - r * per_row) * V;
-        const T* __restrict__ src = in + b * op.stride_in + r * op.ld_in;
-        Vec<T, V> v;
+        const T* __restrict__ src = in + b * op.stride_in + r * op.ld_in + c0;
+        if (c0 + V <= op.cols) {
+            const unsigned long long addr = reinterpret_cast<unsigned long long>(src);
+            const unsigned shift = (unsigned)(addr & 15);
+            const uint4* __restrict__ at = reinterpret_cast<const uint4*>(addr - shift);
+            const uint4 lo = __ldg(at);
+            // With a shift the vector's last element lies in the next granule.
+            o[i] = shift == 0 ? lo : shifted(lo, __ldg(at + 1), shift);
+        } else {
+            Vec<T, V> v;
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-            v.v[j] = (c0 + j < op.cols) ? src[c0 + j] : T(0);
+            for (int j = 0; j < V; ++j) {
+                v.v[j] = (c0 + j < op.cols) ? src[j] : T(0);
+            }
+            o[i] = *reinterpret_cast<const uint4*>(&v);
         }
-        o[i] = v;
     }
 }
 
