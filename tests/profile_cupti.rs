@@ -181,3 +181,38 @@ fn cupti_absent_child() {
     assert!(why.contains("libcupti") || why.contains("cupti"), "{why}");
     println!("CHILD ok");
 }
+
+/// A library named by `CUDRV_LIBCUPTI` is the only one tried: with a libcupti on the loader's
+/// path as well (as on a machine with the CUDA toolkit), naming a missing one still fails when
+/// CUPTI is asked for, and the automatic choice falls back to events.
+#[test]
+fn a_named_libcupti_is_the_only_one_tried() {
+    let test = "a_named_libcupti_is_the_only_one_tried";
+    let Some(driver) = fake_driver::build(test, fake_driver::Fixture::NullDriver) else {
+        return;
+    };
+    let Some(cupti) = fake_driver::build(test, fake_driver::Fixture::FakeCupti) else {
+        return;
+    };
+    let dir = cupti.path().with_extension("on-the-path");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(cupti.path(), dir.join("libcupti.so")).unwrap();
+    let mut search = dir.clone().into_os_string();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        search.push(":");
+        search.push(old);
+    }
+    let missing = driver.path().with_extension("no-such-libcupti.so");
+    let said = child::run_on_driver(
+        "cupti_absent_child",
+        ABSENT_CHILD,
+        driver.path(),
+        &[
+            ("CUDRV_LIBCUPTI", missing.as_os_str()),
+            ("LD_LIBRARY_PATH", search.as_os_str()),
+        ],
+        &["CUDRV_PROFILE_TIMING"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(said, "ok");
+}

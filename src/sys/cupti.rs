@@ -2,8 +2,8 @@
 //! kernel start and end times that the driver writes as the kernels run, with no event per
 //! launch. Absent or unusable, [`library`] says why and the profiler times with events.
 //!
-//! Tried at `$CUDRV_LIBCUPTI`, then `libcupti.so`, `libcupti.so.13`, `libcupti.so.12` on the
-//! loader's path, then the CUDA toolkit's own directories.
+//! Tried at `$CUDRV_LIBCUPTI` alone when it is set; otherwise `libcupti.so`, `libcupti.so.13`,
+//! `libcupti.so.12` on the loader's path, then the CUDA toolkit's own directories.
 //!
 //! ```
 //! // On a machine without CUPTI this is an error naming what was tried, never a panic.
@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use super::{CUcontext, CUstream};
 
-/// `CUDRV_LIBCUPTI`: the CUPTI library to load first.
+/// `CUDRV_LIBCUPTI`: the CUPTI library to load, and no other.
 pub const LIBCUPTI_ENV: &str = "CUDRV_LIBCUPTI";
 
 /// `CUptiResult`: 0 is success.
@@ -116,12 +116,16 @@ pub unsafe fn kernel_record(record: *const u8) -> Option<KernelRecord> {
     }
 }
 
+/// The libraries tried in order: the `CUDRV_LIBCUPTI` override alone if it is set (a library
+/// asked for by path is that one or none, as with `CUDRV_LIBCUDA`), else the usual names on the
+/// loader's path and the toolkit's directories.
 fn candidates() -> Vec<String> {
-    let mut names: Vec<String> = std::env::var(LIBCUPTI_ENV)
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect();
-    names.extend(["libcupti.so", "libcupti.so.13", "libcupti.so.12"].map(String::from));
+    if let Some(path) = std::env::var(LIBCUPTI_ENV).ok().filter(|p| !p.is_empty()) {
+        return vec![path];
+    }
+    let mut names: Vec<String> = ["libcupti.so", "libcupti.so.13", "libcupti.so.12"]
+        .map(String::from)
+        .to_vec();
     for dir in [
         "/usr/local/cuda/extras/CUPTI/lib64",
         "/usr/local/cuda/targets/x86_64-linux/lib",
