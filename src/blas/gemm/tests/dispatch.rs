@@ -190,6 +190,35 @@ fn dispatch_by_type_alignment_and_size() {
     // 300 columns of 512 in two w tiles leave them 59% full: v in 2 parts (37.1 TFLOP/s
     // against s 36.1, w 27.0).
     assert_eq!(f32k(300, 16384, 2048), vk(2));
+    // The model's picks on the suite's odd and mid-sized shapes (H100, 2026-11-27, forced
+    // sweeps in docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"): 768 x 1024 x 3072
+    // v in 4 parts (37.9 TFLOP/s, u 30.6), 12345 x 321 x 4567 unaligned v in 2 (33.9, l 25.7),
+    // 4096 x 4096 x 16 s (14.6, w 11.2: its k-step of 32 half empty).
+    let auto = |ta, m: usize, n: usize, k: usize, aligned: bool| {
+        let p = plan(&Gemm::<f32>::new(ta, Transpose::N, m, n, k), [1 << 30; 3]).unwrap();
+        let ch = on_h100(
+            "f32",
+            false,
+            MathMode::Exact,
+            Kernel::Auto,
+            Tile::Auto,
+            &p,
+            aligned,
+            false,
+        )
+        .unwrap();
+        (ch.name, ch.split_k)
+    };
+    let nn = |m, n, k, aligned| auto(Transpose::N, m, n, k, aligned);
+    assert_eq!(
+        auto(Transpose::T, 768, 1024, 3072, true),
+        ("gemm_simt_f32_v_tn".to_string(), Some(4))
+    );
+    assert_eq!(nn(12345, 321, 4567, false), vk(2));
+    assert_eq!(nn(4096, 4096, 16, true), ("gemm_simt_f32_s_nn".to_string(), None));
+    // Large aligned squares keep w unsplit, unaligned ones l.
+    assert_eq!(nn(4096, 4096, 4096, true), wk(1));
+    assert_eq!(nn(8191, 8191, 8191, false), ("gemm_simt_f32_l_nn".to_string(), None));
     // 2048: 128 tiles of 128 x 256, at least 9/10 of 132.
     assert_eq!(f32(2048, Tile::Auto, true), w(1));
     assert_eq!(f32(2048, Tile::Wide, true), w(1));
