@@ -65,9 +65,9 @@ fn dispatch_by_type_alignment_and_size() {
     };
     assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
     assert_eq!(pick("f16", Tile::Auto, (7, 5)).unwrap().name, "gemm_simt_f16_s_nn");
-    // f32 on the CUDA cores: u below one wave of 64 x 64 tiles, s below 9/10 of a wave of
-    // 128 x 256 (aligned) or a wave of 128 x 128 tiles (unaligned), then w or l; a forced
-    // Wide splits k over blocks where that fills 3/4 of a wave.
+    // f32 on the CUDA cores: the tile (and split) that leaves the busiest SM the least work
+    // (dispatch::f32_auto): u and s for small problems, w (aligned) or l (unaligned) for large
+    // ones; a forced Wide splits k over blocks where that fills 3/4 of a wave.
     let f32 = |n: usize, tile, aligned| {
         let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, n, n, n), [1 << 28; 3]).unwrap();
         let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, tile, &p, aligned, false);
@@ -99,11 +99,11 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(f32(1536, Tile::Auto, true), v3);
     assert_eq!(f32(1536, Tile::Auto, false), v3);
     // s against u by the blocks on the busiest SM: 768 and 896 (144 / 196 s tiles, 2 per
-    // SM, against 288 / 392 u tiles, 3 per SM) take u; 1024 and 1536 keep s.
+    // SM, against 288 / 392 u tiles, 3 per SM) take u; 1024 keeps s.
     assert_eq!(f32(768, Tile::Auto, true), u);
     assert_eq!(f32(896, Tile::Auto, false), u);
-    // Long k over few w tiles: the automatic choice splits once every block keeps 1024 of k
-    // (1024 x 1024 x 4096: 32 tiles, k in 4), not below (x 2048: 512 per block).
+    // Long k over few w tiles: w split in up to 4 parts, its blocks within a wave (1024 x 1024
+    // x 4096: 32 tiles, k in 4).
     let f32k = |m: usize, n: usize, k: usize| {
         let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, m, n, k), [1 << 28; 3]).unwrap();
         let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
