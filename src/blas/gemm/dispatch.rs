@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
-use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::params::{paired_time, tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{wg_auto_split, wg_auto_tile, wg_parts, wide_enough, WG_MAX_PARTS};
 use super::{GemmType, Kernel, SplitK, Tile};
@@ -427,9 +427,8 @@ pub(crate) fn choose_kernel(
             // count was the measured best on every shape tried (1 to 32 tiles, k 16384-65536).
             let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
             let deep_time = |parts: usize| {
-                let busiest = v_tiles.saturating_mul(parts).div_ceil(sms.max(1));
                 let per_part = plan.k.div_ceil(parts);
-                (busiest / 2 * 1747 + busiest % 2 * 1000) * per_part + 13_000 * parts
+                paired_time(v_tiles.saturating_mul(parts), sms) * per_part + 1000 * F32_PART_COST_K * parts
             };
             // Powers of two (what was measured), so that the parts' k-tiles come out even.
             let deep_parts = (1..=F32_MAX_PARTS.trailing_zeros())
@@ -446,21 +445,16 @@ pub(crate) fn choose_kernel(
                 && tiles2(plan.m, plan.n, (64, 64)).saturating_mul(2) < sms;
             let auto = f32_auto(plan, aligned, split != SplitK::Off && batch == 1, sms, batch);
             let auto_tile = tile == Tile::Auto;
-            let (size, tile, threads) = match tile {
-                _ if forced_parts.is_some() => ("v", (128, 64), 128),
-                Tile::Auto if deep_split => ("v", (128, 64), 128),
-                Tile::Auto => match auto.0 {
-                    "w" => ("w", (128, 256), 256),
-                    "l" => ("l", (128, 128), 256),
-                    "v" => ("v", (128, 64), 128),
-                    "s" => ("s", (64, 64), 128),
-                    _ => ("u", (32, 64), 128),
-                },
-                Tile::Large | Tile::Wide if aligned => ("w", (128, 256), 256),
-                Tile::Large | Tile::Wide => ("l", (128, 128), 256),
-                Tile::Narrow => ("u", (32, 64), 128),
-                Tile::Small | Tile::Thin => ("s", (64, 64), 128),
+            let size = match tile {
+                _ if forced_parts.is_some() => "v",
+                Tile::Auto if deep_split => "v",
+                Tile::Auto => auto.0,
+                Tile::Large | Tile::Wide if aligned => "w",
+                Tile::Large | Tile::Wide => "l",
+                Tile::Narrow => "u",
+                Tile::Small | Tile::Thin => "s",
             };
+            let (tile, threads) = f32_tile(size);
             let mut choice = plain(
                 format!("gemm_simt_f32_{size}_{}", plan.ops),
                 Family::Simt,
@@ -509,6 +503,18 @@ const F32_PART_MIN_K: usize = 512;
 /// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
 const F32_PART_COST_K: usize = 13;
 
+/// The f32 CUDA-core tile `size` (`w`, `l`, `v`, `s`, `u`; ptx/gemm_simt.cu): its block tile
+/// (rows x columns of D) and threads.
+fn f32_tile(size: &str) -> ((usize, usize), u32) {
+    match size {
+        "w" => ((128, 256), 256),
+        "l" => ((128, 128), 256),
+        "v" => ((128, 64), 128),
+        "s" => ((64, 64), 128),
+        _ => ((32, 64), 128),
+    }
+}
+
 /// The automatic f32 CUDA-core tile, and its k split (1: none): the candidate that leaves the
 /// least work on the busiest SM.
 ///
@@ -531,10 +537,21 @@ const F32_PART_COST_K: usize = 13;
 /// 1.32x the rule before (l -> v in 2 parts), 768 x 1024 x 3072 1.24x (u -> v in 4 parts),
 /// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty).
 fn f32_auto(plan: &Plan, aligned: bool, may_split: bool, sms: usize, batch: usize) -> (&'static str, usize) {
-    let work = |dims: (usize, usize), parts: usize, cost: u128, paired: bool| {
-        let step = match dims {
-            (128, 256) => 32,
-            (128, 128) => 8,
+    // A tile's cost per output and k, and the k-step its blocks round k up to.
+    let cost = |size: &str| -> u128 {
+        match size {
+            "u" => 168,
+            "s" => 150,
+            "w" => 120,
+            "l" if aligned => 120,
+            _ => 140,
+        }
+    };
+    let work = |size: &str, parts: usize, paired: bool| {
+        let (dims, _) = f32_tile(size);
+        let step = match size {
+            "w" => 32,
+            "l" => 8,
             _ => 16,
         };
         let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch).saturating_mul(parts);
@@ -542,21 +559,18 @@ fn f32_auto(plan: &Plan, aligned: bool, may_split: bool, sms: usize, batch: usiz
         if parts > 1 {
             k += F32_PART_COST_K * parts;
         }
-        let busiest = blocks.div_ceil(sms.max(1)) as u128;
         let busiest = if paired {
-            busiest / 2 * 1747 + busiest % 2 * 1000
+            paired_time(blocks, sms) as u128
         } else {
-            busiest * 874
+            // Half a pair's time per block: the rate the costs were fitted at.
+            blocks.div_ceil(sms.max(1)) as u128 * 874
         };
-        busiest * (dims.0 * dims.1) as u128 * k as u128 * cost
+        busiest * (dims.0 * dims.1) as u128 * k as u128 * cost(size)
     };
-    let (mut best, mut least) = if aligned {
-        (("w", 1), work((128, 256), 1, 120, false))
-    } else {
-        (("l", 1), work((128, 128), 1, 140, false))
-    };
-    for (size, dims, cost) in [("s", (64, 64), 150), ("u", (32, 64), 168)] {
-        let w = work(dims, 1, cost, false);
+    let big = if aligned { "w" } else { "l" };
+    let (mut best, mut least) = ((big, 1), work(big, 1, false));
+    for size in ["s", "u"] {
+        let w = work(size, 1, false);
         if w < least {
             (best, least) = ((size, 1), w);
         }
@@ -565,22 +579,22 @@ fn f32_auto(plan: &Plan, aligned: bool, may_split: bool, sms: usize, batch: usiz
         return best;
     }
     // Against v, s and u count their blocks as v's.
-    match best.0 {
-        "s" => least = work((64, 64), 1, 150, true),
-        "u" => least = work((32, 64), 1, 168, true),
-        _ => {}
+    if best.0 != big {
+        least = work(best.0, 1, true);
     }
     let unsplit = least;
-    let w_tiles = tiles2(plan.m, plan.n, (128, 256));
+    let w_tiles = tiles2(plan.m, plan.n, f32_tile("w").0);
     for parts in 2..=4usize {
         if plan.k / parts < F32_PART_MIN_K {
             break;
         }
-        let mut split = vec![("v", work((128, 64), parts, 140, true))];
-        if aligned && w_tiles.saturating_mul(parts) <= sms {
-            split.push(("w", work((128, 256), parts, 120, false)));
-        }
-        for (size, w) in split {
+        // w splits only within a wave of its blocks.
+        let w_fits = aligned && w_tiles.saturating_mul(parts) <= sms;
+        for size in ["v", "w"] {
+            if size == "w" && !w_fits {
+                continue;
+            }
+            let w = work(size, parts, size == "v");
             if w.saturating_mul(100) < unsplit.saturating_mul(97) && w < least {
                 (best, least) = ((size, parts), w);
             }

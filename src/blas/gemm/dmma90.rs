@@ -3,7 +3,7 @@
 //! shape and its shared memory (docs/kernels/gemm.md, the DMMA sections and "Thin tiles").
 
 use super::builder::Plan;
-use super::params::tiles2;
+use super::params::{paired_time, tiles2};
 use super::thin::THIN_MAX;
 use super::{SplitK, Tile};
 use crate::error::{bail_invalid, Result};
@@ -49,13 +49,12 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
     let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
     // Whether a tile's area is mostly D's.
     let full = |dims| coverage(plan.m, plan.n, dims) >= FULL;
-    // The busiest multiprocessor's time in blocks' time, for the tiles that run two per
-    // multiprocessor (s, u and the thin ones, so these compare like for like): a pair takes
-    // 1.747 times a lone block (f32's `v` fit, docs/kernels/gemm.md, "Deep k splits"), so an
-    // SM left with one block, or an odd count, runs below its rate.
-    let busiest = |blocks: usize| {
-        let b = blocks.div_ceil(sms.max(1));
-        b / 2 * 1747 + b % 2 * 1000
+    // Whether k split over a cluster's 2 blocks (`split` blocks) leaves the busiest
+    // multiprocessor at most `keep` (num, den) of the work it has unsplit (`whole` blocks), for
+    // the tiles that run two per multiprocessor (s, u and the thin ones, so these compare like
+    // for like), each block's work its k and the split's hand-off.
+    let split_keeps = |split: usize, whole: usize, (num, den): (usize, usize)| {
+        paired_time(split, sms) * (plan.k / 2 + SPLIT_COST_K) * den <= paired_time(whole, sms) * plan.k * num
     };
     match split {
         SplitK::Parts(parts) if parts > 1 => {
@@ -86,8 +85,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
                 && may_split
                 && plan.m.min(plan.n) > THIN_MAX
                 && plan.k >= 1024
-                && busiest(2 * tu) * (plan.k / 2 + SPLIT_COST_K) * 10
-                    <= busiest(count(dmma90_config(thin).0)) * plan.k * 9 =>
+                && split_keeps(2 * tu, count(dmma90_config(thin).0), (9, 10)) =>
         {
             ('u', 2)
         }
@@ -102,8 +100,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
                 && 2 * ts * 10 >= sms * 9
                 && plan.k >= 1024
                 && ((fill(ts, 2 * sms) < 0.8 && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048))
-                    || (busiest(2 * ts) * (plan.k / 2 + SPLIT_COST_K) * 20 <= busiest(ts) * plan.k * 19
-                        && !m_half_wave)) =>
+                    || (split_keeps(2 * ts, ts, (19, 20)) && !m_half_wave)) =>
         {
             ('s', 2)
         }

@@ -104,11 +104,23 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(f32(896, Tile::Auto, false), u);
     // Long k over few w tiles: w split in up to 4 parts, its blocks within a wave (1024 x 1024
     // x 4096: 32 tiles, k in 4).
-    let f32k = |m: usize, n: usize, k: usize| {
-        let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, m, n, k), [1 << 28; 3]).unwrap();
-        let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
+    let auto = |ta, m: usize, n: usize, k: usize, aligned: bool| {
+        let p = plan(&Gemm::<f32>::new(ta, Transpose::N, m, n, k), [1 << 30; 3]).unwrap();
+        let ch = on_h100(
+            "f32",
+            false,
+            MathMode::Exact,
+            Kernel::Auto,
+            Tile::Auto,
+            &p,
+            aligned,
+            false,
+        )
+        .unwrap();
         (ch.name, ch.split_k)
     };
+    let nn = |m, n, k, aligned| auto(Transpose::N, m, n, k, aligned);
+    let f32k = |m, n, k| nn(m, n, k, true);
     let wk = |split| ("gemm_simt_f32_w_nn".to_string(), Some(split));
     assert_eq!(f32k(1024, 1024, 4096), wk(4));
     assert_eq!(f32k(256, 8192, 8192), wk(2));
@@ -167,26 +179,7 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(f32k(11008, 256, 16384), vk(3));
     assert_eq!(f32k(11008, 256, 3072), vk(3));
     assert_eq!(f32k(12288, 128, 4096), vk(4));
-    let p = plan(
-        &Gemm::<f32>::new(Transpose::N, Transpose::N, 22016, 128, 4096),
-        [1 << 28; 3],
-    )
-    .unwrap();
-    let unaligned = on_h100(
-        "f32",
-        false,
-        MathMode::Exact,
-        Kernel::Auto,
-        Tile::Auto,
-        &p,
-        false,
-        false,
-    )
-    .unwrap();
-    assert_eq!(
-        (unaligned.name.as_str(), unaligned.split_k),
-        ("gemm_simt_f32_v_nn", Some(3))
-    );
+    assert_eq!(nn(22016, 128, 4096, false), vk(3));
     // 300 columns of 512 in two w tiles leave them 59% full: v in 2 parts (37.1 TFLOP/s
     // against s 36.1, w 27.0).
     assert_eq!(f32k(300, 16384, 2048), vk(2));
@@ -194,22 +187,6 @@ fn dispatch_by_type_alignment_and_size() {
     // sweeps in docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"): 768 x 1024 x 3072
     // v in 4 parts (37.9 TFLOP/s, u 30.6), 12345 x 321 x 4567 unaligned v in 2 (33.9, l 25.7),
     // 4096 x 4096 x 16 s (14.6, w 11.2: its k-step of 32 half empty).
-    let auto = |ta, m: usize, n: usize, k: usize, aligned: bool| {
-        let p = plan(&Gemm::<f32>::new(ta, Transpose::N, m, n, k), [1 << 30; 3]).unwrap();
-        let ch = on_h100(
-            "f32",
-            false,
-            MathMode::Exact,
-            Kernel::Auto,
-            Tile::Auto,
-            &p,
-            aligned,
-            false,
-        )
-        .unwrap();
-        (ch.name, ch.split_k)
-    };
-    let nn = |m, n, k, aligned| auto(Transpose::N, m, n, k, aligned);
     assert_eq!(
         auto(Transpose::T, 768, 1024, 3072, true),
         ("gemm_simt_f32_v_tn".to_string(), Some(4))
