@@ -37,10 +37,7 @@ fn load() -> Result<Nvtx, String> {
             "off: no NVTX tool attached ({INJECTION_ENV} unset) and {NVTX_ENV} is not 1"
         ));
     }
-    let mut names: Vec<String> = std::env::var(LIBNVTX_ENV)
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect();
+    let mut names: Vec<String> = crate::sys::loader::named_by(LIBNVTX_ENV).into_iter().collect();
     names.extend(["libnvToolsExt.so.1".to_string(), "libnvToolsExt.so".to_string()]);
     let resolve = |name: &str, lib: libloading::Library| {
         // SAFETY: the symbols have these C signatures in every NVTX version 1 to 3.

@@ -47,10 +47,7 @@ pub(crate) struct Library {
 
 /// The names tried, in order.
 fn candidates() -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(path) = std::env::var_os("CUDRV_LIBNVRTC").filter(|p| !p.is_empty()) {
-        out.push(path.to_string_lossy().into_owned());
-    }
+    let mut out: Vec<String> = crate::sys::loader::named_by("CUDRV_LIBNVRTC").into_iter().collect();
     let driver_major = crate::driver_version().map(|v| v.major()).unwrap_or(13);
     if driver_major >= 13 {
         out.extend(["libnvrtc.so.13".to_string(), "libnvrtc.so.12".to_string()]);

@@ -120,7 +120,7 @@ pub unsafe fn kernel_record(record: *const u8) -> Option<KernelRecord> {
 /// asked for by path is that one or none, as with `CUDRV_LIBCUDA`), else the usual names on the
 /// loader's path and the toolkit's directories.
 fn candidates() -> Vec<String> {
-    if let Some(path) = std::env::var(LIBCUPTI_ENV).ok().filter(|p| !p.is_empty()) {
+    if let Some(path) = super::loader::named_by(LIBCUPTI_ENV) {
         return vec![path];
     }
     let mut names: Vec<String> = ["libcupti.so", "libcupti.so.13", "libcupti.so.12"]

@@ -59,14 +59,26 @@ pub const LIBCUDA_ENV: &str = "CUDRV_LIBCUDA";
 /// assert!(!names.is_empty());
 /// ```
 pub fn candidates() -> Vec<String> {
-    if let Some(path) = std::env::var_os(LIBCUDA_ENV).filter(|p| !p.is_empty()) {
-        return vec![path.to_string_lossy().into_owned()];
+    if let Some(path) = named_by(LIBCUDA_ENV) {
+        return vec![path];
     }
     if cfg!(windows) {
         vec!["nvcuda.dll".into()]
     } else {
         vec!["libcuda.so.1".into(), "libcuda.so".into()]
     }
+}
+
+/// The library path the environment variable `env` names, when it is set and not empty (the
+/// override of an optional library's search: `CUDRV_LIBCUDA`, `CUDRV_LIBCUPTI`, ...).
+///
+/// ```
+/// assert_eq!(cudrv::sys::loader::named_by("CUDRV_NO_SUCH_OVERRIDE"), None);
+/// ```
+pub fn named_by(env: &str) -> Option<String> {
+    std::env::var_os(env)
+        .filter(|p| !p.is_empty())
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// An opened driver library.
