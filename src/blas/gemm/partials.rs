@@ -29,6 +29,11 @@ use crate::stream::Stream;
 
 /// Most parts a split through partial products has (forced or automatic).
 pub(crate) const PARTIALS_MAX: usize = 256;
+/// Threads per block of `gemm_partials_<t>`: small blocks spread a short sum over more
+/// multiprocessors.
+const SUM_BLOCK: usize = 128;
+/// Most lanes of the parts per 16-byte chunk of the sum in `gemm_partials_<t>`.
+const SUM_LANES: usize = 8;
 /// Every part but the last keeps a multiple of this much of k, so that the parts of a
 /// k-contiguous operand start on 16-byte bounds when the operand does (f32 and f64).
 const KPER_STEP: usize = 8;
@@ -41,7 +46,8 @@ pub(crate) struct PartialsRoute {
     /// one over the rest.
     parts: usize,
     full: usize,
-    /// Elements per row of a partial product in the scratch (n rounded up to 16 bytes of f32).
+    /// Elements per row of a partial product in the scratch: n rounded up to a multiple of 4 (16
+    /// bytes of f32), which `gemm_partials_<t>`'s 16-byte loads of f32 and f64 chunks rely on.
     ldw: usize,
     /// The kernels' problem of the `full` batched parts and of the last, shorter one.
     plans: [Plan; 2],
@@ -393,6 +399,27 @@ fn part_params<T: GemmType>(params: &GemmParams, batched: &Plan, last: &Plan, fu
     [first, second]
 }
 
+/// The launch of `gemm_partials_<t>` for an m x n sum of `parts` partial products whose
+/// elements have `size` bytes, on `sms` multiprocessors: a thread per 16-byte chunk of a row of
+/// the sum (4 f32 or 2 f64 outputs) and lane of the parts; the lanes (a power of two, at most
+/// [`SUM_LANES`] and `parts`) double while the threads fill less than 512 per multiprocessor,
+/// so that a few outputs of many parts (64 x 64 x 65536) still keep many loads in flight;
+/// [`SUM_BLOCK`] threads per block, the lanes' sums meeting in shared memory, the grid at most
+/// 16 blocks per multiprocessor (grid-stride beyond).
+pub(crate) fn sum_launch(m: usize, n: usize, parts: usize, size: usize, sms: usize) -> LaunchConfig {
+    let chunks = m * n.div_ceil(16 / size);
+    let mut lanes = 1;
+    while lanes < SUM_LANES && lanes * 2 <= parts && chunks * lanes < sms * 512 {
+        lanes *= 2;
+    }
+    let width = SUM_BLOCK / lanes;
+    LaunchConfig {
+        grid_dim: (chunks.div_ceil(width).min(sms * 16).max(1) as u32, 1, 1),
+        block_dim: (width as u32, lanes as u32, 1),
+        shared_mem_bytes: if lanes > 1 { (SUM_BLOCK * 16) as u32 } else { 0 },
+    }
+}
+
 /// Queues a route: the parts (one batched launch, and one more for a shorter last part) into a
 /// scratch from the caching pool, then `gemm_partials_<t>`, which adds them and writes D. The
 /// scratch is freed in stream order after the last kernel that reads it.
@@ -420,8 +447,13 @@ pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, para
         run_choice::<T>(stream, &route.choices[1], &route.plans[1], p_last, 1, Activation::None)?;
     }
     let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
-    let groups = (params.m as usize * params.n as usize).div_ceil(32);
-    let grid = groups.min(sms * 8).max(1) as u32;
+    let sum = sum_launch(
+        params.m as usize,
+        params.n as usize,
+        route.parts,
+        scratch_size::<T>(),
+        sms,
+    );
     let (w, ldw, parts) = (ws.device_ptr(), route.ldw as i64, route.parts as i32);
     let mut l = stream.launch_builder(&f);
     l.arg(params).arg(&w).arg(&ldw).arg(&parts);
@@ -429,14 +461,10 @@ pub(crate) fn run<T: GemmType>(stream: &Arc<Stream>, route: &PartialsRoute, para
     // * ldw + c] for q < parts, r < m, c < n (inside the parts * m * ldw elements of `ws`, A the
     // partial sums' type), and
     // reads (beta != 0) and writes D at rows < m, columns < n with ldd, and the bias at c < n,
-    // which `plan` checked against C and the bias; block (32, 8) as the kernel requires.
-    unsafe {
-        l.launch(LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (32, 8, 1),
-            shared_mem_bytes: 0,
-        })
-    }?;
+    // which `plan` checked against C and the bias; the scratch's parts start 16-byte aligned (the
+    // pool's blocks are, and `ldw` is a multiple of 4) for its vector loads; block, grid and
+    // shared memory as the kernel requires (`sum_launch`).
+    unsafe { l.launch(sum) }?;
     drop(ws);
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! (docs/kernels/gemm.md, "Partial products").
 
 use super::*;
-use crate::blas::gemm::partials::auto_parts;
+use crate::blas::gemm::partials::{auto_parts, sum_launch};
 
 fn parts<T: GemmType>(g: &Gemm<T::Scalar>) -> Option<usize> {
     let plan = g.plan([1 << 30; 3], None).expect("plan");
@@ -151,4 +151,23 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
         auto_wgmma_parts(&nn::<f32>(256, 256, 65536).tile(Tile::Large), &plan, "f16", 132),
         None
     );
+}
+
+#[test]
+fn the_sum_spreads_few_outputs_of_many_parts_over_lanes() {
+    // (block, grid, shared memory) of gemm_partials on 132 multiprocessors.
+    let launch = |m, n, parts, size| {
+        let l = sum_launch(m, n, parts, size, 132);
+        (l.block_dim, l.grid_dim.0, l.shared_mem_bytes)
+    };
+    // 64 x 64 f32 in 64 parts: 1024 chunks of 4, 8 lanes of 8 parts each.
+    assert_eq!(launch(64, 64, 64, 4), ((16, 8, 1), 64, 2048));
+    // A decode step, 4096 x 16 in 4 parts (f16's f32 sums): a lane per part.
+    assert_eq!(launch(4096, 16, 4, 4), ((32, 4, 1), 512, 2048));
+    // 256 x 256 in 32 parts: 8 lanes of 4 parts.
+    assert_eq!(launch(256, 256, 32, 4), ((16, 8, 1), 1024, 2048));
+    // Enough outputs: one lane, no shared memory, the grid capped at 16 blocks per multiprocessor.
+    assert_eq!(launch(4096, 4096, 2, 4), ((128, 1, 1), 132 * 16, 0));
+    // f64 chunks hold 2; n = 3 makes 2 chunks per row, the lanes stop at the parts.
+    assert_eq!(launch(10, 3, 2, 8), ((64, 2, 1), 1, 2048));
 }
