@@ -91,12 +91,13 @@ fn scratch_size<T: GemmType>() -> usize {
 /// wgmma kernels, which stay resident and so want fewer parts as the tiles grow):
 /// `sms / 2 / t^(2/3)` rounded to a power of two, at most 64, where `t` is the 128 x 128
 /// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
-/// decode steps such as 8192 x 16 x 28672, and 1024 x 1024 x 32768 gained too little to
-/// count). f16 and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm.md, "f16 and
-/// bf16 through partial products"): f64's count over the parts' tiles (the thin tiles where a
-/// side is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
-/// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of k, and k is at least
-/// 4096 (the measured range: 4096 to 65536).
+/// decode steps such as 8192 x 16 x 28672), and 8 parts where that comes to 4 with k >= 16384
+/// and both sides at least 128 (1024 x 1024 x 32768: 1.17x cuBLAS against 0.87x unsplit). f16
+/// and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm.md, "f16 and bf16
+/// through partial products"): f64's count over the parts' tiles (the thin tiles where a side
+/// is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
+/// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of
+/// k, and k is at least 4096 (the measured range: 4096 to 65536).
 pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
     if !automatic(g, plan) {
         return None;
@@ -130,6 +131,17 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
                 0
             } else {
                 1usize << (x.log2().round() as u32)
+            };
+            // Where the count comes to 4 with k >= 16384 (41-112 tiles) and both sides at least
+            // a tile, 8 parts: 1024 x 1024 x 32768 (64 tiles) ran 0.87x cuBLAS unsplit, 1.02x in
+            // 4 parts, 1.17-1.18x in 8 and 1.06x in 16 (H100, 2026-11-26 and 11-27;
+            // docs/kernels/gemm.md, "The sum of the partial products"). Decode steps keep their
+            // rule (8192 x 16 x 28672 lost in 4 parts).
+            let square = plan.m.min(plan.n) >= 128;
+            let parts = if parts == 4 && plan.k >= 16384 && square {
+                8
+            } else {
+                parts
             };
             (parts.min(64), 8)
         }

@@ -55,8 +55,10 @@ fn tf32_wants_fewer_parts_as_its_tiles_grow() {
     assert_eq!(tf32(64, 64, 65536), Some(64));
     assert_eq!(tf32(128, 256, 32768), Some(32));
     assert_eq!(tf32(512, 512, 16384), Some(8));
+    // 64 tiles: the formula's 4 parts become 8 at k >= 16384 (the measured best).
+    assert_eq!(tf32(1024, 1024, 32768), Some(8));
+    assert_eq!(tf32(1024, 1024, 8192), None);
     // From 8 parts at k >= 16384, from 32 below: the wgmma kernels' own split was as fast.
-    assert_eq!(tf32(1024, 1024, 32768), None);
     assert_eq!(tf32(64, 8192, 8192), None);
     assert_eq!(tf32(8192, 16, 28672), None);
     assert_eq!(tf32(512, 512, 4096), None);
