@@ -135,8 +135,8 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
             // Where the count comes to 4 with k >= 16384 (41-112 tiles) and both sides at least
             // a tile, 8 parts: 1024 x 1024 x 32768 (64 tiles) ran 0.87x cuBLAS unsplit, 1.02x in
             // 4 parts, 1.17-1.18x in 8 and 1.06x in 16 (H100, 2026-11-26 and 11-27;
-            // docs/kernels/gemm.md, "The sum of the partial products"). Decode steps keep their
-            // rule (8192 x 16 x 28672 lost in 4 parts).
+            // docs/kernels/gemm.md, "tf32 in 8 parts where the formula says 4"). Decode steps
+            // keep their rule (8192 x 16 x 28672 lost in 4 parts).
             let square = plan.m.min(plan.n) >= 128;
             let parts = if parts == 4 && plan.k >= 16384 && square {
                 8
