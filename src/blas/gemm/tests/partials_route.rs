@@ -173,3 +173,29 @@ fn the_sum_spreads_few_outputs_of_many_parts_over_lanes() {
     // f64 chunks hold 2; n = 3 makes 2 chunks per row, the lanes stop at the parts.
     assert_eq!(launch(10, 3, 2, 8), ((64, 2, 1), 1, 2048));
 }
+
+#[test]
+fn every_sum_launch_keeps_the_kernels_contract() {
+    // Random sums: 128 threads of whole lanes, lanes a power of two up to 8 and the parts,
+    // shared memory for the lanes' sums exactly when there are several, and a grid that covers
+    // the chunks (grid-stride beyond 16 blocks per multiprocessor).
+    let mut rng = crate::selftest::Rng::new(0x5a11_u64 ^ std::process::id() as u64);
+    for _ in 0..2000 {
+        let m = 1 + (rng.next_u64() % 70_000) as usize;
+        let n = 1 + (rng.next_u64() % 3_000) as usize;
+        let parts = 2 + (rng.next_u64() % 255) as usize;
+        let size = if rng.next_u64() % 2 == 0 { 4 } else { 8 };
+        let sms = 1 + (rng.next_u64() % 200) as usize;
+        let l = sum_launch(m, n, parts, size, sms);
+        let (w, lanes) = (l.block_dim.0 as usize, l.block_dim.1 as usize);
+        let what = format!("{m}x{n} in {parts} parts of {size} bytes on {sms} SMs: {l:?}");
+        assert_eq!((w * lanes, l.block_dim.2), (128, 1), "{what}");
+        assert!(lanes.is_power_of_two() && lanes <= 8 && lanes <= parts, "{what}");
+        assert_eq!(l.shared_mem_bytes, if lanes > 1 { 2048 } else { 0 }, "{what}");
+        let chunks = m * n.div_ceil(16 / size);
+        let grid = l.grid_dim.0 as usize;
+        assert!(grid >= 1 && grid <= (sms * 16).max(1), "{what}");
+        assert!(grid == sms * 16 || grid * w >= chunks, "{what}");
+        assert_eq!((l.grid_dim.1, l.grid_dim.2), (1, 1), "{what}");
+    }
+}
