@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-/// `CUDRV_LIBNVML`: the NVML library to load instead of `libnvidia-ml.so.1`.
+/// `CUDRV_LIBNVML`: the NVML library to load instead of `libnvidia-ml.so.1` (when set and not
+/// empty, read by [`crate::sys::loader::named_by`] like the other library overrides).
 pub const LIBNVML_ENV: &str = "CUDRV_LIBNVML";
 
 /// What NVML reports for the device; each figure is `None` where the device does not report it.
@@ -64,9 +65,9 @@ pub(crate) fn read(uuid: &str) -> GpuReadings {
     static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
     let nvml = NVML.get_or_init(|| {
         let mut builder = Nvml::builder();
-        let path = std::env::var_os(LIBNVML_ENV);
+        let path = crate::sys::loader::named_by(LIBNVML_ENV);
         if let Some(p) = &path {
-            builder.lib_path(p);
+            builder.lib_path(p.as_ref());
         }
         builder.init().map_err(|e| format!("NVML not available ({e})"))
     });

@@ -70,7 +70,8 @@ pub fn candidates() -> Vec<String> {
 }
 
 /// The library path the environment variable `env` names, when it is set and not empty (the
-/// override of an optional library's search: `CUDRV_LIBCUDA`, `CUDRV_LIBCUPTI`, ...).
+/// override of a library's search: `CUDRV_LIBCUDA`, `CUDRV_LIBCUPTI`, `CUDRV_LIBNVRTC`,
+/// `CUDRV_LIBNVTX`, `CUDRV_LIBNVML`, and the benches' `CUDRV_LIBCUBLAS`).
 ///
 /// ```
 /// assert_eq!(cudrv::sys::loader::named_by("CUDRV_NO_SUCH_OVERRIDE"), None);

@@ -99,10 +99,7 @@ impl Cublas {
     /// Loads cuBLAS and makes a handle bound to `stream`; `None` (with the reason) when it
     /// cannot.
     pub fn load(stream: *mut c_void) -> Result<Cublas, String> {
-        let mut names: Vec<String> = Vec::new();
-        if let Ok(p) = std::env::var("CUDRV_LIBCUBLAS") {
-            names.push(p);
-        }
+        let mut names: Vec<String> = cudrv::sys::loader::named_by("CUDRV_LIBCUBLAS").into_iter().collect();
         for n in [
             "libcublas.so.13",
             "libcublas.so.12",
