@@ -23,7 +23,7 @@
 // registers, rounded to tf32, as wgmma's A operand; `nn` is `tt` on the transposed problem, with
 // X and Y swapped by the host and D stored transposed (DT: D[r][c] at d[c * ldd + r], bias[r]);
 // `nt` has no kernel: the host packs Y k-contiguous and runs `tt`). <tile>: n = 128 x 64,
-// l = 128 x 128, w = 128 x 256 (rows x columns of D).
+// l = 128 x 128, b = 128 x 192 (the plain modules only), w = 128 x 256 (rows x columns of D).
 //
 // Block: 3 warpgroups (384 threads), persistent: block b computes tiles b, b + gridDim.x, ...
 // Warpgroup 0 is the producer: one thread issues the TMA loads of each k-tile into a ring of
@@ -85,7 +85,8 @@
 //   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(units, SMs); units =
 //   ceil(m/128) * ceil(n/BN) * batch * parts); dynamic shared memory = STAGES * (128 + BN) * 128 +
 //   32768 (epilogue: four 8 KiB staging boxes, or the two 9 KiB chunks) + 2048 (alignment,
-//   barriers) bytes: 231424 for every tile (w: 4 stages, l: 6 stages, n: 8 stages).
+//   barriers) bytes: at most 231424 (w: 4 stages, b: 4 stages (198656), l: 6 stages, n: 8
+//   stages); the host asks 231424 for every tile.
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
 //   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
 //   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
@@ -713,6 +714,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     GEMM_WG_KERNEL(P##_n_tn, T, 64, 8, true, true, false, ACT)          \
     GEMM_WG_KERNEL(P##_n_tt, T, 64, 8, false, true, false, ACT)
 
+// The 128 x 192 tile of a 16-bit type, every op combination: P_b_<ops>. Only the plain modules
+// (gemm_wg_<type>) hold it; with an activation it applies it in the rolled epilogue. 4 stages of
+// (128 + 192) x 128 bytes; it does not split k (the split code is for BN <= 128).
+#define GEMM_WG_OPS_BROAD(P, T)                                          \
+    GEMM_WG_KERNEL(P##_b_nn, T, 192, 4, true, false, false, ACT_NONE)    \
+    GEMM_WG_KERNEL(P##_b_nt, T, 192, 4, false, false, false, ACT_NONE)   \
+    GEMM_WG_KERNEL(P##_b_tn, T, 192, 4, true, true, false, ACT_NONE)     \
+    GEMM_WG_KERNEL(P##_b_tt, T, 192, 4, false, true, false, ACT_NONE)
+
 // The tf32 kernels: P_<tile>_<ops>.
 //   tn: both operands k-contiguous, both read by wgmma from shared memory.
 //   tt: X m-contiguous, loaded into registers (rounded to tf32) as wgmma's A operand.
@@ -729,3 +739,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     GEMM_WG_KERNEL(P##_w_nn, float, 256, 4, false, true, true, ACT)     \
     GEMM_WG_KERNEL(P##_l_nn, float, 128, 6, false, true, true, ACT)     \
     GEMM_WG_KERNEL(P##_n_nn, float, 64, 8, false, true, true, ACT)
+
+// The tf32 128 x 192 tile (tn, tt, nn as above), in gemm_wg_tf32 only.
+#define GEMM_WG_TF32_BROAD(P)                                               \
+    GEMM_WG_KERNEL(P##_b_tn, float, 192, 4, true, true, false, ACT_NONE)    \
+    GEMM_WG_KERNEL(P##_b_tt, float, 192, 4, false, true, false, ACT_NONE)   \
+    GEMM_WG_KERNEL(P##_b_nn, float, 192, 4, false, true, true, ACT_NONE)

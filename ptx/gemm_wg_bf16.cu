@@ -4,3 +4,4 @@
 #include "gemm_wg.cuh"
 
 GEMM_WG_OPS(gemm_wg_bf16, __nv_bfloat16, ACT_NONE)
+GEMM_WG_OPS_BROAD(gemm_wg_bf16, __nv_bfloat16)

@@ -4,3 +4,4 @@
 #include "gemm_wg.cuh"
 
 GEMM_WG_OPS(gemm_wg_f16, __half, ACT_NONE)
+GEMM_WG_OPS_BROAD(gemm_wg_f16, __half)

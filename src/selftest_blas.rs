@@ -168,6 +168,9 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         "h" | "hu" => (72, 136, 300),
         "t" | "tu" => (136, 72, 300),
         "u" | "uu" => (136, 100, 48),
+        // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
+        // k-tiles and a partial one.
+        "b" => (200, 392, 200),
         _ => (136, 72, 48),
     }
 }
@@ -706,6 +709,45 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             );
             sweep::<f32>(s, r, &p32, MathMode::Tf32, k, &wide, 5e-3, &mut out, &mut covered, acts);
         }
+        // The 128 x 192 tile lives in the plain modules only; an activation runs there in the
+        // rolled epilogue, so its checks cycle through every activation.
+        let broad = [(Tile::Broad, SplitK::Auto, "b", 0)];
+        sweep::<half::f16>(
+            s,
+            r,
+            "gemm_wg_f16",
+            MathMode::Exact,
+            k,
+            &broad,
+            2e-2,
+            &mut out,
+            &mut covered,
+            &ACTIVATIONS,
+        );
+        sweep::<half::bf16>(
+            s,
+            r,
+            "gemm_wg_bf16",
+            MathMode::Exact,
+            k,
+            &broad,
+            2e-2,
+            &mut out,
+            &mut covered,
+            &ACTIVATIONS,
+        );
+        sweep::<f32>(
+            s,
+            r,
+            "gemm_wg_tf32",
+            MathMode::Tf32,
+            k,
+            &broad,
+            5e-3,
+            &mut out,
+            &mut covered,
+            &ACTIVATIONS,
+        );
         if ["n", "l", "w"]
             .iter()
             .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))

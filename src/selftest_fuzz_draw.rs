@@ -13,12 +13,7 @@ pub(super) fn range(rng: &mut Rng, lo: usize, hi: usize) -> usize {
 /// No activation three times in four, else one of the four.
 fn activation(rng: &mut Rng) -> Activation {
     if rng.next_u64() % 4 == 0 {
-        rng.pick(&[
-            Activation::Relu,
-            Activation::Gelu,
-            Activation::Sigmoid,
-            Activation::Tanh,
-        ])
+        rng.pick(&Activation::APPLIED)
     } else {
         Activation::None
     }
@@ -131,6 +126,7 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             Tile::Auto,
             Tile::Small,
             Tile::Large,
+            Tile::Broad,
             Tile::Wide,
             Tile::Narrow,
             Tile::Thin,
@@ -375,7 +371,14 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         }
     }
     let knobs = if rng.next_u64() % 5 == 0 {
-        let tile = rng.pick(&[Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide]);
+        let tile = rng.pick(&[
+            Tile::Auto,
+            Tile::Small,
+            Tile::Narrow,
+            Tile::Large,
+            Tile::Broad,
+            Tile::Wide,
+        ]);
         let split = rng.pick(&[SplitK::Auto, SplitK::Off, SplitK::Parts(2), SplitK::Parts(3)]);
         (Kernel::Auto, tile, split)
     } else {

@@ -171,6 +171,14 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// Every activation but [`Activation::None`], for tests and tools.
+    pub(crate) const APPLIED: [Activation; 4] = [
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::Sigmoid,
+        Activation::Tanh,
+    ];
+
     /// The elementwise function this activation applies ([`crate::ops::Activation`], whose
     /// `name` also names the GEMM kernels that inline it and whose `reference` is the host
     /// function they are checked against); `None` for [`Activation::None`].

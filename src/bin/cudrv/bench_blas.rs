@@ -12,7 +12,7 @@
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
 //! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
-//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,w,t` (gemm: force
+//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t` (gemm: force
 //! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
 //! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4,p16`
 //! (gemm: force how k is split between blocks, one row each, `pN` through N partial products;
@@ -191,9 +191,10 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     "s" => Ok(Tile::Small),
                     "l" => Ok(Tile::Large),
                     "w" => Ok(Tile::Wide),
+                    "b" => Ok(Tile::Broad),
                     "n" => Ok(Tile::Narrow),
                     "t" => Ok(Tile::Thin),
-                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, w, t"))),
+                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, b, w, t"))),
                 })?
             }
             "--kernels" => {

@@ -3,9 +3,9 @@
 //! choice's arithmetic and the formatting of its kernel name.
 //!
 //! The choice is a pure function of what [`Key`] holds: the element type and knobs, the plan
-//! (shape, ops, leading dimensions, strides), the batch, whether A and B are read (`k` after
-//! alpha), each operand address modulo 16 (alignment is the only thing dispatch reads of an
-//! address), and the device's compute capability and multiprocessor count. Nothing else
+//! (shape, ops, leading dimensions, strides), the batch, whether an activation is applied,
+//! whether A and B are read (`k` after alpha), each operand address modulo 16 (alignment is the
+//! only thing dispatch reads of an address), and the device's compute capability and multiprocessor count. Nothing else
 //! (contexts, streams, the environment) enters it, so one entry serves every context on a device
 //! of the same kind and no entry keeps a context alive. Errors are not memoized.
 
@@ -43,6 +43,9 @@ pub(crate) struct Key {
     pub strides: [usize; 6],
     /// The X and Y addresses modulo 16.
     pub misalign: [u8; 2],
+    /// Whether the epilogue applies an activation (the 128 x 192 wgmma tile has no twin in the
+    /// activation modules).
+    pub activation: bool,
     pub cc: (u32, u32),
     pub sms: usize,
 }
@@ -70,6 +73,7 @@ impl Key {
             k_read: params.k,
             strides: [plan.ldx, plan.ldy, plan.ldd, plan.sx, plan.sy, plan.sd],
             misalign: [(params.x % 16) as u8, (params.y % 16) as u8],
+            activation: g.activation.op().is_some(),
             cc,
             sms,
         }

@@ -263,7 +263,7 @@ pub(crate) fn choose_kernel(
                 "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later), for f16, bf16 and tf32 on the wgmma kernels and for f32 on the CUDA cores"
             );
         }
-        if wgmma && parts > 1 && (parts > WG_MAX_PARTS || tile == Tile::Wide) {
+        if wgmma && parts > 1 && (parts > WG_MAX_PARTS || matches!(tile, Tile::Wide | Tile::Broad)) {
             bail_invalid!(
                 "gemm: the wgmma kernels split k in 2-{WG_MAX_PARTS} parts on the 128 x 64 and 128 x 128 tiles (Tile::Auto, Narrow or Large), not {parts} parts on {tile:?}"
             );
@@ -313,6 +313,7 @@ pub(crate) fn choose_kernel(
                 // A forced split runs on at most 128 columns.
                 Tile::Auto if forced_parts.is_some() && wide_enough(dims, batch, sms) => ('l', (128, 128)),
                 Tile::Wide => ('w', (128, 256)),
+                Tile::Broad => ('b', (128, 192)),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
                 _ => wg_auto_tile(t, dims, batch, plan.k, sms),
@@ -373,7 +374,7 @@ pub(crate) fn choose_kernel(
             let large = match tile {
                 Tile::Auto => big,
                 Tile::Small | Tile::Narrow | Tile::Thin => false,
-                Tile::Large | Tile::Wide => true,
+                Tile::Large | Tile::Wide | Tile::Broad => true,
             };
             let (size, tile, smem) = match (thin, plan.m <= plan.n) {
                 (true, true) => ('t', (THIN_MAX, 64), tc_smem((THIN_MAX, 64), t)),
@@ -449,8 +450,8 @@ pub(crate) fn choose_kernel(
                 _ if forced_parts.is_some() => "v",
                 Tile::Auto if deep_split => "v",
                 Tile::Auto => auto.0,
-                Tile::Large | Tile::Wide if aligned => "w",
-                Tile::Large | Tile::Wide => "l",
+                Tile::Large | Tile::Wide | Tile::Broad if aligned => "w",
+                Tile::Large | Tile::Wide | Tile::Broad => "l",
                 Tile::Narrow => "u",
                 Tile::Small | Tile::Thin => "s",
             };
@@ -695,13 +696,13 @@ pub(crate) fn choose_on<T: GemmType, S>(
         SplitK::Partials(_) => SplitK::Off,
         s => s,
     };
-    let pick = |params: &GemmParams, aligned: bool| {
+    let pick_tile = |tile: Tile, params: &GemmParams, aligned: bool| {
         choose_kernel(
             T::NAME,
             T::TENSOR_CORES,
             g.math,
             g.kernel,
-            g.tile,
+            tile,
             split,
             plan,
             aligned,
@@ -710,6 +711,16 @@ pub(crate) fn choose_on<T: GemmType, S>(
             sms,
             g.batch,
         )
+    };
+    // With an activation the automatic choice keeps the 128 x 256 wgmma tile where it would take
+    // 128 x 192: only the former has twins in the activation modules (gemm_wg_<act>_<type>),
+    // whose TMA epilogue applies it; the 128 x 192 tile would apply it in its rolled epilogue.
+    let pick = |params: &GemmParams, aligned: bool| {
+        let choice = pick_tile(g.tile, params, aligned)?;
+        if g.tile == Tile::Auto && g.activation.op().is_some() && choice.tile == (128, 192) {
+            return pick_tile(Tile::Wide, params, aligned);
+        }
+        Ok(choice)
     };
     let ok = operands_aligned(params, vec, g.batch);
     let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32);

@@ -240,9 +240,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
     };
     // With an activation, a D for the TMA runs the twin kernel of that activation's module
     // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
-    // epilogue.
+    // epilogue. The 128 x 192 tile has no twin (only the plain modules hold it).
     let act_name = activation
         .op()
+        .filter(|_| choice.tile != (128, 192))
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
     // the same stream after it.

@@ -47,12 +47,12 @@ pub enum Kernel {
 /// ```
 /// use cudrv::blas::{Gemm, Tile, Transpose};
 /// // A benchmark sweeping the tile of a 4096 x 4096 x 4096 f16 GEMM.
-/// let tiles = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
+/// let tiles = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Broad, Tile::Wide];
 /// let gemms: Vec<_> = tiles
 ///     .iter()
 ///     .map(|&t| Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096).tile(t))
 ///     .collect();
-/// assert_eq!(gemms.len(), 5);
+/// assert_eq!(gemms.len(), 6);
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Tile {
@@ -71,6 +71,11 @@ pub enum Tile {
     /// except that f32 on the CUDA cores splits k over 2-4 blocks per tile when the 128 x 256
     /// tiles alone would fill less than 9/10 of the multiprocessors (batch 1).
     Wide,
+    /// 128 x 192 (wgmma: 2 consumer warpgroups of 64 x 192), for mid-size problems whose
+    /// 128 x 256 tiles leave many multiprocessors idle in their last round (2304 x 1024: 72 wide
+    /// tiles on 132 multiprocessors, 108 of these); it does not split k. Elsewhere the same as
+    /// `Large`.
+    Broad,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
     /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
     /// k-slices of 2 warps, 8 x 4 per thread), or 128 x 64 (4 warps, 8 x 8 per thread) with a

@@ -210,7 +210,7 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     while parts <= 32 && plan.k / parts >= WG_PARTIALS_MIN_KPER {
         let (letter, tile) = wg_auto_tile(type_name, (m, n), parts, plan.k / parts, sms);
         let units = tiles2(m, n, tile) * parts;
-        if letter != 'w' && units * 2 > sms && units <= sms {
+        if !matches!(letter, 'w' | 'b') && units * 2 > sms && units <= sms {
             best = Some(parts);
         }
         parts *= 2;

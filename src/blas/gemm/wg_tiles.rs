@@ -14,7 +14,10 @@ pub(crate) fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> b
 
 /// The wgmma tile the automatic choice takes for `batch` products of `dims` (rows x columns of
 /// the kernel's D) over `k`, of type `t` (f16, bf16 or tf32), before any split of k: its letter
-/// and size.
+/// and size. Where the 128 x 256 tile is wide enough, the 128 x 192 one replaces it when it
+/// leaves the busiest multiprocessor less to do ([`broad_better`]; H100, 2026-11-27: 2304 x
+/// 1024 x 768 f16 311 -> 361 TFLOP/s, 2560 x 2048 x 4096 488 -> 632, docs/kernels/gemm.md,
+/// "The 128 x 192 wgmma tile").
 pub(crate) fn wg_auto_tile(
     t: &str,
     dims: (usize, usize),
@@ -27,7 +30,11 @@ pub(crate) fn wg_auto_tile(
     // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm.md).
     // f16 / bf16 keep the wide tile.
     if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= 128) {
-        ('w', (128, 256))
+        if broad_better(dims, batch, sms) {
+            ('b', (128, 192))
+        } else {
+            ('w', (128, 256))
+        }
     } else if tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch) >= sms * 3 / 4 {
         ('l', (128, 128))
     } else if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms {
@@ -39,6 +46,26 @@ pub(crate) fn wg_auto_tile(
         ('n', (128, 64))
     }
 }
+
+/// Whether the 128 x 192 tile beats the 128 x 256 one on `batch` products of `dims`: the busiest
+/// multiprocessor's columns (its rounds of tiles times the tile's columns) at most
+/// `BROAD_GAIN_PERCENT` percent of the wide tile's. Both kernels are persistent, one block per
+/// multiprocessor, so a problem of 72 wide tiles on 132 multiprocessors (2304 x 1024) runs one
+/// round of 256 columns where 108 tiles of 192 columns also fit one round.
+pub(crate) fn broad_better((m, n): (usize, usize), batch: usize, sms: usize) -> bool {
+    let sms = sms.max(1);
+    let busiest = |bn: usize| {
+        tiles2(m, n, (128, bn))
+            .saturating_mul(batch)
+            .div_ceil(sms)
+            .saturating_mul(bn)
+    };
+    busiest(192).saturating_mul(100) <= busiest(256).saturating_mul(BROAD_GAIN_PERCENT)
+}
+
+/// The share (percent) of the wide tile's busiest-multiprocessor columns under which the
+/// 128 x 192 tile is taken.
+const BROAD_GAIN_PERCENT: usize = 90;
 
 /// Most parts the wgmma kernels split k into (forced or automatic).
 pub(crate) const WG_MAX_PARTS: u32 = 64;
@@ -74,7 +101,7 @@ pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
 ///
 /// Returns the tile letter and the parts (1: no split).
 pub(crate) fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sms: usize) -> (char, usize) {
-    if letter == 'w' || n_units == 0 || l_units == 0 {
+    if letter == 'w' || letter == 'b' || n_units == 0 || l_units == 0 {
         return (letter, 1);
     }
     // (parts, blocks) of a tile, when its tiles fit a wave.

@@ -1,6 +1,6 @@
 //! The dispatch memo (`choice_cache`): its key holds everything the tiled kernels' choice reads.
 //! Random GEMMs of every type, op, layout, batch, knob and alignment are changed in what the key
-//! leaves out (addresses by multiples of 16, C and bias addresses, nonzero alpha, beta, the
+//! leaves out (addresses by multiples of 16, C and bias addresses, nonzero alpha, beta, which
 //! activation): the key and the choice must both stay the same. Then a shuffled sequence with
 //! repeats through the memo gives what the choice gives directly.
 
@@ -44,10 +44,12 @@ fn random_case<S: Copy + From<u8>>(rng: &mut Rng) -> Case<S> {
             Tile::Auto,
             Tile::Small,
             Tile::Large,
+            Tile::Broad,
             Tile::Wide,
             Tile::Narrow,
         ]))
         .split_k(rng.pick(&[SplitK::Auto, SplitK::Auto, SplitK::Off, SplitK::Parts(4)]))
+        .activation(rng.pick(&[Activation::None, Activation::None, Activation::Relu]))
         .alpha(S::from(rng.pick(&[0u8, 1, 1, 2])));
     if rng.next_u64() % 3 == 0 {
         // At least every stored dimension, so that any op and layout plans.
@@ -118,7 +120,7 @@ where
             continue;
         };
         // What the key leaves out: operand addresses by multiples of 16, C and the bias, a
-        // nonzero alpha, beta, the activation.
+        // nonzero alpha, beta, which activation.
         let mut other = Case {
             g: case.g,
             ptrs: case.ptrs,
@@ -131,10 +133,13 @@ where
         if alpha != 0.0 {
             other.g = other.g.alpha(T::Scalar::from(3u8));
         }
-        other.g = other
-            .g
-            .beta(T::Scalar::from(rng.pick(&[0u8, 1, 2])))
-            .activation(rng.pick(&[Activation::None, Activation::Relu, Activation::Gelu]));
+        // The key holds whether there is an activation, not which.
+        let act = if case.g.activation.op().is_some() {
+            rng.pick(&Activation::APPLIED)
+        } else {
+            Activation::None
+        };
+        other.g = other.g.beta(T::Scalar::from(rng.pick(&[0u8, 1, 2]))).activation(act);
         let (other_key, other_choice) = key_and_choice::<T>(&other).expect("the same shape plans");
         assert_eq!(key, other_key, "{} {:?}", T::NAME, case.g);
         assert_eq!(choice, other_choice, "{} {:?} vs {:?}", T::NAME, case.g, other.g);

@@ -575,28 +575,38 @@ fn the_small_kernels_choice_states_its_launch() {
     }
 }
 
+/// The choice for `ty` (`"f32"`: tf32 math) on an H100 (132 multiprocessors), aligned operands
+/// the TMA can address, batch 1.
+fn hopper_choice(
+    ty: &str,
+    (ta, tb): (Transpose, Transpose),
+    (m, n, k): (usize, usize, usize),
+    tile: Tile,
+    split: SplitK,
+) -> Result<Choice> {
+    let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
+    let math = if ty == "f32" { MathMode::Tf32 } else { MathMode::Exact };
+    choose_kernel(
+        ty,
+        ty != "f32",
+        math,
+        Kernel::Auto,
+        tile,
+        split,
+        &p,
+        true,
+        true,
+        (9, 0),
+        132,
+        1,
+    )
+}
+
 #[test]
 fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
     use Transpose::{N, T};
-    let pick = |ty: &str, (ta, tb), (m, n, k): (usize, usize, usize), tile, split| {
-        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
-        let math = if ty == "f32" { MathMode::Tf32 } else { MathMode::Exact };
-        let ch = choose_kernel(
-            ty,
-            ty != "f32",
-            math,
-            Kernel::Auto,
-            tile,
-            split,
-            &p,
-            true,
-            true,
-            (9, 0),
-            132,
-            1,
-        )?;
-        Ok::<_, crate::Error>((ch.name, ch.split_k))
-    };
+    let pick =
+        |ty: &str, ops, dims, tile, split| hopper_choice(ty, ops, dims, tile, split).map(|ch| (ch.name, ch.split_k));
     let auto = |ty, ops, dims| pick(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap();
     let named = |name: &str, split| (name.to_string(), split);
     // One 128 x 64 tile, 1024 k-tiles: 16 parts (the most an automatic split takes).
@@ -730,4 +740,47 @@ fn the_wave_draw_reaches_f32_v_past_a_wave() {
         past_wave * 10 >= draws,
         "{past_wave} of {draws} draws split v past a wave"
     );
+}
+
+#[test]
+fn wgmma_takes_the_128_x_192_tile_where_its_busiest_multiprocessor_does_less() {
+    use Transpose::{N, T};
+    let pick = |ty: &str, ops, dims, tile, split| {
+        hopper_choice(ty, ops, dims, tile, split).map(|c| (c.name, c.tile, c.split_k))
+    };
+    let auto = |ty, ops, dims| pick(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap().0;
+    // One round of 108 tiles of 192 columns against one of 72 of 256 (gpt2's QKV at 1024 tokens).
+    assert_eq!(auto("f16", (T, N), (2304, 1024, 768)), "gemm_wg_f16_b_tn");
+    assert_eq!(auto("bf16", (N, N), (3072, 1024, 4096)), "gemm_wg_bf16_b_nn");
+    assert_eq!(auto("f32", (N, N), (1024, 3072, 768)), "gemm_wg_tf32_b_nn");
+    assert_eq!(auto("f16", (N, N), (3072, 3072, 4096)), "gemm_wg_f16_b_nn");
+    // 144 tiles of 192 columns take two rounds where 96 wide ones take one.
+    assert_eq!(auto("f16", (N, N), (1024, 3072, 768)), "gemm_wg_f16_w_nn");
+    // Many rounds: the wide tile.
+    assert_eq!(auto("f16", (N, N), (4096, 4096, 4096)), "gemm_wg_f16_w_nn");
+    assert_eq!(auto("f32", (N, N), (8192, 8192, 1024)), "gemm_wg_tf32_w_nn");
+    // Forced, and never split.
+    let forced = pick("f16", (N, N), (4096, 4096, 4096), Tile::Broad, SplitK::Auto).unwrap();
+    assert_eq!(forced, ("gemm_wg_f16_b_nn".to_string(), (128, 192), None));
+    assert!(pick("f16", (N, N), (512, 512, 8192), Tile::Broad, SplitK::Parts(2)).is_err());
+}
+
+#[test]
+fn an_activation_keeps_the_wide_wgmma_tile_where_the_rule_takes_128_x_192() {
+    use crate::blas::gemm::dispatch::choose_on;
+    use crate::blas::Activation;
+    let name = |act: Activation, tile: Tile| {
+        let g = Gemm::<half::f16>::new(Transpose::T, Transpose::N, 2304, 1024, 768)
+            .activation(act)
+            .tile(tile);
+        let p = g.plan([usize::MAX / 64; 3], None).unwrap();
+        let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
+        choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132)
+            .unwrap()
+            .name
+    };
+    assert_eq!(name(Activation::None, Tile::Auto), "gemm_wg_f16_b_tn");
+    assert_eq!(name(Activation::Gelu, Tile::Auto), "gemm_wg_f16_w_tn");
+    // Forced, it runs with the activation in its rolled epilogue.
+    assert_eq!(name(Activation::Gelu, Tile::Broad), "gemm_wg_f16_b_tn");
 }
