@@ -784,3 +784,28 @@ fn an_activation_keeps_the_wide_wgmma_tile_where_the_rule_takes_128_x_192() {
     // Forced, it runs with the activation in its rolled epilogue.
     assert_eq!(name(Activation::Gelu, Tile::Broad), "gemm_wg_f16_b_tn");
 }
+
+#[test]
+fn wgmma_takes_128_x_128_over_128_x_64_on_rows_an_odd_multiple_of_16_bytes_apart() {
+    use Transpose::{N, T};
+    let auto = |ty: &str, ops, dims| {
+        hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Auto)
+            .map(|c| (c.name, c.split_k))
+            .unwrap()
+    };
+    let named = |n: &str| (n.to_string(), None);
+    // 2000-byte rows: 128 x 128.
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 1000)), named("gemm_wg_f16_l_nn"));
+    assert_eq!(auto("bf16", (T, N), (1000, 1000, 1000)), named("gemm_wg_bf16_l_tn"));
+    assert_eq!(auto("f16", (N, N), (1024, 776, 1000)), named("gemm_wg_f16_l_nn"));
+    // Aligned rows, rows 64 bytes off every other line, too few tiles, too little k, tf32: as
+    // before.
+    assert_eq!(auto("f16", (N, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (800, 800, 800)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (504, 1000, 1000)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 248)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f32", (N, N), (1000, 1000, 1000)).0, "gemm_wg_tf32_n_nn");
+    // A forced tile stays forced.
+    let n = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Narrow, SplitK::Auto);
+    assert_eq!(n.unwrap().name, "gemm_wg_f16_n_nn");
+}
