@@ -71,6 +71,7 @@ pub mod registry;
 mod sealed;
 pub mod selftest;
 mod selftest_blas;
+mod selftest_gemv;
 pub mod stream;
 pub mod sys;
 pub mod tune;

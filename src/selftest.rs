@@ -107,6 +107,18 @@ impl Rng {
     }
 }
 
+/// A BLAS element type whose values the checks build and compare through f64.
+pub(crate) trait Element: crate::blas::GemmType + FromF64 {}
+impl<T: crate::blas::GemmType + FromF64> Element for T {}
+
+/// The kernel-name letter of an op: `n` or `t`.
+pub(crate) fn letter_of(t: crate::blas::Transpose) -> char {
+    match t {
+        crate::blas::Transpose::N => 'n',
+        crate::blas::Transpose::T => 't',
+    }
+}
+
 /// Conversion used to build inputs and compare outputs in f64.
 ///
 /// ```

@@ -1,18 +1,15 @@
 //! The selftest's checks of the bundled BLAS kernels: every GEMM kernel variant (type, kernel
-//! family, tile, op combination) and the GEMV kernels, against an f64 CPU reference.
+//! family, tile, op combination) against an f64 CPU reference, and the GEMV kernels'
+//! (`selftest_gemv`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::blas::{self, Activation, Gemm, GemmType, Kernel, MathMode, SplitK, Tile, Transpose};
+use crate::blas::{Activation, Gemm, Kernel, MathMode, SplitK, Tile, Transpose};
 use crate::error::Result;
 use crate::memory::{DeviceBuffer, DeviceSlice};
-use crate::selftest::{rel_error, Check, FromF64, Rng};
+use crate::selftest::{letter_of, rel_error, Check, Element, Rng};
 use crate::stream::Stream;
-
-/// A GEMM element type whose values the checks build and compare through f64.
-trait Element: GemmType + FromF64 {}
-impl<T: GemmType + FromF64> Element for T {}
 
 const ACTIVATIONS: [Activation; 5] = [
     Activation::None,
@@ -175,96 +172,6 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
     }
 }
 
-fn letter_of(t: Transpose) -> char {
-    match t {
-        Transpose::N => 'n',
-        Transpose::T => 't',
-    }
-}
-
-fn gemv_case<T: Element + blas::GemvType>(
-    stream: &Arc<Stream>,
-    rng: &mut Rng,
-    trans: Transpose,
-    m: usize,
-    n: usize,
-    lda: usize,
-) -> Result<f64> {
-    let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
-    let a: Vec<T> = rng.vec((n - 1) * lda + m, -1.0, 1.0);
-    let x: Vec<T> = rng.vec(lx, -1.0, 1.0);
-    let y0: Vec<T> = rng.vec(ly, -1.0, 1.0);
-    let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
-    let mut want = vec![0.0; ly];
-    for (r, w) in want.iter_mut().enumerate() {
-        let dot: f64 = (0..lx)
-            .map(|c| {
-                let av = if trans == Transpose::N {
-                    a[r + c * lda]
-                } else {
-                    a[c + r * lda]
-                };
-                av.to_f64() * x[c].to_f64()
-            })
-            .sum();
-        *w = alpha.to_f64() * dot + beta.to_f64() * y0[r].to_f64();
-    }
-    let da = DeviceBuffer::from_slice(stream, &a)?;
-    let dx = DeviceBuffer::from_slice(stream, &x)?;
-    let mut dy = DeviceBuffer::from_slice(stream, &y0)?;
-    blas::gemv(trans, m, n, alpha, &da, lda, &dx, 1, beta, &mut dy, 1)?;
-    let got: Vec<f64> = dy.to_vec()?.into_iter().map(T::to_f64).collect();
-    Ok(rel_error(&got, &want))
-}
-
-/// A GEMV check, and for op N the row-strip kernel the library picks for it (`sms`
-/// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned).
-fn gemv_with_strip<T: Element + blas::GemvType>(
-    stream: &Arc<Stream>,
-    rng: &mut Rng,
-    trans: Transpose,
-    (m, n, lda): (usize, usize, usize),
-    (sms, l2): (usize, usize),
-) -> (Result<f64>, Option<(usize, usize)>) {
-    let strip = if trans == Transpose::N {
-        blas::row_strip_kernel::<T>(m, n, 256, lda, sms, l2)
-    } else {
-        None
-    };
-    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip)
-}
-
-/// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of
-/// strips of that width (the next narrower lanes would make 1.5 waves), with a partial last
-/// strip; the fallback lanes (f32's one element) on an odd lda.
-fn strip_checks<T: Element + blas::GemvType>(
-    stream: &Arc<Stream>,
-    rng: &mut Rng,
-    tol: f64,
-    (sms, l2): (usize, usize),
-    out: &mut Vec<Check>,
-    covered: &mut BTreeSet<String>,
-) {
-    let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
-    let lanes = T::STRIP_LANES.iter().map(|&b| (b, false));
-    for (bytes, odd) in lanes.chain(T::STRIP_FALLBACK.iter().map(|&b| (b, true))) {
-        let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
-        let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
-        // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
-        let n = 2048.max(l2 / (lda * sz) + 2);
-        let (result, kernel) = gemv_with_strip::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));
-        let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
-            format!("gemv_nr{b}_{t}")
-        });
-        let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
-        if check.passed {
-            covered.insert(name);
-        }
-        out.push(check);
-    }
-}
-
-/// Runs the BLAS checks; returns them and the kernel names they covered.
 /// The aligned copies of unaligned operands (`gemm_pack_b16/b32/b64`): a forced tensor-core GEMM
 /// on leading dimensions one element longer than the matrices (137 and 49: no multiple of 16
 /// bytes for any type), in the op combinations that copy an m- or n-contiguous operand (NN) and a
@@ -755,74 +662,6 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             covered.insert("gemm_wg_pack_tf32".to_string());
         }
     }
-    // GEMV. lda a multiple of 16 bytes runs the 16-byte-load kernels (`gemv_nv`; for T
-    // `gemv_tv1` on short columns over 16 or more per multiprocessor, 600 x 20 sms and f16's
-    // 2048 x 3072, else `gemv_tv`;
-    // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
-    // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
-    // one row block), so it also runs `gemv_finish`.
-    // 2048 x 3072 (aligned) splits its N reduction 12 ways, which sm_90 runs in the 8 blocks of
-    // a thread block cluster (`gemv_nvc`). An N case whose A would take the row strips (larger
-    // than the L2 cache, strips filling a wave) is counted for the strip kernel it runs.
-    let sm90 = stream.context().compute_capability() >= (9, 0);
-    let sms = stream.context().limits().multiprocessor_count as usize;
-    let l2 = stream.context().limits().l2_cache_bytes as usize;
-    for (m, n, lda) in [
-        (1000, 777, 1000),
-        (1000, 777, 1001),
-        (33, 200_000, 33),
-        (2048, 3072, 2048),
-        (5000, 300, 5000),
-        (600, 20 * sms, 600),
-    ] {
-        for trans in [Transpose::N, Transpose::T] {
-            for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
-                let ((result, strip), vec) = match t {
-                    "f32" => (
-                        gemv_with_strip::<f32>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
-                        4,
-                    ),
-                    "f64" => (
-                        gemv_with_strip::<f64>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
-                        2,
-                    ),
-                    "f16" => (
-                        gemv_with_strip::<half::f16>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
-                        8,
-                    ),
-                    _ => (
-                        gemv_with_strip::<half::bf16>(stream, &mut rng, trans, (m, n, lda), (sms, l2)),
-                        8,
-                    ),
-                };
-                let wide = if lda % vec == 0 { "v" } else { "" };
-                let cluster = if sm90 && trans == Transpose::N && n == 3072 {
-                    "c"
-                } else {
-                    ""
-                };
-                let name = match strip {
-                    Some((bytes, _)) => format!("gemv_nr{bytes}_{t}"),
-                    // Aligned T: one warp per column up to TV1_MAX_ROWS rows, four beyond.
-                    None if trans == Transpose::T && !wide.is_empty() => {
-                        format!("gemv_{}_{t}", crate::blas::t_vector_kernel(m, n, 16 / vec, sms))
-                    }
-                    None => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
-                };
-                let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
-                if check.passed {
-                    covered.insert(name);
-                    if trans == Transpose::N && n == 200_000 {
-                        covered.insert(format!("gemv_finish_{t}"));
-                    }
-                }
-                out.push(check);
-            }
-        }
-    }
-    strip_checks::<f32>(stream, &mut rng, 1e-5, (sms, l2), &mut out, &mut covered);
-    strip_checks::<f64>(stream, &mut rng, 1e-12, (sms, l2), &mut out, &mut covered);
-    strip_checks::<half::f16>(stream, &mut rng, 2e-2, (sms, l2), &mut out, &mut covered);
-    strip_checks::<half::bf16>(stream, &mut rng, 2e-2, (sms, l2), &mut out, &mut covered);
+    crate::selftest_gemv::checks(stream, &mut rng, &mut out, &mut covered);
     (out, covered)
 }

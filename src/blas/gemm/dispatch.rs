@@ -7,9 +7,10 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
-use super::params::{paired_time, tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM};
+use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
-use super::wg_tiles::{wg_auto_split, wg_auto_tile, wg_parts, wide_enough, WG_MAX_PARTS};
+use super::wg_tiles::{odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, WG_MAX_PARTS};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -85,14 +86,6 @@ impl Choice {
         name
     }
 }
-
-/// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
-const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
-/// The least k for which the automatic choice splits the f32 `v` tile into more than 4 parts:
-/// the deep-split model was fitted and checked from 16384 to 65536.
-const DEEP_SPLIT_MIN_K: usize = 16384;
-/// Most parts the f32 `v` tile splits k into (forced or automatic).
-pub(crate) const F32_MAX_PARTS: u32 = 64;
 
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
@@ -331,12 +324,16 @@ pub(crate) fn choose_kernel(
                 }
                 None => (letter, tile, 1),
             };
-            let (letter, tile) =
-                if auto_tile && letter == 'n' && parts == 1 && odd_line_rows(t, plan, ktiles, batch, sms) {
-                    ('l', (128, 128))
-                } else {
-                    (letter, tile)
-                };
+            let (letter, tile) = if auto_tile
+                && letter == 'n'
+                && parts == 1
+                && t != "tf32"
+                && odd_line_rows((plan.m, plan.n), [plan.ldx * 2, plan.ldy * 2], ktiles, batch, sms)
+            {
+                ('l', (128, 128))
+            } else {
+                (letter, tile)
+            };
             Ok(Choice {
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
                 family,
@@ -424,25 +421,9 @@ pub(crate) fn choose_kernel(
                 && splits >= 2
                 && w_tiles * splits * 4 >= sms * 3;
             // Deep split: few output tiles and long k (64 x 64 x 65536 is one tile) leave most
-            // SMs idle with at most 4 parts. v in up to F32_MAX_PARTS parts, each keeping at
-            // least 256 of k (a power of two of parts), when even the 64 x 64 tiles cover under
-            // half the SMs and k is at least DEEP_SPLIT_MIN_K. The model,
-            // fitted to forced splits on the H100 (docs/kernels/gemm.md, "Deep k splits"): the
-            // busiest SM runs ceil(blocks / SMs) blocks, two at a time (v's launch bounds), a
-            // pair taking 1.75 times one block alone, each over k / parts; the last block of a
-            // tile then adds every part's partial tile, 13 units of k per part. Its best part
-            // count was the measured best on every shape tried (1 to 32 tiles, k 16384-65536).
-            let v_tiles = tiles2(plan.m, plan.n, (128, 64)).saturating_mul(batch);
-            let deep_time = |parts: usize| {
-                let per_part = plan.k.div_ceil(parts);
-                paired_time(v_tiles.saturating_mul(parts), sms) * per_part + 1000 * F32_PART_COST_K * parts
-            };
-            // Powers of two (what was measured), so that the parts' k-tiles come out even.
-            let deep_parts = (1..=F32_MAX_PARTS.trailing_zeros())
-                .map(|e| 1usize << e)
-                .filter(|&parts| plan.k / parts >= 256)
-                .min_by_key(|&parts| (deep_time(parts), parts))
-                .unwrap_or(1);
+            // SMs idle with at most 4 parts ([`f32_deep_parts`]), when even the 64 x 64 tiles
+            // cover under half the SMs and k is at least DEEP_SPLIT_MIN_K.
+            let deep_parts = f32_deep_parts((plan.m, plan.n, plan.k), batch, sms);
             let deep_split = tile == Tile::Auto
                 && split != SplitK::Off
                 && batch == 1
@@ -450,7 +431,13 @@ pub(crate) fn choose_kernel(
                 && deep_parts > 4
                 && plan.k >= DEEP_SPLIT_MIN_K
                 && tiles2(plan.m, plan.n, (64, 64)).saturating_mul(2) < sms;
-            let auto = f32_auto(plan, aligned, split != SplitK::Off && batch == 1, sms, batch);
+            let auto = f32_auto(
+                (plan.m, plan.n, plan.k),
+                aligned,
+                split != SplitK::Off && batch == 1,
+                sms,
+                batch,
+            );
             let auto_tile = tile == Tile::Auto;
             let size = match tile {
                 _ if forced_parts.is_some() => "v",
@@ -502,134 +489,6 @@ pub(crate) fn choose_kernel(
             256,
         )),
     }
-}
-
-/// Whether an unsplit f16 / bf16 wgmma GEMM that the rule put on the 128 x 64 tile runs faster
-/// on 128 x 128: an operand whose rows lie an odd multiple of 16 bytes apart (7 of every 8 rows
-/// of a TMA box then straddle two 128-byte lines: ncu, f16 1000^3 on 128 x 64, 1.87 M L2
-/// sectors and 15.2 us against 1.05 M and 9.9 us at 1024^3) slows the 128 x 64 tile most, as it
-/// loads X's 128 rows once per 64 columns; the 128 x 128 tile needs half those loads. Taken
-/// where the 128 x 128 tiles fill at least a third of the multiprocessors (fewer left too many
-/// idle: 504 x 1000 x 1000 in 32 tiles ran 19% slower) over at least 12 k-tiles (1000 x 1000 x
-/// 250 in 4 ran 14% slower). H100, 2026-11-27 (docs/kernels/gemm.md, "wgmma tiles on rows an
-/// odd multiple of 16 bytes apart"): 1000^3 143 -> 175-185 TFLOP/s, 1000 x 1000 x 3000 179 ->
-/// 235, 776 x 1024 x 1000 126-129 -> 149; 800^3 (rows 64 bytes off a line every other row)
-/// stays on 128 x 64, which runs it 6% faster.
-fn odd_line_rows(t: &str, plan: &Plan, ktiles: usize, batch: usize, sms: usize) -> bool {
-    let odd = |ld: usize| (ld * 2) % 32 == 16;
-    t != "tf32"
-        && (odd(plan.ldx) || odd(plan.ldy))
-        && ktiles >= 12
-        && tiles2(plan.m, plan.n, (128, 128))
-            .saturating_mul(batch)
-            .saturating_mul(3)
-            >= sms
-}
-
-/// Least k each part keeps in an automatic split of f32's `v` and `w` tiles.
-const F32_PART_MIN_K: usize = 512;
-/// What a split costs per part, in k of the block's own work: its partial tile written, read and
-/// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
-const F32_PART_COST_K: usize = 13;
-
-/// The f32 CUDA-core tile `size` (`w`, `l`, `v`, `s`, `u`; ptx/gemm_simt.cu): its block tile
-/// (rows x columns of D) and threads.
-fn f32_tile(size: &str) -> ((usize, usize), u32) {
-    match size {
-        "w" => ((128, 256), 256),
-        "l" => ((128, 128), 256),
-        "v" => ((128, 64), 128),
-        "s" => ((64, 64), 128),
-        _ => ((32, 64), 128),
-    }
-}
-
-/// The automatic f32 CUDA-core tile, and its k split (1: none): the candidate that leaves the
-/// least work on the busiest SM.
-///
-/// The model: an SM's work is the blocks it runs (`ceil(blocks / SMs)`, the blocks spread
-/// evenly) times a block's outputs and k (rounded up to the tile's k-step: w 32, l 8, s, u and
-/// v 16), times the tile's cost per output and k: u 168, s 150, v 140, w 120, l 120 on aligned
-/// operands but 140 on others (H100, 4096 x 4096 x 1024: u 34.2, s 39.4, w 48.2 TFLOP/s;
-/// 4095 x 4097 x 1023: l 39.5, s 37.6). The unsplit tiles (w or l, s, u) are compared so. A
-/// split part adds [`F32_PART_COST_K`] to its k and keeps at least [`F32_PART_MIN_K`]; v's
-/// blocks of four warps then count as the deep split's fit has them (two at a time, a pair
-/// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
-/// the fitted rate), and so do s's and u's against it; a split must leave 3% less work than
-/// the best unsplit tile. w splits only within a wave of its blocks. Of equal candidates the
-/// larger, unsplit tile wins.
-///
-/// Measured (H100, 2026-11-27, docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"):
-/// over the 49 suite shapes that take the tiles, forced to each tile and to v in 2-4 parts,
-/// the model's pick ran at 0.991 of the best of them (geometric mean; the rule before it 0.947),
-/// at worst 0.85 (64 x 64 x 64 x 512: s where u is faster, as before); 12345 x 321 x 4567
-/// 1.32x the rule before (l -> v in 2 parts), 768 x 1024 x 3072 1.24x (u -> v in 4 parts),
-/// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty).
-fn f32_auto(plan: &Plan, aligned: bool, may_split: bool, sms: usize, batch: usize) -> (&'static str, usize) {
-    // A tile's cost per output and k, and the k-step its blocks round k up to.
-    let cost = |size: &str| -> u128 {
-        match size {
-            "u" => 168,
-            "s" => 150,
-            "w" => 120,
-            "l" if aligned => 120,
-            _ => 140,
-        }
-    };
-    let work = |size: &str, parts: usize, paired: bool| {
-        let (dims, _) = f32_tile(size);
-        let step = match size {
-            "w" => 32,
-            "l" => 8,
-            _ => 16,
-        };
-        let blocks = tiles2(plan.m, plan.n, dims).saturating_mul(batch).saturating_mul(parts);
-        let mut k = plan.k.div_ceil(parts).next_multiple_of(step);
-        if parts > 1 {
-            k += F32_PART_COST_K * parts;
-        }
-        let busiest = if paired {
-            paired_time(blocks, sms) as u128
-        } else {
-            // Half a pair's time per block: the rate the costs were fitted at.
-            blocks.div_ceil(sms.max(1)) as u128 * 874
-        };
-        busiest * (dims.0 * dims.1) as u128 * k as u128 * cost(size)
-    };
-    let big = if aligned { "w" } else { "l" };
-    let (mut best, mut least) = ((big, 1), work(big, 1, false));
-    for size in ["s", "u"] {
-        let w = work(size, 1, false);
-        if w < least {
-            (best, least) = ((size, 1), w);
-        }
-    }
-    if !may_split {
-        return best;
-    }
-    // Against v, s and u count their blocks as v's.
-    if best.0 != big {
-        least = work(best.0, 1, true);
-    }
-    let unsplit = least;
-    let w_tiles = tiles2(plan.m, plan.n, f32_tile("w").0);
-    for parts in 2..=4usize {
-        if plan.k / parts < F32_PART_MIN_K {
-            break;
-        }
-        // w splits only within a wave of its blocks.
-        let w_fits = aligned && w_tiles.saturating_mul(parts) <= sms;
-        for size in ["v", "w"] {
-            if size == "w" && !w_fits {
-                continue;
-            }
-            let w = work(size, parts, size == "v");
-            if w.saturating_mul(100) < unsplit.saturating_mul(97) && w < least {
-                (best, least) = ((size, parts), w);
-            }
-        }
-    }
-    best
 }
 
 /// The element type the TMA moves for a GEMM type (`None` for f64: no wgmma path).

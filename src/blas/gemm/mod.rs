@@ -7,6 +7,7 @@ mod builder;
 mod choice_cache;
 mod dispatch;
 mod dmma90;
+mod f32_tiles;
 mod functions;
 mod launch;
 mod options;

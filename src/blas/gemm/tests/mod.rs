@@ -162,3 +162,4 @@ mod partials_route;
 mod selftest_names;
 mod skinny_route;
 mod vector_route;
+mod wg_dispatch;

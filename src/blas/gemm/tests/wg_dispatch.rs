@@ -1,0 +1,196 @@
+//! The wgmma kernels' choice on an H100 (132 multiprocessors): the k split over few tiles, the
+//! 128 x 192 tile, an activation's effect on it, and 128 x 128 on rows an odd multiple of 16
+//! bytes apart.
+
+use super::*;
+
+/// The choice for `ty` (`"f32"`: tf32 math) on an H100 (132 multiprocessors), aligned operands
+/// the TMA can address, batch 1.
+fn hopper_choice(
+    ty: &str,
+    (ta, tb): (Transpose, Transpose),
+    (m, n, k): (usize, usize, usize),
+    tile: Tile,
+    split: SplitK,
+) -> Result<Choice> {
+    let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
+    let math = if ty == "f32" { MathMode::Tf32 } else { MathMode::Exact };
+    choose_kernel(
+        ty,
+        ty != "f32",
+        math,
+        Kernel::Auto,
+        tile,
+        split,
+        &p,
+        true,
+        true,
+        (9, 0),
+        132,
+        1,
+    )
+}
+
+#[test]
+fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
+    use Transpose::{N, T};
+    let pick =
+        |ty: &str, ops, dims, tile, split| hopper_choice(ty, ops, dims, tile, split).map(|ch| (ch.name, ch.split_k));
+    let auto = |ty, ops, dims| pick(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap();
+    let named = |name: &str, split| (name.to_string(), split);
+    // One 128 x 64 tile, 1024 k-tiles: 16 parts (the most an automatic split takes).
+    assert_eq!(
+        auto("f16", (N, N), (64, 64, 65536)),
+        named("gemm_wg_f16_n_nn", Some(16))
+    );
+    // 8 tiles: 16 parts (128 blocks).
+    assert_eq!(
+        auto("bf16", (N, N), (256, 256, 65536)),
+        named("gemm_wg_bf16_n_nn", Some(16))
+    );
+    assert_eq!(
+        auto("f32", (T, N), (256, 256, 65536)),
+        named("gemm_wg_tf32_n_tn", Some(16))
+    );
+    // Each part keeps at least 16 k-tiles: 256 x 256 x 4096 (64 k-tiles) in 4, x 1024 not.
+    assert_eq!(
+        auto("f16", (N, N), (256, 256, 4096)),
+        named("gemm_wg_f16_n_nn", Some(4))
+    );
+    assert_eq!(auto("f16", (N, N), (256, 256, 1024)), named("gemm_wg_f16_n_nn", None));
+    // 128 tiles of 128 x 64 with long k: 64 tiles of 128 x 128 in 2 parts; with short k, as is.
+    assert_eq!(
+        auto("f16", (T, N), (1024, 1024, 32768)),
+        named("gemm_wg_f16_l_tn", Some(2))
+    );
+    assert_eq!(auto("f16", (T, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_tn", None));
+    // Decode steps of 16 tokens: the thin mma.sync tiles, not wgmma (tc_thin). TN: 16 x 64 at
+    // any length; 16 x N with N-wide columns: 64 x 16 from 3/4 of a wave of its tiles, except
+    // tf32 nn (wgmma's swapped kernel).
+    for (ty, t) in [("f16", "f16"), ("bf16", "bf16"), ("f32", "tf32")] {
+        for dims in [(4096, 16, 4096), (4096, 16, 11008), (8192, 16, 8192), (11008, 16, 4096)] {
+            assert_eq!(auto(ty, (T, N), dims), named(&format!("gemm_tc_{t}_t_tn"), None));
+        }
+        assert_eq!(auto(ty, (T, T), (4096, 8, 4096)).0, format!("gemm_tc_{t}_t_tt"));
+        assert_eq!(auto(ty, (N, T), (16, 11008, 4096)).0, format!("gemm_tc_{t}_h_nt"));
+        assert!(auto(ty, (N, T), (16, 4096, 4096)).0.starts_with("gemm_wg_"));
+    }
+    assert_eq!(auto("f16", (N, N), (16, 11008, 4096)).0, "gemm_tc_f16_h_nn");
+    assert!(auto("f32", (N, N), (16, 11008, 4096)).0.starts_with("gemm_wg_tf32"));
+    // 16 x 64 needs Y k-contiguous: column-major NN / NT with 16 columns stay on wgmma.
+    assert!(auto("f16", (N, N), (4096, 16, 4096)).0.starts_with("gemm_wg_"));
+    // A forced split keeps wgmma; 17 tokens are not thin.
+    assert_eq!(
+        pick("f16", (T, N), (4096, 16, 4096), Tile::Auto, SplitK::Parts(2))
+            .unwrap()
+            .0,
+        "gemm_wg_f16_n_tn"
+    );
+    assert!(auto("f16", (T, N), (4096, 17, 4096)).0.starts_with("gemm_wg_"));
+    assert_eq!(
+        auto("f16", (T, N), (4096, 128, 4096)),
+        named("gemm_wg_f16_n_tn", Some(2))
+    );
+    // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64.
+    assert_eq!(
+        auto("f16", (N, N), (64, 8192, 8192)),
+        named("gemm_wg_f16_n_nn", Some(2))
+    );
+    // Large problems never split.
+    assert_eq!(
+        auto("f16", (N, N), (4096, 4096, 65536)),
+        named("gemm_wg_f16_w_nn", None)
+    );
+    // Forced: parts capped by the k-tiles (k = 700: 11 k-tiles of 64), a wide Auto tile
+    // narrowed to 128 x 128, Off, and the limits.
+    let forced = |dims, tile, parts| pick("f16", (N, N), dims, tile, SplitK::Parts(parts));
+    assert_eq!(
+        forced((130, 70, 700), Tile::Narrow, 64).unwrap(),
+        named("gemm_wg_f16_n_nn", Some(11))
+    );
+    assert_eq!(
+        forced((130, 70, 700), Tile::Narrow, 5).unwrap(),
+        named("gemm_wg_f16_n_nn", Some(4))
+    );
+    assert_eq!(
+        forced((8192, 8192, 4096), Tile::Auto, 2).unwrap(),
+        named("gemm_wg_f16_l_nn", Some(2))
+    );
+    assert_eq!(
+        pick("f16", (N, N), (64, 64, 65536), Tile::Auto, SplitK::Off).unwrap(),
+        named("gemm_wg_f16_n_nn", None)
+    );
+    assert!(forced((130, 70, 700), Tile::Wide, 2).is_err());
+    assert!(forced((130, 70, 700), Tile::Narrow, WG_MAX_PARTS + 1).is_err());
+}
+
+/// The fuzz test's wave draw (`random_wave_case`) reaches f32's `v` split past a wave of its
+/// tiles often enough for a few cases per seed to run it on the GPU.
+
+#[test]
+fn wgmma_takes_the_128_x_192_tile_where_its_busiest_multiprocessor_does_less() {
+    use Transpose::{N, T};
+    let pick = |ty: &str, ops, dims, tile, split| {
+        hopper_choice(ty, ops, dims, tile, split).map(|c| (c.name, c.tile, c.split_k))
+    };
+    let auto = |ty, ops, dims| pick(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap().0;
+    // One round of 108 tiles of 192 columns against one of 72 of 256 (gpt2's QKV at 1024 tokens).
+    assert_eq!(auto("f16", (T, N), (2304, 1024, 768)), "gemm_wg_f16_b_tn");
+    assert_eq!(auto("bf16", (N, N), (3072, 1024, 4096)), "gemm_wg_bf16_b_nn");
+    assert_eq!(auto("f32", (N, N), (1024, 3072, 768)), "gemm_wg_tf32_b_nn");
+    assert_eq!(auto("f16", (N, N), (3072, 3072, 4096)), "gemm_wg_f16_b_nn");
+    // 144 tiles of 192 columns take two rounds where 96 wide ones take one.
+    assert_eq!(auto("f16", (N, N), (1024, 3072, 768)), "gemm_wg_f16_w_nn");
+    // Many rounds: the wide tile.
+    assert_eq!(auto("f16", (N, N), (4096, 4096, 4096)), "gemm_wg_f16_w_nn");
+    assert_eq!(auto("f32", (N, N), (8192, 8192, 1024)), "gemm_wg_tf32_w_nn");
+    // Forced, and never split.
+    let forced = pick("f16", (N, N), (4096, 4096, 4096), Tile::Broad, SplitK::Auto).unwrap();
+    assert_eq!(forced, ("gemm_wg_f16_b_nn".to_string(), (128, 192), None));
+    assert!(pick("f16", (N, N), (512, 512, 8192), Tile::Broad, SplitK::Parts(2)).is_err());
+}
+
+#[test]
+fn an_activation_keeps_the_wide_wgmma_tile_where_the_rule_takes_128_x_192() {
+    use crate::blas::gemm::dispatch::choose_on;
+    use crate::blas::Activation;
+    let name = |act: Activation, tile: Tile| {
+        let g = Gemm::<half::f16>::new(Transpose::T, Transpose::N, 2304, 1024, 768)
+            .activation(act)
+            .tile(tile);
+        let p = g.plan([usize::MAX / 64; 3], None).unwrap();
+        let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
+        choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132)
+            .unwrap()
+            .name
+    };
+    assert_eq!(name(Activation::None, Tile::Auto), "gemm_wg_f16_b_tn");
+    assert_eq!(name(Activation::Gelu, Tile::Auto), "gemm_wg_f16_w_tn");
+    // Forced, it runs with the activation in its rolled epilogue.
+    assert_eq!(name(Activation::Gelu, Tile::Broad), "gemm_wg_f16_b_tn");
+}
+
+#[test]
+fn wgmma_takes_128_x_128_over_128_x_64_on_rows_an_odd_multiple_of_16_bytes_apart() {
+    use Transpose::{N, T};
+    let auto = |ty: &str, ops, dims| {
+        hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Auto)
+            .map(|c| (c.name, c.split_k))
+            .unwrap()
+    };
+    let named = |n: &str| (n.to_string(), None);
+    // 2000-byte rows: 128 x 128.
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 1000)), named("gemm_wg_f16_l_nn"));
+    assert_eq!(auto("bf16", (T, N), (1000, 1000, 1000)), named("gemm_wg_bf16_l_tn"));
+    assert_eq!(auto("f16", (N, N), (1024, 776, 1000)), named("gemm_wg_f16_l_nn"));
+    // Aligned rows, rows 64 bytes off every other line, too few tiles, too little k, tf32: as
+    // before.
+    assert_eq!(auto("f16", (N, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (800, 800, 800)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (504, 1000, 1000)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 248)), named("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f32", (N, N), (1000, 1000, 1000)).0, "gemm_wg_tf32_n_nn");
+    // A forced tile stays forced.
+    let n = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Narrow, SplitK::Auto);
+    assert_eq!(n.unwrap().name, "gemm_wg_f16_n_nn");
+}
