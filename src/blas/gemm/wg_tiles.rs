@@ -129,10 +129,12 @@ pub(crate) fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles
 }
 
 /// Whether an unsplit f16 / bf16 wgmma GEMM of `batch` products of m x n, with operand rows
-/// `row_bytes` apart, that the rule put on the 128 x 64 tile runs faster on 128 x 128: an operand whose rows lie an odd multiple of 16 bytes apart (7 of every 8 rows
-/// of a TMA box then straddle two 128-byte lines: ncu, f16 1000^3 on 128 x 64, 1.87 M L2
-/// sectors and 15.2 us against 1.05 M and 9.9 us at 1024^3) slows the 128 x 64 tile most, as it
-/// loads X's 128 rows once per 64 columns; the 128 x 128 tile needs half those loads. Taken
+/// `row_bytes` apart, that the rule put on the 128 x 64 tile runs faster on 128 x 128 (the
+/// caller checks the type: tf32 does not gain). An operand whose rows lie an odd multiple of
+/// 16 bytes apart (7 of every 8 rows of a TMA box then straddle two 128-byte lines: ncu, f16
+/// 1000^3 on 128 x 64, 1.87 M L2 sectors and 15.2 us against 1.05 M and 9.9 us at 1024^3)
+/// slows the 128 x 64 tile most, as it loads X's 128 rows once per 64 columns; the 128 x 128
+/// tile needs half those loads. Taken
 /// where the 128 x 128 tiles fill at least a third of the multiprocessors (fewer left too many
 /// idle: 504 x 1000 x 1000 in 32 tiles ran 19% slower) over at least 12 k-tiles (1000 x 1000 x
 /// 250 in 4 ran 14% slower). H100, 2026-11-27 (docs/kernels/gemm.md, "wgmma tiles on rows an
