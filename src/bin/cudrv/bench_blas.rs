@@ -12,11 +12,11 @@
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
 //! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
-//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t` (gemm: force
-//! block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one
-//! row each per tile; a combination that does not apply prints `n/a`), `--splits auto,off,2,4,p16`
-//! (gemm: force how k is split between blocks, one row each, `pN` through N partial products;
-//! the tile column shows `/parts`),
+//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t`
+//! (gemm: force block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force
+//! kernel families, one row each per tile; a combination that does not apply prints `n/a`),
+//! `--splits auto,off,2,4,p16` (gemm: force how k is split between blocks, one row each, `pN`
+//! through N partial products; the tile column shows `/parts`),
 //! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn), `--beta B`
 //! (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls stay
 //! bounded and both converge to the same C), `--epilogue bias,relu,gelu,sigmoid,tanh` (gemm: one

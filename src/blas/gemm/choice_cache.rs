@@ -5,9 +5,10 @@
 //! The choice is a pure function of what [`Key`] holds: the element type and knobs, the plan
 //! (shape, ops, leading dimensions, strides), the batch, whether an activation is applied,
 //! whether A and B are read (`k` after alpha), each operand address modulo 16 (alignment is the
-//! only thing dispatch reads of an address), and the device's compute capability and multiprocessor count. Nothing else
-//! (contexts, streams, the environment) enters it, so one entry serves every context on a device
-//! of the same kind and no entry keeps a context alive. Errors are not memoized.
+//! only thing dispatch reads of an address), and the device's compute capability and
+//! multiprocessor count. Nothing else (contexts, streams, the environment) enters it, so one
+//! entry serves every context on a device of the same kind and no entry keeps a context alive.
+//! Errors are not memoized.
 
 use std::cell::RefCell;
 use std::sync::Arc;
