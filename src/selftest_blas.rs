@@ -129,6 +129,56 @@ fn sweep<T: Element>(
     }
 }
 
+/// The wgmma sweeps of one module family (`gemm_wg`, or `gemm_wg_<act>` with an activation's
+/// twins) for each of its types: `{module}_f16`, `{module}_bf16` and `{module}_tf32`.
+fn wgmma_sweeps(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    module: &str,
+    tiles: &[(Tile, SplitK, &str, usize)],
+    out: &mut Vec<Check>,
+    covered: &mut BTreeSet<String>,
+    acts: &[Activation],
+) {
+    let (k, exact) = (Kernel::Wgmma, MathMode::Exact);
+    sweep::<half::f16>(
+        stream,
+        rng,
+        &format!("{module}_f16"),
+        exact,
+        k,
+        tiles,
+        2e-2,
+        out,
+        covered,
+        acts,
+    );
+    sweep::<half::bf16>(
+        stream,
+        rng,
+        &format!("{module}_bf16"),
+        exact,
+        k,
+        tiles,
+        2e-2,
+        out,
+        covered,
+        acts,
+    );
+    sweep::<f32>(
+        stream,
+        rng,
+        &format!("{module}_tf32"),
+        MathMode::Tf32,
+        k,
+        tiles,
+        5e-3,
+        out,
+        covered,
+        acts,
+    );
+}
+
 /// The sm_90 f64 DMMA kernels' checks (module gemm_dmma90): (tile, split, kernel letter,
 /// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
 /// Narrow is `m` (128 x 64), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape; the k splits
@@ -579,82 +629,16 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             (Tile::Large, SplitK::Auto, "l", 0),
             (Tile::Wide, SplitK::Auto, "w", 0),
         ];
-        let k = Kernel::Wgmma;
         for act in ACTIVATIONS {
             let module = act
                 .op()
                 .map_or("gemm_wg".to_string(), |f| format!("gemm_wg_{}", f.name()));
-            let acts = &[act][..];
-            let (p16, pb16, p32) = (
-                format!("{module}_f16"),
-                format!("{module}_bf16"),
-                format!("{module}_tf32"),
-            );
-            sweep::<half::f16>(
-                s,
-                r,
-                &p16,
-                MathMode::Exact,
-                k,
-                &wide,
-                2e-2,
-                &mut out,
-                &mut covered,
-                acts,
-            );
-            sweep::<half::bf16>(
-                s,
-                r,
-                &pb16,
-                MathMode::Exact,
-                k,
-                &wide,
-                2e-2,
-                &mut out,
-                &mut covered,
-                acts,
-            );
-            sweep::<f32>(s, r, &p32, MathMode::Tf32, k, &wide, 5e-3, &mut out, &mut covered, acts);
+            wgmma_sweeps(s, r, &module, &wide, &mut out, &mut covered, &[act]);
         }
         // The 128 x 192 tile lives in the plain modules only; an activation runs there in the
         // rolled epilogue, so its checks cycle through every activation.
         let broad = [(Tile::Broad, SplitK::Auto, "b", 0)];
-        sweep::<half::f16>(
-            s,
-            r,
-            "gemm_wg_f16",
-            MathMode::Exact,
-            k,
-            &broad,
-            2e-2,
-            &mut out,
-            &mut covered,
-            &ACTIVATIONS,
-        );
-        sweep::<half::bf16>(
-            s,
-            r,
-            "gemm_wg_bf16",
-            MathMode::Exact,
-            k,
-            &broad,
-            2e-2,
-            &mut out,
-            &mut covered,
-            &ACTIVATIONS,
-        );
-        sweep::<f32>(
-            s,
-            r,
-            "gemm_wg_tf32",
-            MathMode::Tf32,
-            k,
-            &broad,
-            5e-3,
-            &mut out,
-            &mut covered,
-            &ACTIVATIONS,
-        );
+        wgmma_sweeps(s, r, "gemm_wg", &broad, &mut out, &mut covered, &ACTIVATIONS);
         if ["n", "l", "w"]
             .iter()
             .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))

@@ -10,7 +10,7 @@ use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant}
 use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
-use super::wg_tiles::{odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, WG_MAX_PARTS};
+use super::wg_tiles::{odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, BROAD_TILE, WG_MAX_PARTS};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -306,7 +306,7 @@ pub(crate) fn choose_kernel(
                 // A forced split runs on at most 128 columns.
                 Tile::Auto if forced_parts.is_some() && wide_enough(dims, batch, sms) => ('l', (128, 128)),
                 Tile::Wide => ('w', (128, 256)),
-                Tile::Broad => ('b', (128, 192)),
+                Tile::Broad => ('b', BROAD_TILE),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
                 _ => wg_auto_tile(t, dims, batch, plan.k, sms),
@@ -604,7 +604,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // whose TMA epilogue applies it; the 128 x 192 tile would apply it in its rolled epilogue.
     let pick = |params: &GemmParams, aligned: bool| {
         let choice = pick_tile(g.tile, params, aligned)?;
-        if g.tile == Tile::Auto && g.activation.op().is_some() && choice.tile == (128, 192) {
+        if g.tile == Tile::Auto && g.activation.op().is_some() && choice.tile == BROAD_TILE {
             return pick_tile(Tile::Wide, params, aligned);
         }
         Ok(choice)

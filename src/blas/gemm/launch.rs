@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
-use super::wg_tiles::wg_parts;
+use super::wg_tiles::{wg_parts, BROAD_TILE};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;
@@ -243,7 +243,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
     // epilogue. The 128 x 192 tile has no twin (only the plain modules hold it).
     let act_name = activation
         .op()
-        .filter(|_| choice.tile != (128, 192))
+        .filter(|_| choice.tile != BROAD_TILE)
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
     // the same stream after it.

@@ -31,7 +31,7 @@ pub(crate) fn wg_auto_tile(
     // f16 / bf16 keep the wide tile.
     if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= 128) {
         if broad_better(dims, batch, sms) {
-            ('b', (128, 192))
+            ('b', BROAD_TILE)
         } else {
             ('w', (128, 256))
         }
@@ -47,6 +47,10 @@ pub(crate) fn wg_auto_tile(
     }
 }
 
+/// The 128 x 192 wgmma tile (`b`, rows x columns of D). Only the plain modules
+/// (`gemm_wg_<type>`) hold its kernels: it has no twin in the activation modules.
+pub(crate) const BROAD_TILE: (usize, usize) = (128, 192);
+
 /// Whether the 128 x 192 tile beats the 128 x 256 one on `batch` products of `dims`: the busiest
 /// multiprocessor's columns (its rounds of tiles times the tile's columns) at most
 /// `BROAD_GAIN_PERCENT` percent of the wide tile's. Both kernels are persistent, one block per
@@ -60,7 +64,7 @@ pub(crate) fn broad_better((m, n): (usize, usize), batch: usize, sms: usize) -> 
             .div_ceil(sms)
             .saturating_mul(bn)
     };
-    busiest(192).saturating_mul(100) <= busiest(256).saturating_mul(BROAD_GAIN_PERCENT)
+    busiest(BROAD_TILE.1).saturating_mul(100) <= busiest(256).saturating_mul(BROAD_GAIN_PERCENT)
 }
 
 /// The share (percent) of the wide tile's busiest-multiprocessor columns under which the
