@@ -23,12 +23,15 @@
 // registers, rounded to tf32, as wgmma's A operand; `nn` is `tt` on the transposed problem, with
 // X and Y swapped by the host and D stored transposed (DT: D[r][c] at d[c * ldd + r], bias[r]);
 // `nt` has no kernel: the host packs Y k-contiguous and runs `tt`). <tile>: n = 128 x 64,
-// l = 128 x 128, b = 128 x 192 (the plain modules only), w = 128 x 256 (rows x columns of D).
+// l = 128 x 128, b = 128 x 192, w = 128 x 256, and the 64-row tiles h = 64 x 64 and
+// m = 64 x 96 (rows x columns of D; b, h and m in the plain modules only).
 //
-// Block: 3 warpgroups (384 threads), persistent: block b computes tiles b, b + gridDim.x, ...
+// Block: 3 warpgroups (384 threads; 2 warpgroups, 256 threads, for the 64-row tiles),
+// persistent: block b computes tiles b, b + gridDim.x, ...
 // Warpgroup 0 is the producer: one thread issues the TMA loads of each k-tile into a ring of
 // STAGES shared-memory stages and arms the stage's "full" mbarrier with the byte count; the TMA
-// completes the transaction. Warpgroups 1 and 2 are consumers: each owns 64 rows of the tile and
+// completes the transaction. Warpgroups 1 and 2 (1 only for the 64-row tiles; a stage's "empty"
+// barrier counts one arrival per consumer warp) are consumers: each owns 64 rows of the tile and
 // its accumulators (64 x BN f32 across 128 threads), waits on the stage's "full" barrier, issues
 // BK/16 (BK/8 for tf32) wgmma instructions reading both operands straight from shared memory,
 // and releases the stage on its "empty" barrier once the wgmma group that read it has completed
@@ -82,11 +85,14 @@
 //   WgSplit sp (parts 1, or for the n and l tiles the k split: 1 <= kper, parts = ceil(ktiles /
 //   kper) with ktiles = ceil(k / BK), ws holding tiles * parts * 128 * BN floats and counters
 //   2 * tiles zeroed u32s, which the kernel leaves zeroed).
-//   block = (384, 1, 1); grid = (g, 1, 1) for any g >= 1 (the host uses min(units, SMs); units =
-//   ceil(m/128) * ceil(n/BN) * batch * parts); dynamic shared memory = STAGES * (128 + BN) * 128 +
-//   32768 (epilogue: four 8 KiB staging boxes, or the two 9 KiB chunks) + 2048 (alignment,
-//   barriers) bytes: at most 231424 (w: 4 stages, b: 4 stages (198656), l: 6 stages, n: 8
-//   stages); the host asks 231424 for every tile.
+//   block = (128 * (1 + BM / 64), 1, 1): 384, or 256 for the 64-row tiles; grid = (g, 1, 1) for
+//   any g >= 1 (the host uses min(units, SMs); units = ceil(m/BM) * ceil(n/BN) * batch * parts);
+//   dynamic shared memory = STAGES * (BM + BN') * 128 + 32768 (epilogue: four 8 KiB staging
+//   boxes, or the two 9 KiB chunks) + 2048 (alignment, barriers) bytes, BN' = BN rounded up to
+//   64 columns for a 16-bit n-contiguous Y: at most 231424 (w: 4 stages, b: 4 stages (198656),
+//   l: 6 stages, n: 8 stages, h: 12, m: 8); the host asks 231424 for every tile. The 64-row
+//   tiles do not split k (parts 1) and store 16-bit 64 x 96 tiles through the chunks (the TMA
+//   stores whole boxes of 64 columns).
 //   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules). A batch index
 //   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
 //   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
@@ -112,14 +118,20 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
     return TileCoord{bz, tm * BM, tn * BN};
 }
 
-template <typename T, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT>
+template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
                                         const GemmParams& p, int dstore, const WgSplit& sp) {
-    constexpr int BM = 128;
+    static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows, one or two");
+    constexpr int NC = BM / 64;                // consumer warpgroups
     constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
     constexpr int KSTEP = Wg<T>::KSTEP;
-    constexpr int X_BYTES = BM * 128;          // 16 KiB
-    constexpr int Y_BYTES = BN * 128;
+    constexpr int MN_BOX = 128 / (int)sizeof(T);        // rows per box of an m/n-contiguous operand
+    constexpr int MN_BOX_BYTES = 128 * BK;               // 8 KiB (16-bit types), 4 KiB (tf32)
+    // An n-contiguous Y loads whole boxes of MN_BOX columns (the last one past the tile when BN
+    // is not a multiple: 64 x 96 reads 128 columns of Y, the wgmma only the first 96).
+    constexpr int Y_BOXES = (BN + MN_BOX - 1) / MN_BOX;
+    constexpr int X_BYTES = BM * 128;          // 8 or 16 KiB
+    constexpr int Y_BYTES = YK ? BN * 128 : Y_BOXES * MN_BOX_BYTES;
     constexpr int STAGE_BYTES = X_BYTES + Y_BYTES;
     constexpr int NACC = BN / 2;               // accumulators per thread (64 x BN over 128 threads)
     constexpr int EPI_COLS = 32;               // columns per epilogue chunk
@@ -131,8 +143,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     constexpr int BOX_COLS = 128 / (int)sizeof(T);
     constexpr int BOX_BYTES = 64 * 128;
     constexpr int EPI_REGION = 4 * BOX_BYTES > 2 * EPI_BYTES ? 4 * BOX_BYTES : 2 * EPI_BYTES;
-    constexpr int MN_BOX = 128 / (int)sizeof(T);        // rows per box of an m/n-contiguous operand
-    constexpr int MN_BOX_BYTES = 128 * BK;               // 8 KiB (16-bit types), 4 KiB (tf32)
+    static_assert(STAGES * STAGE_BYTES + EPI_REGION + 2048 <= 231424, "the launch contract's shared memory");
+    // The TMA-store epilogue stores whole boxes of BOX_COLS columns: a tile of another width
+    // (16-bit 64 x 96) takes the epilogue through the chunks.
+    constexpr bool TMA_EPI = BN % BOX_COLS == 0;
     // tf32 with an m-contiguous X: wgmma's A operand comes from registers (RS below).
     constexpr bool RS = !XK && sizeof(T) == 4;
     static_assert(YK || sizeof(T) == 2, "n-contiguous Y needs a 16-bit type");
@@ -153,15 +167,16 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int ktiles = (int)((p.k + BK - 1) / BK);
     // Work units: every output tile once, or (split) `parts` units per tile, part s of tile t
-    // being unit t * parts + s. Only the kernels of at most 128 columns split.
-    const int parts = BN <= 128 && sp.parts > 1 ? sp.parts : 1;
+    // being unit t * parts + s. Only the kernels of 128 rows and at most 128 columns split.
+    constexpr bool SPLITS = BN <= 128 && BM == 128;
+    const int parts = SPLITS && sp.parts > 1 ? sp.parts : 1;
     const int kper = parts > 1 ? sp.kper : ktiles;
     const int total = tiles_m * tiles_n * p.batch * parts;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, 8);  // one arrival per consumer warp
+            mbar_init(empty + 8 * s, 4 * NC);  // one arrival per consumer warp
         }
         for (int b = 0; b < 4; ++b) mbar_init(cbar + 8 * b, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -196,7 +211,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         tma_load(ys, ty, bar, k0, tc.n0, zy);
                     } else {
 #pragma unroll
-                        for (int c = 0; c < BN / MN_BOX; ++c)
+                        for (int c = 0; c < Y_BOXES; ++c)
                             tma_load(ys + c * MN_BOX_BYTES, ty, bar, tc.n0 + MN_BOX * c, k0, zy);
                     }
                 }
@@ -306,12 +321,12 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         // keeps columns 64 i + 2 l and the next in bpair[i]; the TMA epilogue's threads take the
         // pairs they need from the lane that holds them (__shfl_sync), so the bias costs one load
         // latency per tile rather than one per staged box.
-        float2 bpair[BN / 64];
+        float2 bpair[(BN + 63) / 64];
         if constexpr (!DT) {
-            if (dstore && p.bias) {
+            if (TMA_EPI && dstore && p.bias) {
                 const T* bias = reinterpret_cast<const T*>(p.bias) + tc.n0;
 #pragma unroll
-                for (int i = 0; i < BN / 64; ++i) {
+                for (int i = 0; i < (BN + 63) / 64; ++i) {
                     const int c = 64 * i + 2 * lane;
                     bpair[i].x = c < cols ? Wg<T>::to_f(bias[c]) : 0.f;
                     bpair[i].y = c + 1 < cols ? Wg<T>::to_f(bias[c + 1]) : 0.f;
@@ -322,7 +337,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         fence_regs(d);
         if (lane == 0) mbar_arrive(empty + 8 * ((it + nk - 1) % STAGES));
         it += nk;
-        if constexpr (BN <= 128) {
+        if constexpr (SPLITS) {
             // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
             // fragment order (thread lt's j-th float4 at (j * 128 + lt) * 4) at the L2 (st.cg)
             // and meets its warpgroup at the named barrier; then one thread counts the part in
@@ -634,7 +649,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 }
             }
         };
-        if (dstore && run_tma_epilogue<ACT>(tma_epilogue, p.act, plain)) continue;
+        if constexpr (TMA_EPI) {
+            if (dstore && run_tma_epilogue<ACT>(tma_epilogue, p.act, plain)) continue;
+        }
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
         if (plain) {
             // Through the chunk as well, but 8 consecutive columns per thread and one 16-byte
@@ -692,12 +709,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
 // ACT: ACT_NONE for the kernels of gemm_wg_<type>, which take an activation through the rolled
 // epilogue only; an activation for those of gemm_wg_<act>_<type>, whose TMA epilogue applies it
 // (any other activation takes the rolled epilogue there too).
-#define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT)                                                  \
+// BM 64: one consumer warpgroup, block (256, 1, 1); the launch bound stays 384 so that every
+// tile gets the same register budget (setmaxnreg below assumes it).
+#define GEMM_WG_KERNEL_BM(NAME, T, BM, BN, STAGES, XK, YK, DT, ACT)                                           \
     extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
         NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
              const __grid_constant__ TensorMap td, const GemmParams p, int dstore, const WgSplit sp) {         \
-        gemm_wg<T, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, dstore, sp);                                  \
+        gemm_wg<T, BM, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, dstore, sp);                              \
     }
+#define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT) GEMM_WG_KERNEL_BM(NAME, T, 128, BN, STAGES, XK, YK, DT, ACT)
 
 // The kernels of a 16-bit type, every op combination and tile: P_<tile>_<ops>.
 #define GEMM_WG_OPS(P, T, ACT)                                          \
@@ -745,3 +765,25 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     GEMM_WG_KERNEL(P##_b_tn, float, 192, 4, true, true, false, ACT_NONE)    \
     GEMM_WG_KERNEL(P##_b_tt, float, 192, 4, false, true, false, ACT_NONE)   \
     GEMM_WG_KERNEL(P##_b_nn, float, 192, 4, false, true, true, ACT_NONE)
+
+// The 64-row tiles (one consumer warpgroup, block (256, 1, 1)), in the plain modules only, for
+// problems under a wave of 128-row tiles: h = 64 x 64 (12 stages), m = 64 x 96 (8 stages). They
+// do not split k. P_<tile>_<ops> for a 16-bit type, every op combination.
+#define GEMM_WG_OPS_HALF(P, T)                                                    \
+    GEMM_WG_KERNEL_BM(P##_h_nn, T, 64, 64, 12, true, false, false, ACT_NONE)     \
+    GEMM_WG_KERNEL_BM(P##_h_nt, T, 64, 64, 12, false, false, false, ACT_NONE)    \
+    GEMM_WG_KERNEL_BM(P##_h_tn, T, 64, 64, 12, true, true, false, ACT_NONE)      \
+    GEMM_WG_KERNEL_BM(P##_h_tt, T, 64, 64, 12, false, true, false, ACT_NONE)     \
+    GEMM_WG_KERNEL_BM(P##_m_nn, T, 64, 96, 8, true, false, false, ACT_NONE)      \
+    GEMM_WG_KERNEL_BM(P##_m_nt, T, 64, 96, 8, false, false, false, ACT_NONE)     \
+    GEMM_WG_KERNEL_BM(P##_m_tn, T, 64, 96, 8, true, true, false, ACT_NONE)       \
+    GEMM_WG_KERNEL_BM(P##_m_tt, T, 64, 96, 8, false, true, false, ACT_NONE)
+
+// The tf32 64-row tiles (tn, tt, nn as above), in gemm_wg_tf32 only.
+#define GEMM_WG_TF32_HALF(P)                                                        \
+    GEMM_WG_KERNEL_BM(P##_h_tn, float, 64, 64, 12, true, true, false, ACT_NONE)    \
+    GEMM_WG_KERNEL_BM(P##_h_tt, float, 64, 64, 12, false, true, false, ACT_NONE)   \
+    GEMM_WG_KERNEL_BM(P##_h_nn, float, 64, 64, 12, false, true, true, ACT_NONE)    \
+    GEMM_WG_KERNEL_BM(P##_m_tn, float, 64, 96, 8, true, true, false, ACT_NONE)     \
+    GEMM_WG_KERNEL_BM(P##_m_tt, float, 64, 96, 8, false, true, false, ACT_NONE)    \
+    GEMM_WG_KERNEL_BM(P##_m_nn, float, 64, 96, 8, false, true, true, ACT_NONE)

@@ -29,6 +29,7 @@ struct WgSplit {
 #define WG_D64(i) WG_D32(i), WG_D32(i + 32)
 #define WG_D128(i) WG_D64(i), WG_D64(i + 64)
 #define WG_D96(i) WG_D64(i), WG_D32(i + 64)
+#define WG_D48(i) WG_D32(i), WG_D16(i + 32)
 
 // The accumulator register lists of the wgmma instructions (64 x N f32 over 128 threads: N / 2
 // registers per thread).
@@ -52,6 +53,9 @@ struct WgSplit {
 
 #define WG_REGS96 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+
+#define WG_REGS48 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
 
 // wgmma with both operands in shared memory (descriptors da, db): D += A * B when `scale` is
 // nonzero, D = A * B otherwise. For the 16-bit types TA / TB select the m- / n-contiguous
@@ -80,11 +84,14 @@ WG_MMA_16BIT(wgmma_f16_n192, "f16", 192, 96, WG_REGS96, WG_D96(0), "%96, %97, p,
 WG_MMA_16BIT(wgmma_bf16_n192, "bf16", 192, 96, WG_REGS96, WG_D96(0), "%96, %97, p, 1, 1, %99, %100", "%98")
 WG_MMA_16BIT(wgmma_f16_n128, "f16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
 WG_MMA_16BIT(wgmma_bf16_n128, "bf16", 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1, %67, %68", "%66")
+WG_MMA_16BIT(wgmma_f16_n96, "f16", 96, 48, WG_REGS48, WG_D48(0), "%48, %49, p, 1, 1, %51, %52", "%50")
+WG_MMA_16BIT(wgmma_bf16_n96, "bf16", 96, 48, WG_REGS48, WG_D48(0), "%48, %49, p, 1, 1, %51, %52", "%50")
 WG_MMA_16BIT(wgmma_f16_n64, "f16", 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1, %35, %36", "%34")
 WG_MMA_16BIT(wgmma_bf16_n64, "bf16", 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1, %35, %36", "%34")
 WG_MMA_TF32(wgmma_tf32_n256, 256, 128, WG_REGS128, WG_D128(0), "%128, %129, p, 1, 1", "%130")
 WG_MMA_TF32(wgmma_tf32_n192, 192, 96, WG_REGS96, WG_D96(0), "%96, %97, p, 1, 1", "%98")
 WG_MMA_TF32(wgmma_tf32_n128, 128, 64, WG_REGS64, WG_D64(0), "%64, %65, p, 1, 1", "%66")
+WG_MMA_TF32(wgmma_tf32_n96, 96, 48, WG_REGS48, WG_D48(0), "%48, %49, p, 1, 1", "%50")
 WG_MMA_TF32(wgmma_tf32_n64, 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1", "%34")
 
 // tf32 wgmma with the A operand (64 x 8) in registers: four tf32 values per thread, a0 (row
@@ -101,6 +108,7 @@ WG_MMA_TF32(wgmma_tf32_n64, 64, 32, WG_REGS32, WG_D32(0), "%32, %33, p, 1, 1", "
 WG_MMA_TF32_RS(wgmma_tf32_rs_n256, 256, 128, WG_REGS128, WG_D128(0), "{%128, %129, %130, %131}, %132, p, 1, 1", "%133")
 WG_MMA_TF32_RS(wgmma_tf32_rs_n192, 192, 96, WG_REGS96, WG_D96(0), "{%96, %97, %98, %99}, %100, p, 1, 1", "%101")
 WG_MMA_TF32_RS(wgmma_tf32_rs_n128, 128, 64, WG_REGS64, WG_D64(0), "{%64, %65, %66, %67}, %68, p, 1, 1", "%69")
+WG_MMA_TF32_RS(wgmma_tf32_rs_n96, 96, 48, WG_REGS48, WG_D48(0), "{%48, %49, %50, %51}, %52, p, 1, 1", "%53")
 WG_MMA_TF32_RS(wgmma_tf32_rs_n64, 64, 32, WG_REGS32, WG_D32(0), "{%32, %33, %34, %35}, %36, p, 1, 1", "%37")
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -199,6 +207,7 @@ template <> struct Wg<__half> {
         if constexpr (NACC == 128) wgmma_f16_n256<TA, TB>(d, a, b, scale);
         else if constexpr (NACC == 96) wgmma_f16_n192<TA, TB>(d, a, b, scale);
         else if constexpr (NACC == 64) wgmma_f16_n128<TA, TB>(d, a, b, scale);
+        else if constexpr (NACC == 48) wgmma_f16_n96<TA, TB>(d, a, b, scale);
         else wgmma_f16_n64<TA, TB>(d, a, b, scale);
     }
 };
@@ -211,6 +220,7 @@ template <> struct Wg<__nv_bfloat16> {
         if constexpr (NACC == 128) wgmma_bf16_n256<TA, TB>(d, a, b, scale);
         else if constexpr (NACC == 96) wgmma_bf16_n192<TA, TB>(d, a, b, scale);
         else if constexpr (NACC == 64) wgmma_bf16_n128<TA, TB>(d, a, b, scale);
+        else if constexpr (NACC == 48) wgmma_bf16_n96<TA, TB>(d, a, b, scale);
         else wgmma_bf16_n64<TA, TB>(d, a, b, scale);
     }
 };
@@ -223,6 +233,7 @@ template <> struct Wg<float> {
         if constexpr (NACC == 128) wgmma_tf32_n256(d, a, b, scale);
         else if constexpr (NACC == 96) wgmma_tf32_n192(d, a, b, scale);
         else if constexpr (NACC == 64) wgmma_tf32_n128(d, a, b, scale);
+        else if constexpr (NACC == 48) wgmma_tf32_n96(d, a, b, scale);
         else wgmma_tf32_n64(d, a, b, scale);
     }
     template <int NACC>
@@ -230,6 +241,7 @@ template <> struct Wg<float> {
         if constexpr (NACC == 128) wgmma_tf32_rs_n256(d, a[0], a[1], a[2], a[3], b, scale);
         else if constexpr (NACC == 96) wgmma_tf32_rs_n192(d, a[0], a[1], a[2], a[3], b, scale);
         else if constexpr (NACC == 64) wgmma_tf32_rs_n128(d, a[0], a[1], a[2], a[3], b, scale);
+        else if constexpr (NACC == 48) wgmma_tf32_rs_n96(d, a[0], a[1], a[2], a[3], b, scale);
         else wgmma_tf32_rs_n64(d, a[0], a[1], a[2], a[3], b, scale);
     }
 };

@@ -5,6 +5,7 @@
 
 GEMM_WG_TF32(gemm_wg_tf32, ACT_NONE)
 GEMM_WG_TF32_BROAD(gemm_wg_tf32)
+GEMM_WG_TF32_HALF(gemm_wg_tf32)
 
 // Packs an n-contiguous f32 operand k-contiguous for the tf32 kernels (wgmma reads tf32 from
 // shared memory only k-contiguous; the nt case has both operands m/n-contiguous), rounding to tf32 on the way (cvt.rna, as the mma.sync kernels do):

@@ -218,6 +218,9 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
         // k-tiles and a partial one.
         "b" => (200, 392, 200),
+        // The 64 x 96 wgmma tile: 4 x 3 tiles, the last of each side partial, 4 k-tiles (16-bit)
+        // and a partial one. (`h` above is also the 64 x 64 wgmma tile's: 2 x 3 tiles.)
+        "m" => (200, 200, 200),
         _ => (136, 72, 48),
     }
 }
@@ -635,9 +638,13 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
                 .map_or("gemm_wg".to_string(), |f| format!("gemm_wg_{}", f.name()));
             wgmma_sweeps(s, r, &module, &wide, &mut out, &mut covered, &[act]);
         }
-        // The 128 x 192 tile lives in the plain modules only; an activation runs there in the
-        // rolled epilogue, so its checks cycle through every activation.
-        let broad = [(Tile::Broad, SplitK::Auto, "b", 0)];
+        // The 128 x 192 and 64-row tiles live in the plain modules only; an activation runs
+        // there in the rolled epilogue, so their checks cycle through every activation.
+        let broad = [
+            (Tile::Broad, SplitK::Auto, "b", 0),
+            (Tile::Half, SplitK::Auto, "h", 0),
+            (Tile::Medium, SplitK::Auto, "m", 0),
+        ];
         wgmma_sweeps(s, r, "gemm_wg", &broad, &mut out, &mut covered, &ACTIVATIONS);
         if ["n", "l", "w"]
             .iter()

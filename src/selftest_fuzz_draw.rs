@@ -129,6 +129,8 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             Tile::Broad,
             Tile::Wide,
             Tile::Narrow,
+            Tile::Half,
+            Tile::Medium,
             Tile::Thin,
         ]);
         let split = match ty {
@@ -374,6 +376,8 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         let tile = rng.pick(&[
             Tile::Auto,
             Tile::Small,
+            Tile::Half,
+            Tile::Medium,
             Tile::Narrow,
             Tile::Large,
             Tile::Broad,

@@ -341,6 +341,12 @@ fn wgmma_race_shapes_repeat() {
         (Bf16, (N, T), (1368, 3872, 432)),
         // A language model's output layer at decode: vocabulary x 64 tokens x hidden.
         (Tf32, (N, N), (151936, 64, 3584)),
+        // The 64-row tiles (one consumer warpgroup): 64 x 96 (f16 TN, tf32) and 64 x 64.
+        (F16, (T, N), (768, 1024, 3072)),
+        (Bf16, (T, N), (4096, 128, 4096)),
+        (F16, (N, N), (128, 4096, 4096)),
+        (Tf32, (N, N), (768, 1024, 3072)),
+        (Tf32, (N, N), (1000, 504, 1000)),
     ];
     let mut reports = Vec::new();
     for (i, &(ty, ops, dims)) in shapes.iter().enumerate() {

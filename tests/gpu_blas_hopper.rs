@@ -154,10 +154,20 @@ fn off_wgmma_where_tf32_packs(c: &mut Case) {
     }
 }
 
-/// Every case on every forced wgmma tile (n, l, b, w).
+/// The wgmma tiles a test can force.
+const WG_TILES: [Tile; 6] = [
+    Tile::Half,
+    Tile::Medium,
+    Tile::Narrow,
+    Tile::Large,
+    Tile::Broad,
+    Tile::Wide,
+];
+
+/// Every case on every forced wgmma tile (h, m, n, l, b, w).
 fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     let mut v = Vec::new();
-    for tile in [Tile::Narrow, Tile::Large, Tile::Broad, Tile::Wide] {
+    for tile in WG_TILES {
         let mut cs = all_cases(Kernel::Wgmma, math, ld_align);
         for c in &mut cs {
             c.tile = tile;
@@ -186,10 +196,7 @@ fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> 
     ];
     let shapes = [(256, 512, 64), (200, 300, 72), (136, 65, 100), (1000, 600, 40)];
     let mut v = Vec::new();
-    for (t, tile) in [Tile::Narrow, Tile::Large, Tile::Broad, Tile::Wide]
-        .into_iter()
-        .enumerate()
-    {
+    for (t, tile) in WG_TILES.into_iter().enumerate() {
         for (i, &(ta, tb)) in OPS.iter().enumerate() {
             for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
                 for c_gap in [0, 1] {

@@ -192,9 +192,11 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     "l" => Ok(Tile::Large),
                     "w" => Ok(Tile::Wide),
                     "b" => Ok(Tile::Broad),
+                    "h" => Ok(Tile::Half),
+                    "m" => Ok(Tile::Medium),
                     "n" => Ok(Tile::Narrow),
                     "t" => Ok(Tile::Thin),
-                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, n, l, b, w, t"))),
+                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, h, m, n, l, b, w, t"))),
                 })?
             }
             "--kernels" => {

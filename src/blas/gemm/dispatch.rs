@@ -10,7 +10,10 @@ use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant}
 use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
-use super::wg_tiles::{odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, BROAD_TILE, WG_MAX_PARTS};
+use super::wg_tiles::{
+    half_rows, odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, BROAD_TILE, HALF_TILE, MEDIUM_TILE,
+    WG_MAX_PARTS,
+};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
@@ -158,6 +161,7 @@ pub(crate) fn choose_kernel(
     cc: (u32, u32),
     sms: usize,
     batch: usize,
+    activation: bool,
 ) -> Result<Choice> {
     // The f64 thin tiles are sm_90 DMMA kernels; before, f64 has the 64 x 64 one only.
     let tile = if tile == Tile::Thin && type_name == "f64" && cc < (9, 0) {
@@ -256,7 +260,10 @@ pub(crate) fn choose_kernel(
                 "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later), for f16, bf16 and tf32 on the wgmma kernels and for f32 on the CUDA cores"
             );
         }
-        if wgmma && parts > 1 && (parts > WG_MAX_PARTS || matches!(tile, Tile::Wide | Tile::Broad)) {
+        if wgmma
+            && parts > 1
+            && (parts > WG_MAX_PARTS || matches!(tile, Tile::Wide | Tile::Broad | Tile::Half | Tile::Medium))
+        {
             bail_invalid!(
                 "gemm: the wgmma kernels split k in 2-{WG_MAX_PARTS} parts on the 128 x 64 and 128 x 128 tiles (Tile::Auto, Narrow or Large), not {parts} parts on {tile:?}"
             );
@@ -309,7 +316,16 @@ pub(crate) fn choose_kernel(
                 Tile::Broad => ('b', BROAD_TILE),
                 Tile::Large => ('l', (128, 128)),
                 Tile::Narrow => ('n', (128, 64)),
-                _ => wg_auto_tile(t, dims, batch, plan.k, sms),
+                Tile::Half => ('h', HALF_TILE),
+                Tile::Medium => ('m', MEDIUM_TILE),
+                // With an activation the automatic choice keeps the 128 x 256 tile where it would
+                // take 128 x 192: only the former has twins in the activation modules
+                // (gemm_wg_<act>_<type>), whose TMA epilogue applies it; the 128 x 192 tile would
+                // apply it in its rolled epilogue.
+                _ => match wg_auto_tile(t, dims, batch, plan.k, sms) {
+                    ('b', _) if activation => ('w', (128, 256)),
+                    chosen => chosen,
+                },
             };
             // k-tiles of 128 bytes of k.
             let ktiles = plan.k.div_ceil(if t == "tf32" { 32 } else { 64 });
@@ -334,6 +350,18 @@ pub(crate) fn choose_kernel(
             } else {
                 (letter, tile)
             };
+            // A 64-row tile where it leaves the busiest multiprocessor less to do; not with an
+            // activation (the 64-row tiles have no twins in the activation modules), nor for
+            // 16-bit operands whose rows lie an odd multiple of 16 bytes apart.
+            let odd_rows = t != "tf32" && [plan.ldx * 2, plan.ldy * 2].iter().any(|b| b % 32 == 16);
+            let half = (auto_tile && forced_parts.is_none() && !activation && !odd_rows)
+                // tf32's kernels read Y k-contiguous always (`nn` swapped, `nt` packed).
+                .then(|| half_rows(t, (letter, tile, parts), dims, batch, ktiles, sms, yk || t == "tf32"))
+                .flatten();
+            let (letter, tile, parts) = match half {
+                Some((letter, tile)) => (letter, tile, 1),
+                None => (letter, tile, parts),
+            };
             Ok(Choice {
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
                 family,
@@ -342,7 +370,8 @@ pub(crate) fn choose_kernel(
                 swap,
                 tile,
                 smem: WG_SMEM,
-                threads: 384,
+                // A producer warpgroup and one consumer warpgroup per 64 rows.
+                threads: 128 * (1 + tile.0 as u32 / 64),
                 split_k: (parts > 1).then_some(parts as u32),
                 cluster_k: 1,
             })
@@ -376,7 +405,7 @@ pub(crate) fn choose_kernel(
             let t = tc_name.unwrap_or("f16");
             let large = match tile {
                 Tile::Auto => big,
-                Tile::Small | Tile::Narrow | Tile::Thin => false,
+                Tile::Small | Tile::Half | Tile::Medium | Tile::Narrow | Tile::Thin => false,
                 Tile::Large | Tile::Wide | Tile::Broad => true,
             };
             let (size, tile, smem) = match (thin, plan.m <= plan.n) {
@@ -446,7 +475,7 @@ pub(crate) fn choose_kernel(
                 Tile::Large | Tile::Wide | Tile::Broad if aligned => "w",
                 Tile::Large | Tile::Wide | Tile::Broad => "l",
                 Tile::Narrow => "u",
-                Tile::Small | Tile::Thin => "s",
+                Tile::Small | Tile::Half | Tile::Medium | Tile::Thin => "s",
             };
             let (tile, threads) = f32_tile(size);
             let mut choice = plain(
@@ -597,18 +626,10 @@ pub(crate) fn choose_on<T: GemmType, S>(
             cc,
             sms,
             g.batch,
+            g.activation.op().is_some(),
         )
     };
-    // With an activation the automatic choice keeps the 128 x 256 wgmma tile where it would take
-    // 128 x 192: only the former has twins in the activation modules (gemm_wg_<act>_<type>),
-    // whose TMA epilogue applies it; the 128 x 192 tile would apply it in its rolled epilogue.
-    let pick = |params: &GemmParams, aligned: bool| {
-        let choice = pick_tile(g.tile, params, aligned)?;
-        if g.tile == Tile::Auto && g.activation.op().is_some() && choice.tile == BROAD_TILE {
-            return pick_tile(Tile::Wide, params, aligned);
-        }
-        Ok(choice)
-    };
+    let pick = |params: &GemmParams, aligned: bool| pick_tile(g.tile, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);
     let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32);
     let flop = 2 * plan.m as u128 * plan.n as u128 * plan.k as u128 * g.batch as u128;

@@ -92,7 +92,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Auto if thin_side(plan) => (thin, 1),
         Tile::Large | Tile::Wide | Tile::Broad => ('l', 1),
         Tile::Narrow => ('m', 1),
-        Tile::Small => ('s', 1),
+        Tile::Small | Tile::Half | Tile::Medium => ('s', 1),
         Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 && plan.k >= 32 && full((128, 128)) => ('l', 1),
         Tile::Auto if tm * 10 >= sms * 9 && tm <= sms && full((128, 64)) => ('m', 1),
         Tile::Auto

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
-use super::wg_tiles::{wg_parts, BROAD_TILE};
+use super::wg_tiles::{has_act_twin, wg_parts};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;
@@ -240,10 +240,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
     };
     // With an activation, a D for the TMA runs the twin kernel of that activation's module
     // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
-    // epilogue. The 128 x 192 tile has no twin (only the plain modules hold it).
+    // epilogue. The 128 x 192 and 64-row tiles have no twin (only the plain modules hold them).
     let act_name = activation
         .op()
-        .filter(|_| choice.tile != BROAD_TILE)
+        .filter(|_| has_act_twin(choice.tile))
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
     // the same stream after it.
@@ -299,7 +299,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
         // freed in stream order after the launch.
         let ktiles = (params.k as usize).div_ceil(bk as usize);
         let parts = match choice.split_k {
-            Some(parts) if bn <= 128 => wg_parts(ktiles, parts as usize),
+            Some(parts) if bm == 128 && bn <= 128 => wg_parts(ktiles, parts as usize),
             _ => 1,
         };
         let kper = ktiles.div_ceil(parts).max(1);

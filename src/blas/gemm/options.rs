@@ -47,18 +47,35 @@ pub enum Kernel {
 /// ```
 /// use cudrv::blas::{Gemm, Tile, Transpose};
 /// // A benchmark sweeping the tile of a 4096 x 4096 x 4096 f16 GEMM.
-/// let tiles = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Broad, Tile::Wide];
+/// let tiles = [
+///     Tile::Auto,
+///     Tile::Small,
+///     Tile::Half,
+///     Tile::Medium,
+///     Tile::Narrow,
+///     Tile::Large,
+///     Tile::Broad,
+///     Tile::Wide,
+/// ];
 /// let gemms: Vec<_> = tiles
 ///     .iter()
 ///     .map(|&t| Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 4096, 4096).tile(t))
 ///     .collect();
-/// assert_eq!(gemms.len(), 6);
+/// assert_eq!(gemms.len(), 8);
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Tile {
     /// Chosen from the problem size and the number of multiprocessors.
     #[default]
     Auto,
+    /// 64 x 64 on the wgmma kernels (one consumer warpgroup of 64 x 64), for problems under a
+    /// wave of 128-row tiles (4096 x 128: 128 of these against 64 of 128 x 64); it does not
+    /// split k. Elsewhere the same as `Small`.
+    Half,
+    /// 64 x 96 on the wgmma kernels (one consumer warpgroup of 64 x 96), for problems whose
+    /// 128-row tiles fill less than a wave (1024 x 768: 128 of these against 96 of 128 x 64); it
+    /// does not split k. Elsewhere the same as `Small`.
+    Medium,
     /// 64 x 64 (every kernel family; f32 on the CUDA cores: two k-slices of 2 warps, 8 x 8 per
     /// thread).
     Small,
@@ -122,8 +139,9 @@ pub enum SplitK {
     /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
     /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-4 for f32 on the CUDA cores, on
     /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); 2-64 for f16, bf16 and
-    /// tf32 on the wgmma kernels (compute capability 9.0), on any tile but [`Tile::Wide`] (at
-    /// most one part per 128 bytes of k: more are reduced to that); other kernels and tiles
+    /// tf32 on the wgmma kernels (compute capability 9.0), on the 128 x 64 and 128 x 128 tiles
+    /// ([`Tile::Auto`], [`Tile::Narrow`], [`Tile::Large`]; at most one part per 128 bytes of k:
+    /// more are reduced to that); other kernels and tiles
     /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
     /// Split k in this many parts (2-256) that run as one strided batch of the ordinary

@@ -67,6 +67,80 @@ pub(crate) fn broad_better((m, n): (usize, usize), batch: usize, sms: usize) -> 
     busiest(BROAD_TILE.1).saturating_mul(100) <= busiest(256).saturating_mul(BROAD_GAIN_PERCENT)
 }
 
+/// The 64 x 64 wgmma tile (`h`, one consumer warpgroup). Only the plain modules hold it.
+pub(crate) const HALF_TILE: (usize, usize) = (64, 64);
+/// The 64 x 96 wgmma tile (`m`, one consumer warpgroup). Only the plain modules hold it.
+pub(crate) const MEDIUM_TILE: (usize, usize) = (64, 96);
+
+/// The 64-row wgmma tile that replaces the automatic choice `(letter, tile, parts)` for `batch`
+/// products of `dims` over `ktiles` k-tiles of type `t`, if any (`yk`: Y is k-contiguous).
+///
+/// Where the chosen tile is 128 x 64 or 128 x 128, and the 64 x 64 tile or (with `yk`) the
+/// 64 x 96 one covers the problem in one round leaving the busiest multiprocessor less work (its
+/// tiles' area times its k-tiles) than the chosen tile, a split's work counted 5/4 (the parts'
+/// hand-off and sum): of the two that fit one round, the one that loads less through the L2
+/// (below). Measured on the H100 against the tiles forced in the same job (2026-11-27,
+/// docs/kernels/gemm.md, "The 64-row wgmma tiles"): f16 TN 768 x 1024 x 3072 306 -> 432 TFLOP/s
+/// (64 x 96), NN 128 x 4096 x 4096 196 -> 297 (64 x 64, against 128 x 64 in 2 parts); tf32
+/// 768 x 1024 x 3072 120 -> 171 (64 x 96). Where it did not gain, and the rule does not take it:
+/// * an n-contiguous Y (`!yk`): the 64 x 96 tile loads it in boxes of 64 columns, 128 per 96,
+///   and lost 7-13% (f16 NT and NN 768 x 1024 x 3072);
+/// * fewer than 64 rows (tf32 31 x 4099 x 257: 4.5 TFLOP/s against 6.9);
+/// * tf32's 64 x 64 tile against a split whose parts keep 32 k-tiles or more: the same work per
+///   multiprocessor, 1.3x the bytes per output (tf32 128 x 4096 x 4096: 110 against 121 in
+///   2 parts of 64 k-tiles; 256 x 256 x 1024, parts of 16 k-tiles: 11.0 against 9.8).
+///
+/// The caller also leaves out f16 / bf16 operands whose rows lie an odd multiple of 16 bytes
+/// apart ([`odd_line_rows`]'s case: 504 x 1000 x 1000 ran 9% slower on 64 x 64).
+pub(crate) fn half_rows(
+    t: &str,
+    (letter, tile, parts): (char, (usize, usize), usize),
+    dims: (usize, usize),
+    batch: usize,
+    ktiles: usize,
+    sms: usize,
+    yk: bool,
+) -> Option<(char, (usize, usize))> {
+    if !matches!(letter, 'n' | 'l') || dims.0 < 64 {
+        return None;
+    }
+    let sms = sms.max(1);
+    // The busiest multiprocessor's work, in output elements times k-tiles (x4 for the 5/4).
+    let busiest = |tile: (usize, usize), parts: usize| {
+        let units = tiles2(dims.0, dims.1, tile).saturating_mul(batch).saturating_mul(parts);
+        let work = units
+            .div_ceil(sms)
+            .saturating_mul(tile.0 * tile.1)
+            .saturating_mul(ktiles.div_ceil(parts.max(1)));
+        work.saturating_mul(if parts > 1 { 5 } else { 4 })
+    };
+    let now = busiest(tile, parts);
+    let half_ok = t != "tf32" || parts == 1 || ktiles.div_ceil(parts) < 32;
+    // Between the two (each one round): the larger of a multiprocessor's work per k-tile and the
+    // rows all tiles load per k-tile over 2.6, the L2's share (f16 TN 4096 x 128 x 4096: 86
+    // tiles of 64 x 96 load 13760 rows, 128 of 64 x 64 16384: 326 TFLOP/s against 300, where
+    // the work alone would take 64 x 64; on tf32 64 x 8448 x 256 the two ran within 3%).
+    let cost = |tile: (usize, usize), count: usize| (tile.0 * tile.1).max(count * (tile.0 + tile.1) * 10 / 26);
+    let fits: Vec<_> = [('h', HALF_TILE, half_ok), ('m', MEDIUM_TILE, yk)]
+        .into_iter()
+        .map(|(letter, tile, ok)| (letter, tile, tiles2(dims.0, dims.1, tile).saturating_mul(batch), ok))
+        .filter(|&(_, _, count, ok)| ok && count <= sms)
+        .collect();
+    if !fits.iter().any(|&(_, tile, _, _)| busiest(tile, 1) < now) {
+        return None;
+    }
+    fits.into_iter()
+        .min_by_key(|&(_, tile, count, _)| cost(tile, count))
+        .map(|(letter, tile, _, _)| (letter, tile))
+}
+
+/// Whether the wgmma kernel of tile `tile` has twins in the activation modules
+/// (`gemm_wg_<act>_<type>`, whose TMA epilogue applies the activation): the 128-row tiles but
+/// 128 x 192.
+pub(crate) fn has_act_twin(tile: (usize, usize)) -> bool {
+    tile.0 == 128 && tile != BROAD_TILE
+}
+
 /// The share (percent) of the wide tile's busiest-multiprocessor columns under which the
 /// 128 x 192 tile is taken.
 const BROAD_GAIN_PERCENT: usize = 90;

@@ -61,6 +61,7 @@ fn dispatch_by_type_alignment_and_size() {
             cc,
             132,
             1,
+            false,
         )
     };
     assert_eq!(pick("f16", Tile::Auto, (9, 0)).unwrap().name, "gemm_tc_f16_s_nn");
@@ -150,6 +151,7 @@ fn dispatch_by_type_alignment_and_size() {
             (9, 0),
             132,
             batch,
+            false,
         )?;
         Ok::<_, crate::Error>((ch.name, ch.split_k))
     };
@@ -226,6 +228,7 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
             (9, 0),
             132,
             1,
+            false,
         );
         ch.unwrap().name
     };
@@ -245,6 +248,7 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
             cc,
             132,
             batch,
+            false,
         )?;
         Ok::<_, crate::Error>((ch.name, ch.tile, ch.smem, ch.threads, ch.cluster_k))
     };
@@ -396,6 +400,7 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
             cc,
             132,
             1,
+            false,
         )
     };
     let e = MathMode::Exact;
@@ -459,8 +464,8 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
         ("gemm_wg_tf32_n_nn".into(), [false, false], true)
     );
     // The swapped problem picks its tile from its own m and n: C of 64 x 8448 is 33 tiles of
-    // 128 x 256 and 66 of 128 x 128 (too few for either: 128 x 64), where the unswapped
-    // 8448 x 64 would count 66 wide tiles.
+    // 128 x 256 and 66 of 128 x 128 (too few for either: 128 x 64, and then, 64 rows high,
+    // 88 tiles of 64 x 96), where the unswapped 8448 x 64 would count 66 wide tiles.
     let skinny = plan(&Gemm::<f32>::new(N, N, 64, 8448, 256), [1 << 26; 3]).unwrap();
     let t = on_h100(
         "f32",
@@ -473,7 +478,7 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
         true,
     )
     .unwrap();
-    assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_n_nn", true));
+    assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_m_nn", true));
     // Short k (at most 128): tf32 takes 128 x 128 where f16 keeps 128 x 256.
     let short_k = |t: &str, k| {
         let math = if t == "f32" { MathMode::Tf32 } else { e };
@@ -486,14 +491,14 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
     assert_eq!(short_k("f32", 129), "gemm_wg_tf32_w_tn");
     assert_eq!(short_k("f32", 256), "gemm_wg_tf32_w_tn");
     assert_eq!(short_k("f16", 64), "gemm_wg_f16_w_tn");
-    // Small problems take the 128 x 64 wgmma tile.
+    // Small problems take the 64 x 64 wgmma tile (8 tiles rather than 4 of 128 x 64).
     let small = plan(
         &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),
         [1 << 20; 3],
     )
     .unwrap();
     let s = on_h100("f16", true, e, Kernel::Auto, Tile::Auto, &small, true, true).unwrap();
-    assert_eq!(s.name, "gemm_wg_f16_n_nn");
+    assert_eq!(s.name, "gemm_wg_f16_h_nn");
 }
 
 #[test]
@@ -516,6 +521,7 @@ fn small_matrices_take_one_block_each() {
             (9, 0),
             132,
             batch,
+            false,
         )
         .unwrap();
         ch.name
@@ -605,6 +611,7 @@ fn the_wave_draw_reaches_f32_v_past_a_wave() {
             (9, 0),
             132,
             1,
+            false,
         );
         let Ok(ch) = ch else { continue };
         let v_tiles = p.m.div_ceil(128) * p.n.div_ceil(64);

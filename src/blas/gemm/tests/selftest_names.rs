@@ -86,16 +86,22 @@ fn every_thin_element_check_runs_the_kernel_it_names() {
 }
 
 #[test]
-fn the_broad_wgmma_sweep_entry_runs_the_128_x_192_tile() {
-    let entry = (Tile::Broad, SplitK::Auto, "b", 0);
-    for (ops, o) in op_pairs() {
-        let f16 = picked::<half::f16>(ops, entry, Kernel::Wgmma, MathMode::Exact);
-        assert_eq!(f16, format!("gemm_wg_f16_b_{o}"));
-        let bf16 = picked::<half::bf16>(ops, entry, Kernel::Wgmma, MathMode::Exact);
-        assert_eq!(bf16, format!("gemm_wg_bf16_b_{o}"));
-        // tf32: `nn` runs the transposed problem's kernel of that name, `nt` packs B first and
-        // runs `tt`.
-        let tf32 = picked::<f32>(ops, entry, Kernel::Wgmma, MathMode::Tf32);
-        assert_eq!(tf32, format!("gemm_wg_tf32_b_{}", if o == "nt" { "tt" } else { o }));
+fn the_plain_module_wgmma_sweep_entries_run_their_tiles() {
+    // The tiles only the plain modules hold: 128 x 192, 64 x 64 and 64 x 96.
+    for (tile, letter) in [(Tile::Broad, "b"), (Tile::Half, "h"), (Tile::Medium, "m")] {
+        let entry = (tile, SplitK::Auto, letter, 0);
+        for (ops, o) in op_pairs() {
+            let f16 = picked::<half::f16>(ops, entry, Kernel::Wgmma, MathMode::Exact);
+            assert_eq!(f16, format!("gemm_wg_f16_{letter}_{o}"));
+            let bf16 = picked::<half::bf16>(ops, entry, Kernel::Wgmma, MathMode::Exact);
+            assert_eq!(bf16, format!("gemm_wg_bf16_{letter}_{o}"));
+            // tf32: `nn` runs the transposed problem's kernel of that name, `nt` packs B first
+            // and runs `tt`.
+            let tf32 = picked::<f32>(ops, entry, Kernel::Wgmma, MathMode::Tf32);
+            assert_eq!(
+                tf32,
+                format!("gemm_wg_tf32_{letter}_{}", if o == "nt" { "tt" } else { o })
+            );
+        }
     }
 }

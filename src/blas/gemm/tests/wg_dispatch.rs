@@ -1,6 +1,6 @@
 //! The wgmma kernels' choice on an H100 (132 multiprocessors): the k split over few tiles, the
-//! 128 x 192 tile, an activation's effect on it, and 128 x 128 on rows an odd multiple of 16
-//! bytes apart.
+//! 128 x 192 tile, an activation's effect on it, 128 x 128 on rows an odd multiple of 16 bytes
+//! apart, and the 64-row tiles.
 
 use super::*;
 
@@ -28,6 +28,7 @@ fn hopper_choice(
         (9, 0),
         132,
         1,
+        false,
     )
 }
 
@@ -57,7 +58,8 @@ fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
         auto("f16", (N, N), (256, 256, 4096)),
         named("gemm_wg_f16_n_nn", Some(4))
     );
-    assert_eq!(auto("f16", (N, N), (256, 256, 1024)), named("gemm_wg_f16_n_nn", None));
+    // 256 x 256 x 1024: too short to split; 16 tiles of 64 x 64 rather than 8 of 128 x 64.
+    assert_eq!(auto("f16", (N, N), (256, 256, 1024)), named("gemm_wg_f16_h_nn", None));
     // 128 tiles of 128 x 64 with long k: 64 tiles of 128 x 128 in 2 parts; with short k, as is.
     assert_eq!(
         auto("f16", (T, N), (1024, 1024, 32768)),
@@ -87,13 +89,13 @@ fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
         "gemm_wg_f16_n_tn"
     );
     assert!(auto("f16", (T, N), (4096, 17, 4096)).0.starts_with("gemm_wg_"));
+    // 64 tiles of 128 x 64 in 2 parts: 86 of 64 x 96 unsplit (the 64-row tiles' rule).
+    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), named("gemm_wg_f16_m_tn", None));
+    // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64
+    // in 2 parts, and that is 128 tiles of 64 x 64 unsplit.
+    assert_eq!(auto("f16", (N, N), (64, 8192, 8192)), named("gemm_wg_f16_h_nn", None));
     assert_eq!(
-        auto("f16", (T, N), (4096, 128, 4096)),
-        named("gemm_wg_f16_n_tn", Some(2))
-    );
-    // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64.
-    assert_eq!(
-        auto("f16", (N, N), (64, 8192, 8192)),
+        pick("f16", (N, N), (64, 8192, 8192), Tile::Auto, SplitK::Parts(2)).unwrap(),
         named("gemm_wg_f16_n_nn", Some(2))
     );
     // Large problems never split.
@@ -116,9 +118,10 @@ fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
         forced((8192, 8192, 4096), Tile::Auto, 2).unwrap(),
         named("gemm_wg_f16_l_nn", Some(2))
     );
+    // Off: one tile, of 64 x 64 (the 64-row tiles' rule).
     assert_eq!(
         pick("f16", (N, N), (64, 64, 65536), Tile::Auto, SplitK::Off).unwrap(),
-        named("gemm_wg_f16_n_nn", None)
+        named("gemm_wg_f16_h_nn", None)
     );
     assert!(forced((130, 70, 700), Tile::Wide, 2).is_err());
     assert!(forced((130, 70, 700), Tile::Narrow, WG_MAX_PARTS + 1).is_err());
@@ -193,4 +196,55 @@ fn wgmma_takes_128_x_128_over_128_x_64_on_rows_an_odd_multiple_of_16_bytes_apart
     // A forced tile stays forced.
     let n = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Narrow, SplitK::Auto);
     assert_eq!(n.unwrap().name, "gemm_wg_f16_n_nn");
+}
+
+#[test]
+fn wgmma_takes_a_64_row_tile_where_it_covers_the_problem_in_one_round_with_less_work() {
+    use crate::blas::gemm::dispatch::choose_on;
+    use crate::blas::Activation;
+    use Transpose::{N, T};
+    let auto = |ty: &str, ops, dims| {
+        hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Auto)
+            .map(|c| (c.name, c.split_k, c.threads))
+            .unwrap()
+    };
+    let one = |n: &str| (n.to_string(), None, 256);
+    // f16 / bf16: 64 x 64 for 128 of them against 64 of 128 x 64 in 2 parts, or 65 against 33
+    // unsplit (k too short to split).
+    assert_eq!(auto("f16", (N, N), (4096, 128, 4096)), one("gemm_wg_f16_h_nn"));
+    assert_eq!(auto("bf16", (N, N), (128, 4096, 4096)), one("gemm_wg_bf16_h_nn"));
+    // Y k-contiguous: 86 tiles of 64 x 96, which load fewer rows than 128 of 64 x 64.
+    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), one("gemm_wg_f16_m_tn"));
+    assert_eq!(auto("f16", (N, N), (31, 4099, 257)), one("gemm_wg_f16_h_nn"));
+    // 64 x 96 where Y is k-contiguous (tf32 always): 132 or 128 tiles against 96 of 128 x 64.
+    assert_eq!(auto("f32", (N, N), (768, 1024, 3072)), one("gemm_wg_tf32_m_nn"));
+    assert_eq!(auto("f32", (T, N), (768, 1024, 768)), one("gemm_wg_tf32_m_tn"));
+    assert_eq!(auto("f16", (T, N), (768, 1024, 3072)), one("gemm_wg_f16_m_tn"));
+    // tf32's 64 x 64 against a split whose parts keep under 32 k-tiles.
+    assert_eq!(auto("f32", (N, N), (256, 256, 1024)), one("gemm_wg_tf32_h_nn"));
+    // Not where the 64-row tiles need two rounds (1000^3, 768 x 1024 x 3072 f16: as much work),
+    // where the split leaves less work (512 x 512 x 4096 in 4 parts), nor tf32 over 9 k-tiles.
+    let kept = |ty: &str, dims, name: &str, split| {
+        let (n, s, threads) = auto(ty, (N, N), dims);
+        assert_eq!((n.as_str(), s, threads), (name, split, 384), "{ty} {dims:?}");
+    };
+    kept("f16", (1000, 1000, 1000), "gemm_wg_f16_l_nn", None);
+    kept("f16", (768, 1024, 3072), "gemm_wg_f16_n_nn", None);
+    kept("f16", (512, 512, 4096), "gemm_wg_f16_n_nn", Some(4));
+    kept("f32", (31, 4099, 257), "gemm_wg_tf32_n_nn", None);
+    kept("f32", (4096, 128, 4096), "gemm_wg_tf32_n_nn", Some(2));
+    kept("f32", (128, 4096, 4096), "gemm_wg_tf32_n_nn", Some(2));
+    // Y n-contiguous (f16 NN): no 64 x 96; rows 2000 bytes apart: no 64-row tile.
+    kept("f16", (768, 768, 3072), "gemm_wg_f16_l_nn", Some(3));
+    kept("f16", (1000, 504, 1000), "gemm_wg_f16_n_nn", None);
+    // With an activation the tile keeps its twin in the activation modules.
+    let g = Gemm::<half::f16>::new(N, N, 4096, 128, 4096).activation(Activation::Relu);
+    let p = g.plan([usize::MAX / 64; 3], None).unwrap();
+    let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
+    let ch = choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132).unwrap();
+    assert_eq!((ch.name.as_str(), ch.split_k), ("gemm_wg_f16_n_nn", Some(2)));
+    // Forced, they run (without a k split).
+    let forced = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Medium, SplitK::Auto).unwrap();
+    assert_eq!((forced.name.as_str(), forced.threads), ("gemm_wg_f16_m_nn", 256));
+    assert!(hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Half, SplitK::Parts(2)).is_err());
 }
