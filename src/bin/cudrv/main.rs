@@ -80,7 +80,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --beta X          gemm: C = A B + X C in both libraries (default 0)
   --epilogue LIST   gemm: none, bias, relu, gelu, sigmoid, tanh: cudrv's fused bias and
                     activation, timed against cuBLAS's plain product (needs --beta 0)
-  --tiles LIST      gemm: auto, s, n, l, b (128 x 192, wgmma), w, t (thin): force a tile (default auto)
+  --tiles LIST      gemm: auto, s, h / m (64 x 64 / 64 x 96, wgmma), n, l, b (128 x 192, wgmma), w, t
+                    (thin): force a tile (default auto)
   --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
   --splits LIST     gemm: auto, off, a part count, or pN (N partial products): force the split of k (default auto)
 
