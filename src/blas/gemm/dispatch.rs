@@ -11,8 +11,8 @@ use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
-    half_rows, odd_line_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough, BROAD_TILE, HALF_TILE, MEDIUM_TILE,
-    WG_MAX_PARTS,
+    half_rows, has_act_twin, odd_line_rows, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough,
+    BROAD_TILE, HALF_TILE, MEDIUM_TILE, WG_MAX_PARTS,
 };
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
@@ -323,7 +323,7 @@ pub(crate) fn choose_kernel(
                 // (gemm_wg_<act>_<type>), whose TMA epilogue applies it; the 128 x 192 tile would
                 // apply it in its rolled epilogue.
                 _ => match wg_auto_tile(t, dims, batch, plan.k, sms) {
-                    ('b', _) if activation => ('w', (128, 256)),
+                    (_, tile) if activation && !has_act_twin(tile) => ('w', (128, 256)),
                     chosen => chosen,
                 },
             };
@@ -340,24 +340,26 @@ pub(crate) fn choose_kernel(
                 }
                 None => (letter, tile, 1),
             };
+            let row_bytes = [plan.ldx * 2, plan.ldy * 2];
             let (letter, tile) = if auto_tile
                 && letter == 'n'
                 && parts == 1
                 && t != "tf32"
-                && odd_line_rows((plan.m, plan.n), [plan.ldx * 2, plan.ldy * 2], ktiles, batch, sms)
+                && odd_line_rows((plan.m, plan.n), row_bytes, ktiles, batch, sms)
             {
                 ('l', (128, 128))
             } else {
                 (letter, tile)
             };
-            // A 64-row tile where it leaves the busiest multiprocessor less to do; not with an
-            // activation (the 64-row tiles have no twins in the activation modules), nor for
-            // 16-bit operands whose rows lie an odd multiple of 16 bytes apart.
-            let odd_rows = t != "tf32" && [plan.ldx * 2, plan.ldy * 2].iter().any(|b| b % 32 == 16);
-            let half = (auto_tile && forced_parts.is_none() && !activation && !odd_rows)
+            // A 64-row tile where it leaves the busiest multiprocessor less to do; not for 16-bit
+            // operands whose rows lie an odd multiple of 16 bytes apart, nor with an activation
+            // (the 64-row tiles have no twins in the activation modules).
+            let odd_rows = t != "tf32" && straddling_rows(row_bytes);
+            let half = (auto_tile && forced_parts.is_none() && !odd_rows)
                 // tf32's kernels read Y k-contiguous always (`nn` swapped, `nt` packed).
                 .then(|| half_rows(t, (letter, tile, parts), dims, batch, ktiles, sms, yk || t == "tf32"))
-                .flatten();
+                .flatten()
+                .filter(|&(_, tile)| !activation || has_act_twin(tile));
             let (letter, tile, parts) = match half {
                 Some((letter, tile)) => (letter, tile, 1),
                 None => (letter, tile, parts),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
-use super::wg_tiles::{has_act_twin, wg_parts};
+use super::wg_tiles::{has_act_twin, splits_k, wg_parts};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;
@@ -299,7 +299,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
         // freed in stream order after the launch.
         let ktiles = (params.k as usize).div_ceil(bk as usize);
         let parts = match choice.split_k {
-            Some(parts) if bm == 128 && bn <= 128 => wg_parts(ktiles, parts as usize),
+            Some(parts) if splits_k(choice.tile) => wg_parts(ktiles, parts as usize),
             _ => 1,
         };
         let kper = ktiles.div_ceil(parts).max(1);

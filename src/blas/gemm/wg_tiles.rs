@@ -121,17 +121,20 @@ pub(crate) fn half_rows(
     // tiles of 64 x 96 load 13760 rows, 128 of 64 x 64 16384: 326 TFLOP/s against 300, where
     // the work alone would take 64 x 64; on tf32 64 x 8448 x 256 the two ran within 3%).
     let cost = |tile: (usize, usize), count: usize| (tile.0 * tile.1).max(count * (tile.0 + tile.1) * 10 / 26);
-    let fits: Vec<_> = [('h', HALF_TILE, half_ok), ('m', MEDIUM_TILE, yk)]
-        .into_iter()
-        .map(|(letter, tile, ok)| (letter, tile, tiles2(dims.0, dims.1, tile).saturating_mul(batch), ok))
-        .filter(|&(_, _, count, ok)| ok && count <= sms)
-        .collect();
-    if !fits.iter().any(|&(_, tile, _, _)| busiest(tile, 1) < now) {
+    let candidates = [('h', HALF_TILE, half_ok), ('m', MEDIUM_TILE, yk)]
+        .map(|(letter, tile, ok)| (letter, tile, tiles2(dims.0, dims.1, tile).saturating_mul(batch), ok));
+    let fits = candidates.iter().filter(|&&(_, _, count, ok)| ok && count <= sms);
+    if !fits.clone().any(|&(_, tile, _, _)| busiest(tile, 1) < now) {
         return None;
     }
-    fits.into_iter()
-        .min_by_key(|&(_, tile, count, _)| cost(tile, count))
-        .map(|(letter, tile, _, _)| (letter, tile))
+    fits.min_by_key(|&&(_, tile, count, _)| cost(tile, count))
+        .map(|&(letter, tile, _, _)| (letter, tile))
+}
+
+/// Whether the wgmma kernel of tile `tile` splits k (`WgSplit`): the 128-row tiles of at most
+/// 128 columns (`SPLITS` in ptx/gemm_wg.cuh).
+pub(crate) fn splits_k(tile: (usize, usize)) -> bool {
+    tile.0 == 128 && tile.1 <= 128
 }
 
 /// Whether the wgmma kernel of tile `tile` has twins in the activation modules
@@ -226,7 +229,13 @@ pub(crate) fn odd_line_rows(
     batch: usize,
     sms: usize,
 ) -> bool {
-    row_bytes.iter().any(|&b| b % 32 == 16)
+    straddling_rows(row_bytes)
         && ktiles >= 12
         && tiles2(m, n, (128, 128)).saturating_mul(batch).saturating_mul(3) >= sms
+}
+
+/// Whether an operand's rows (`row_bytes` apart, X's and Y's) lie an odd multiple of 16 bytes
+/// apart: 7 of every 8 rows of a TMA box then straddle two 128-byte lines.
+pub(crate) fn straddling_rows(row_bytes: [usize; 2]) -> bool {
+    row_bytes.iter().any(|&b| b % 32 == 16)
 }
