@@ -83,8 +83,8 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
         };
     }
     let batch = if rng.next_u64() % 7 == 0 {
-        // Tiny matrices (one block each) also in large batches.
-        if class == 0 && rng.next_u64() % 2 == 0 {
+        // Tiny and small matrices (one block or tile each) also in large batches.
+        if (class == 0 || (class <= 2 && m.max(n) <= 128)) && rng.next_u64() % 2 == 0 {
             range(rng, 5, 300)
         } else {
             range(rng, 2, 4)

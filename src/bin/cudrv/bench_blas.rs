@@ -12,7 +12,8 @@
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
 //! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
-//! the skinny ones), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t`
+//! the skinny ones; with `--suite`, `MxNxKxB` adds a strided batch of B and the shapes run
+//! as suite rows in place of the suite's cases), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t`
 //! (gemm: force block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force
 //! kernel families, one row each per tile; a combination that does not apply prints `n/a`),
 //! `--splits auto,off,2,4,p16` (gemm: force how k is split between blocks, one row each, `pN`
@@ -52,6 +53,8 @@ struct Opts {
     sizes: Vec<usize>,
     /// gemm: m x n x k shapes given with --shapes (replace --sizes and the skinny shapes).
     shapes: Vec<(usize, usize, usize)>,
+    /// gemm: the strided batch of each of `shapes` (`MxNxKxB`; 1 when not given).
+    batches: Vec<usize>,
     skinny: bool,
     trials: usize,
     /// gemm: beta for both libraries (C = alpha A B + beta C).
@@ -153,6 +156,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         types: default_types.split(',').map(String::from).collect(),
         sizes: default_sizes.to_vec(),
         shapes: Vec::new(),
+        batches: Vec::new(),
         skinny: true,
         trials: 15,
         beta: 0.0,
@@ -177,13 +181,17 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                 crate::bench_suite::check_only(&o.only)?;
             }
             "--shapes" => {
-                o.shapes = list(&value()?, |t| {
+                let shapes = list(&value()?, |t| {
                     let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
                     match d[..] {
-                        [m, n, k] => Ok((m, n, k)),
-                        _ => Err(err(format!("bad shape {t:?}; write MxNxK"))),
+                        [m, n, k] => Ok(((m, n, k), 1)),
+                        [m, n, k, b] if b >= 1 => Ok(((m, n, k), b)),
+                        _ => Err(err(format!(
+                            "bad shape {t:?}; write MxNxK, or MxNxKxB for a strided batch of B"
+                        ))),
                     }
-                })?
+                })?;
+                (o.shapes, o.batches) = shapes.into_iter().unzip();
             }
             "--tiles" => {
                 o.tiles = list(&value()?, |t| match t {
@@ -284,12 +292,24 @@ fn gemm_bench(
                 }
             }
         }
+        // --shapes with --suite: those shapes (each op of --ops, strided batches as given) in
+        // place of the suite's cases.
+        let mut cases = Vec::new();
+        for (&dims, &batch) in o.shapes.iter().zip(&o.batches) {
+            for &ops in &o.ops {
+                cases.push(crate::bench_suite::adhoc(ops, dims, batch));
+            }
+        }
         let suite = crate::bench_suite::SuiteOpts {
+            cases: &cases,
             only: &o.only,
             sels: &sels,
             trials: o.trials,
         };
         return crate::bench_suite::run_gemm(stream, cublas, h100, &o.types, &suite);
+    }
+    if o.batches.iter().any(|&b| b != 1) {
+        return Err(err("--shapes MxNxKxB (a strided batch) runs with --suite only".into()));
     }
     let mut shapes: Vec<(usize, usize, usize)> = o.sizes.iter().map(|&s| (s, s, s)).collect();
     if !o.shapes.is_empty() {

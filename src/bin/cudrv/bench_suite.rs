@@ -86,6 +86,11 @@ fn batched(group: &'static str, ops: (Transpose, Transpose), dims: (usize, usize
     }
 }
 
+/// A case given on the command line (`--suite --shapes MxNxKxB`), in the group `shapes`.
+pub(crate) fn adhoc(ops: (Transpose, Transpose), dims: (usize, usize, usize), batch: usize) -> Case {
+    batched("shapes", ops, dims, batch)
+}
+
 fn padded(dims: (usize, usize, usize), pad: [usize; 3], offset: usize) -> Case {
     Case {
         pad,
@@ -194,6 +199,8 @@ pub(crate) fn check_only(only: &[String]) -> Result<()> {
 
 /// What `run_gemm` runs beside the types: a filter on the cases and the forced choices.
 pub(crate) struct SuiteOpts<'a> {
+    /// Cases to run instead of the suite's (`--shapes` with `--suite`; none: the suite).
+    pub cases: &'a [Case],
     /// Keep the cases whose group or `MxNxK` contains one of these (all when empty).
     pub only: &'a [String],
     /// (tile, kernel, split) choices, each case runs once per choice; `[(Auto, Auto, Auto)]`
@@ -220,7 +227,11 @@ pub(crate) fn run_gemm(
     opts: &SuiteOpts<'_>,
 ) -> Result<bool> {
     let trials = opts.trials;
-    let cases: Vec<Case> = gemm_cases().into_iter().filter(|c| selected(c, opts.only)).collect();
+    let cases: Vec<Case> = if opts.cases.is_empty() {
+        gemm_cases().into_iter().filter(|c| selected(c, opts.only)).collect()
+    } else {
+        opts.cases.to_vec()
+    };
     let auto = (Tile::Auto, Kernel::Auto, SplitK::Auto);
     let plain = opts.sels.iter().all(|&s| s == auto);
     println!(

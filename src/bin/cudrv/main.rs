@@ -73,7 +73,9 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --only LIST       gemm --suite: only the cases whose group or MxNxK contains an item
                     (e.g. attention,768x1024); with --tiles, --kernels or --splits each case
                     runs once per forced choice (the sel column)
-  --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes
+  --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes; with
+                    --suite, MxNxK or MxNxKxB (a strided batch of B) in place of the
+                    suite's cases, each op of --ops
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)
   --ops LIST        gemm: nn, nt, tn, tt: op(A), op(B) (default nn)

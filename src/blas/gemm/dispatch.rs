@@ -11,8 +11,8 @@ use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
-    half_rows, has_act_twin, odd_line_rows, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts, wide_enough,
-    BROAD_TILE, HALF_TILE, MEDIUM_TILE, WG_MAX_PARTS,
+    half_rows, has_act_twin, odd_line_rows, short_sides, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts,
+    wide_enough, BROAD_TILE, HALF_TILE, MEDIUM_TILE, WG_MAX_PARTS,
 };
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
@@ -319,13 +319,17 @@ pub(crate) fn choose_kernel(
                 Tile::Half => ('h', HALF_TILE),
                 Tile::Medium => ('m', MEDIUM_TILE),
                 // With an activation the automatic choice keeps the 128 x 256 tile where it would
-                // take 128 x 192: only the former has twins in the activation modules
-                // (gemm_wg_<act>_<type>), whose TMA epilogue applies it; the 128 x 192 tile would
-                // apply it in its rolled epilogue.
-                _ => match wg_auto_tile(t, dims, batch, plan.k, sms) {
-                    (_, tile) if activation && !has_act_twin(tile) => ('w', (128, 256)),
-                    chosen => chosen,
-                },
+                // take 128 x 192, and 128 x 64 where it would take 64 x 64: only those have twins
+                // in the activation modules (gemm_wg_<act>_<type>), whose TMA epilogue applies
+                // it; the others would apply it in their rolled epilogue.
+                _ => {
+                    let chosen = wg_auto_tile(t, dims, batch, plan.k, sms);
+                    match short_sides(chosen, dims, batch, sms).unwrap_or(chosen) {
+                        (_, tile) if activation && !has_act_twin(tile) && tile.0 == 64 => ('n', (128, 64)),
+                        (_, tile) if activation && !has_act_twin(tile) => ('w', (128, 256)),
+                        chosen => chosen,
+                    }
+                }
             };
             // k-tiles of 128 bytes of k.
             let ktiles = plan.k.div_ceil(if t == "tf32" { 32 } else { 64 });

@@ -13,6 +13,8 @@ pub(crate) const DEEP_SPLIT_MIN_K: usize = 16384;
 /// Most parts the f32 `v` tile splits k into (forced or automatic).
 pub(crate) const F32_MAX_PARTS: u32 = 64;
 
+/// The `s` blocks (128 threads of 138 registers, ptx/gemm_simt.cu) a multiprocessor holds at once.
+const S_RESIDENT: usize = 3;
 /// Least k each part keeps in an automatic split of f32's `v` and `w` tiles.
 const F32_PART_MIN_K: usize = 512;
 /// What a split costs per part, in k of the block's own work: its partial tile written, read and
@@ -52,6 +54,12 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// at worst 0.85 (64 x 64 x 64 x 512: s where u is faster, as before); 12345 x 321 x 4567
 /// 1.32x the rule before (l -> v in 2 parts), 768 x 1024 x 3072 1.24x (u -> v in 4 parts),
 /// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty).
+///
+/// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
+/// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
+/// of small matrices on wgmma"): 64 x 64 x 64 x 512 17.4 -> 20.3 TFLOP/s, at k = 32 / 128 / 256
+/// +17% / +6% / +4%, 64 x 64 x 64 x 128 +9%; where s's blocks fill two rounds or more it kept
+/// s (64 x 128 x 128 x 384: s 8% faster, 48 x 48 x 48 x 1024 6%, 64 x 64 x 64 x 2048 within 2%).
 pub(crate) fn f32_auto(
     (m, n, k): (usize, usize, usize),
     aligned: bool,
@@ -96,6 +104,12 @@ pub(crate) fn f32_auto(
         if w < least {
             (best, least) = ((size, 1), w);
         }
+    }
+    // Batches at short k whose s blocks fill at most one and a half of the rounds the SMs hold
+    // at once: u, twice the blocks of half the rows, keeps more warps in flight.
+    let s_blocks = tiles2(m, n, f32_tile("s").0).saturating_mul(batch);
+    if best.0 == "s" && batch > 1 && k <= 256 && s_blocks * 2 <= sms * S_RESIDENT * 3 {
+        best = ("u", 1);
     }
     if !may_split {
         return best;

@@ -131,6 +131,37 @@ pub(crate) fn half_rows(
         .map(|&(letter, tile, _, _)| (letter, tile))
 }
 
+/// The tile that replaces the automatic choice `(letter, tile)` (a 128-row tile) for `batch`
+/// products of `dims` (rows x columns of the kernel's D) that need more than a wave of it, if
+/// any: where the chosen tile is at least half empty. 33-64 rows: the 64 x 64 tile; 64 columns
+/// or fewer: 128 x 64 (the wave rules count tiles, not what they cover, and take 128 x 192 or
+/// 128 x 256 for such batches, which never split k). The 128 x 64 and 128 x 128 tiles within a
+/// wave stay with the split and [`half_rows`].
+/// Measured on an H200 against the tiles forced in the same job (2026-11-27,
+/// docs/kernels/gemm.md, "Batches of small matrices on wgmma"; cuBLAS's m x n is the kernel's
+/// n x m, but tf32 NN runs swapped): 64 x 64 x 64 x 512 (NN) tf32 22.8 -> 30.7 TFLOP/s, f16
+/// 34.4 -> 46.5, bf16 35.0 -> 46.8; f16 64 x 512 x 512 x 96 133 -> 155, 64 x 128 x 128 x 384 92
+/// -> 107 (128 x 64 against 128 x 192); tf32 NN 64 x 512 x 512 x 96 74 -> 85.
+pub(crate) fn short_sides(
+    (letter, tile): (char, (usize, usize)),
+    dims: (usize, usize),
+    batch: usize,
+    sms: usize,
+) -> Option<(char, (usize, usize))> {
+    let count = |tile| tiles2(dims.0, dims.1, tile).saturating_mul(batch);
+    // The split tiles (128 x 64, 128 x 128) within a wave are the split's and half_rows's.
+    if tile.0 != 128 || (!matches!(letter, 'w' | 'b') && count(tile) <= sms.max(1)) {
+        return None;
+    }
+    if (33..=HALF_TILE.0).contains(&dims.0) {
+        Some(('h', HALF_TILE))
+    } else if dims.1 <= 64 && tile.1 > 64 {
+        Some(('n', (128, 64)))
+    } else {
+        None
+    }
+}
+
 /// Whether the wgmma kernel of tile `tile` splits k (`WgSplit`): the 128-row tiles of at most
 /// 128 columns (`SPLITS` in ptx/gemm_wg.cuh).
 pub(crate) fn splits_k(tile: (usize, usize)) -> bool {
@@ -182,7 +213,7 @@ pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
 ///
 /// Returns the tile letter and the parts (1: no split).
 pub(crate) fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles: usize, sms: usize) -> (char, usize) {
-    if letter == 'w' || letter == 'b' || n_units == 0 || l_units == 0 {
+    if !matches!(letter, 'n' | 'l') || n_units == 0 || l_units == 0 {
         return (letter, 1);
     }
     // (parts, blocks) of a tile, when its tiles fit a wave.

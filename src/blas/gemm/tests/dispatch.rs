@@ -506,25 +506,7 @@ fn small_matrices_take_one_block_each() {
     use Transpose::{N, T};
     let pick = |ty: &str, (m, n, k): (usize, usize, usize), forced, tile, split, batch| {
         let p = plan(&Gemm::<f32>::new(N, T, m, n, k), [1 << 30; 3]).unwrap();
-        let math = if ty == "tf32" { MathMode::Tf32 } else { MathMode::Exact };
-        let ty = if ty == "tf32" { "f32" } else { ty };
-        let ch = choose_kernel(
-            ty,
-            ty != "f32",
-            math,
-            forced,
-            tile,
-            split,
-            &p,
-            true,
-            true,
-            (9, 0),
-            132,
-            batch,
-            false,
-        )
-        .unwrap();
-        ch.name
+        on_h100_batched(ty, forced, tile, split, &p, batch, false).unwrap().name
     };
     let auto = |ty, dims, batch| pick(ty, dims, Kernel::Auto, Tile::Auto, SplitK::Auto, batch);
     for (ty, name) in [
@@ -625,4 +607,20 @@ fn the_wave_draw_reaches_f32_v_past_a_wave() {
         past_wave * 10 >= draws,
         "{past_wave} of {draws} draws split v past a wave"
     );
+}
+
+#[test]
+fn f32_batches_at_short_k_take_u_where_s_fills_under_two_rounds() {
+    use crate::blas::gemm::f32_tiles::f32_auto;
+    // (kernel rows, columns, k), aligned, may split, 132 SMs, batch.
+    let tile = |dims, batch| f32_auto(dims, true, false, 132, batch).0;
+    // 512 s blocks: 1.3 rounds of 3 per SM; u.
+    assert_eq!(tile((64, 64, 64), 512), "u");
+    assert_eq!(tile((64, 64, 256), 512), "u");
+    assert_eq!(tile((64, 64, 64), 128), "u");
+    // Two rounds or more of s blocks, longer k, or a single product: s as the model has it.
+    assert_eq!(tile((128, 64, 128), 384), "s");
+    assert_eq!(tile((48, 48, 48), 1024), "s");
+    assert_eq!(tile((64, 64, 512), 512), "s");
+    assert_eq!(tile((1024, 1024, 256), 1), "s");
 }

@@ -63,6 +63,37 @@ fn on_h100(
     )
 }
 
+/// `choose_kernel` on an H100 for `batch` products of aligned operands the TMA can address:
+/// `ty` is the type's name, "tf32" for f32 with tf32 math.
+#[allow(clippy::too_many_arguments)]
+fn on_h100_batched(
+    ty: &str,
+    forced: Kernel,
+    tile: Tile,
+    split: SplitK,
+    plan: &Plan,
+    batch: usize,
+    activation: bool,
+) -> Result<Choice> {
+    let math = if ty == "tf32" { MathMode::Tf32 } else { MathMode::Exact };
+    let ty = if ty == "tf32" { "f32" } else { ty };
+    choose_kernel(
+        ty,
+        ty != "f32",
+        math,
+        forced,
+        tile,
+        split,
+        plan,
+        true,
+        true,
+        (9, 0),
+        132,
+        batch,
+        activation,
+    )
+}
+
 fn plan(g: &Gemm<f32>, lens: [usize; 3]) -> Result<Plan> {
     g.plan(lens, None)
 }

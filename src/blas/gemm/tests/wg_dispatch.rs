@@ -1,6 +1,6 @@
 //! The wgmma kernels' choice on an H100 (132 multiprocessors): the k split over few tiles, the
 //! 128 x 192 tile, an activation's effect on it, 128 x 128 on rows an odd multiple of 16 bytes
-//! apart, and the 64-row tiles.
+//! apart, the 64-row tiles, and batches of matrices of at most 64 rows or columns.
 
 use super::*;
 
@@ -247,4 +247,51 @@ fn wgmma_takes_a_64_row_tile_where_it_covers_the_problem_in_one_round_with_less_
     let forced = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Medium, SplitK::Auto).unwrap();
     assert_eq!((forced.name.as_str(), forced.threads), ("gemm_wg_f16_m_nn", 256));
     assert!(hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Half, SplitK::Parts(2)).is_err());
+}
+
+#[test]
+fn wgmma_takes_a_64_row_tile_for_batches_of_matrices_of_at_most_64_rows() {
+    use Transpose::{N, T};
+    // `batch` products on an H100 (132 multiprocessors).
+    let pick = |ty: &str, ops: (Transpose, Transpose), (m, n, k): (usize, usize, usize), batch, act| {
+        let p = plan(&Gemm::<f32>::new(ops.0, ops.1, m, n, k), [1 << 30; 3]).unwrap();
+        let ch = on_h100_batched(ty, Kernel::Auto, Tile::Auto, SplitK::Auto, &p, batch, act).unwrap();
+        (ch.name, ch.split_k)
+    };
+    let name = |n: &str| (n.to_string(), None);
+    // cuBLAS's m x n is the kernels' n x m (tf32 NN runs swapped: m x n).
+    // 33-64 rows: the 64 x 64 tile.
+    assert_eq!(
+        pick("tf32", (N, N), (64, 64, 64), 512, false),
+        name("gemm_wg_tf32_h_nn")
+    );
+    assert_eq!(pick("f16", (N, N), (64, 64, 64), 512, false), name("gemm_wg_f16_h_nn"));
+    assert_eq!(
+        pick("bf16", (T, N), (40, 48, 256), 300, false),
+        name("gemm_wg_bf16_h_tn")
+    );
+    assert_eq!(
+        pick("tf32", (N, N), (64, 512, 512), 96, false),
+        name("gemm_wg_tf32_h_nn")
+    );
+    // At most 64 columns, more rows: 128 x 64 rather than 128 x 192 or 128 x 256.
+    assert_eq!(pick("f16", (N, N), (64, 512, 512), 96, false), name("gemm_wg_f16_n_nn"));
+    assert_eq!(
+        pick("f16", (N, N), (64, 128, 128), 384, false),
+        name("gemm_wg_f16_n_nn")
+    );
+    // With an activation the 64 x 64 tile gives way to 128 x 64 (it has no activation twin).
+    assert_eq!(pick("f16", (N, N), (64, 64, 64), 512, true), name("gemm_wg_f16_n_nn"));
+    // Not for 65 rows and columns and more, nor for 32 rows and fewer.
+    let kept = |ty: &str, dims, batch| pick(ty, (N, N), dims, batch, false).0;
+    assert_eq!(kept("f16", (128, 128, 64), 384), "gemm_wg_f16_b_nn");
+    assert_eq!(kept("f16", (80, 80, 64), 512), "gemm_wg_f16_b_nn");
+    assert_eq!(kept("f16", (64, 32, 64), 512), "gemm_wg_f16_n_nn");
+    // Within a wave: the 64 x 64 tile where the wide tiles were taken, not where the split
+    // tiles were (4096 of k on 128 x 64 in 4 parts).
+    assert_eq!(kept("f16", (64, 64, 64), 100), "gemm_wg_f16_h_nn");
+    assert_eq!(
+        pick("f16", (N, N), (64, 64, 4096), 16, false),
+        ("gemm_wg_f16_n_nn".into(), Some(4))
+    );
 }
