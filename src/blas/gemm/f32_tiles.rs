@@ -57,7 +57,7 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 ///
 /// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
 /// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
-/// of small matrices on wgmma"): 64 x 64 x 64 x 512 17.4 -> 20.3 TFLOP/s, at k = 32 / 128 / 256
+/// of small matrices"): 64 x 64 x 64 x 512 17.4 -> 20.3 TFLOP/s, at k = 32 / 128 / 256
 /// +17% / +6% / +4%, 64 x 64 x 64 x 128 +9%; where s's blocks fill two rounds or more it kept
 /// s (64 x 128 x 128 x 384: s 8% faster, 48 x 48 x 48 x 1024 6%, 64 x 64 x 64 x 2048 within 2%).
 pub(crate) fn f32_auto(

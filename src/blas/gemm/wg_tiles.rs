@@ -138,7 +138,7 @@ pub(crate) fn half_rows(
 /// 128 x 256 for such batches, which never split k). The 128 x 64 and 128 x 128 tiles within a
 /// wave stay with the split and [`half_rows`].
 /// Measured on an H200 against the tiles forced in the same job (2026-11-27,
-/// docs/kernels/gemm.md, "Batches of small matrices on wgmma"; cuBLAS's m x n is the kernel's
+/// docs/kernels/gemm.md, "Batches of small matrices"; cuBLAS's m x n is the kernel's
 /// n x m, but tf32 NN runs swapped): 64 x 64 x 64 x 512 (NN) tf32 22.8 -> 30.7 TFLOP/s, f16
 /// 34.4 -> 46.5, bf16 35.0 -> 46.8; f16 64 x 512 x 512 x 96 133 -> 155, 64 x 128 x 128 x 384 92
 /// -> 107 (128 x 64 against 128 x 192); tf32 NN 64 x 512 x 512 x 96 74 -> 85.
