@@ -719,29 +719,23 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     }
 #define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT) GEMM_WG_KERNEL_BM(NAME, T, 128, BN, STAGES, XK, YK, DT, ACT)
 
+// One tile L (BM x BN, STAGES) of a 16-bit type in every op combination: P_L_<ops>.
+#define GEMM_WG_TILE_OPS(P, L, T, BM, BN, STAGES, ACT)                                \
+    GEMM_WG_KERNEL_BM(P##_##L##_nn, T, BM, BN, STAGES, true, false, false, ACT)      \
+    GEMM_WG_KERNEL_BM(P##_##L##_nt, T, BM, BN, STAGES, false, false, false, ACT)     \
+    GEMM_WG_KERNEL_BM(P##_##L##_tn, T, BM, BN, STAGES, true, true, false, ACT)       \
+    GEMM_WG_KERNEL_BM(P##_##L##_tt, T, BM, BN, STAGES, false, true, false, ACT)
+
 // The kernels of a 16-bit type, every op combination and tile: P_<tile>_<ops>.
-#define GEMM_WG_OPS(P, T, ACT)                                          \
-    GEMM_WG_KERNEL(P##_w_nn, T, 256, 4, true, false, false, ACT)        \
-    GEMM_WG_KERNEL(P##_w_nt, T, 256, 4, false, false, false, ACT)       \
-    GEMM_WG_KERNEL(P##_w_tn, T, 256, 4, true, true, false, ACT)         \
-    GEMM_WG_KERNEL(P##_w_tt, T, 256, 4, false, true, false, ACT)        \
-    GEMM_WG_KERNEL(P##_l_nn, T, 128, 6, true, false, false, ACT)        \
-    GEMM_WG_KERNEL(P##_l_nt, T, 128, 6, false, false, false, ACT)       \
-    GEMM_WG_KERNEL(P##_l_tn, T, 128, 6, true, true, false, ACT)         \
-    GEMM_WG_KERNEL(P##_l_tt, T, 128, 6, false, true, false, ACT)        \
-    GEMM_WG_KERNEL(P##_n_nn, T, 64, 8, true, false, false, ACT)         \
-    GEMM_WG_KERNEL(P##_n_nt, T, 64, 8, false, false, false, ACT)        \
-    GEMM_WG_KERNEL(P##_n_tn, T, 64, 8, true, true, false, ACT)          \
-    GEMM_WG_KERNEL(P##_n_tt, T, 64, 8, false, true, false, ACT)
+#define GEMM_WG_OPS(P, T, ACT)                         \
+    GEMM_WG_TILE_OPS(P, w, T, 128, 256, 4, ACT)        \
+    GEMM_WG_TILE_OPS(P, l, T, 128, 128, 6, ACT)        \
+    GEMM_WG_TILE_OPS(P, n, T, 128, 64, 8, ACT)
 
 // The 128 x 192 tile of a 16-bit type, every op combination: P_b_<ops>. Only the plain modules
 // (gemm_wg_<type>) hold it; with an activation it applies it in the rolled epilogue. 4 stages of
 // (128 + 192) x 128 bytes; it does not split k (the split code is for BN <= 128).
-#define GEMM_WG_OPS_BROAD(P, T)                                          \
-    GEMM_WG_KERNEL(P##_b_nn, T, 192, 4, true, false, false, ACT_NONE)    \
-    GEMM_WG_KERNEL(P##_b_nt, T, 192, 4, false, false, false, ACT_NONE)   \
-    GEMM_WG_KERNEL(P##_b_tn, T, 192, 4, true, true, false, ACT_NONE)     \
-    GEMM_WG_KERNEL(P##_b_tt, T, 192, 4, false, true, false, ACT_NONE)
+#define GEMM_WG_OPS_BROAD(P, T) GEMM_WG_TILE_OPS(P, b, T, 128, 192, 4, ACT_NONE)
 
 // The tf32 kernels: P_<tile>_<ops>.
 //   tn: both operands k-contiguous, both read by wgmma from shared memory.
@@ -760,30 +754,23 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     GEMM_WG_KERNEL(P##_l_nn, float, 128, 6, false, true, true, ACT)     \
     GEMM_WG_KERNEL(P##_n_nn, float, 64, 8, false, true, true, ACT)
 
-// The tf32 128 x 192 tile (tn, tt, nn as above), in gemm_wg_tf32 only.
-#define GEMM_WG_TF32_BROAD(P)                                               \
-    GEMM_WG_KERNEL(P##_b_tn, float, 192, 4, true, true, false, ACT_NONE)    \
-    GEMM_WG_KERNEL(P##_b_tt, float, 192, 4, false, true, false, ACT_NONE)   \
-    GEMM_WG_KERNEL(P##_b_nn, float, 192, 4, false, true, true, ACT_NONE)
+// One tf32 tile L (BM x BN, STAGES) in its op combinations tn, tt, nn (as above): P_L_<ops>.
+#define GEMM_WG_TF32_TILE_OPS(P, L, BM, BN, STAGES)                                        \
+    GEMM_WG_KERNEL_BM(P##_##L##_tn, float, BM, BN, STAGES, true, true, false, ACT_NONE)    \
+    GEMM_WG_KERNEL_BM(P##_##L##_tt, float, BM, BN, STAGES, false, true, false, ACT_NONE)   \
+    GEMM_WG_KERNEL_BM(P##_##L##_nn, float, BM, BN, STAGES, false, true, true, ACT_NONE)
+
+// The tf32 128 x 192 tile, in gemm_wg_tf32 only.
+#define GEMM_WG_TF32_BROAD(P) GEMM_WG_TF32_TILE_OPS(P, b, 128, 192, 4)
 
 // The 64-row tiles (one consumer warpgroup, block (256, 1, 1)), in the plain modules only, for
 // problems under a wave of 128-row tiles: h = 64 x 64 (12 stages), m = 64 x 96 (8 stages). They
 // do not split k. P_<tile>_<ops> for a 16-bit type, every op combination.
-#define GEMM_WG_OPS_HALF(P, T)                                                    \
-    GEMM_WG_KERNEL_BM(P##_h_nn, T, 64, 64, 12, true, false, false, ACT_NONE)     \
-    GEMM_WG_KERNEL_BM(P##_h_nt, T, 64, 64, 12, false, false, false, ACT_NONE)    \
-    GEMM_WG_KERNEL_BM(P##_h_tn, T, 64, 64, 12, true, true, false, ACT_NONE)      \
-    GEMM_WG_KERNEL_BM(P##_h_tt, T, 64, 64, 12, false, true, false, ACT_NONE)     \
-    GEMM_WG_KERNEL_BM(P##_m_nn, T, 64, 96, 8, true, false, false, ACT_NONE)      \
-    GEMM_WG_KERNEL_BM(P##_m_nt, T, 64, 96, 8, false, false, false, ACT_NONE)     \
-    GEMM_WG_KERNEL_BM(P##_m_tn, T, 64, 96, 8, true, true, false, ACT_NONE)       \
-    GEMM_WG_KERNEL_BM(P##_m_tt, T, 64, 96, 8, false, true, false, ACT_NONE)
+#define GEMM_WG_OPS_HALF(P, T)                          \
+    GEMM_WG_TILE_OPS(P, h, T, 64, 64, 12, ACT_NONE)     \
+    GEMM_WG_TILE_OPS(P, m, T, 64, 96, 8, ACT_NONE)
 
-// The tf32 64-row tiles (tn, tt, nn as above), in gemm_wg_tf32 only.
-#define GEMM_WG_TF32_HALF(P)                                                        \
-    GEMM_WG_KERNEL_BM(P##_h_tn, float, 64, 64, 12, true, true, false, ACT_NONE)    \
-    GEMM_WG_KERNEL_BM(P##_h_tt, float, 64, 64, 12, false, true, false, ACT_NONE)   \
-    GEMM_WG_KERNEL_BM(P##_h_nn, float, 64, 64, 12, false, true, true, ACT_NONE)    \
-    GEMM_WG_KERNEL_BM(P##_m_tn, float, 64, 96, 8, true, true, false, ACT_NONE)     \
-    GEMM_WG_KERNEL_BM(P##_m_tt, float, 64, 96, 8, false, true, false, ACT_NONE)    \
-    GEMM_WG_KERNEL_BM(P##_m_nn, float, 64, 96, 8, false, true, true, ACT_NONE)
+// The tf32 64-row tiles, in gemm_wg_tf32 only.
+#define GEMM_WG_TF32_HALF(P)                    \
+    GEMM_WG_TF32_TILE_OPS(P, h, 64, 64, 12)     \
+    GEMM_WG_TF32_TILE_OPS(P, m, 64, 96, 8)

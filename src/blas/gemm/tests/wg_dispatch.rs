@@ -14,22 +14,8 @@ fn hopper_choice(
     split: SplitK,
 ) -> Result<Choice> {
     let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
-    let math = if ty == "f32" { MathMode::Tf32 } else { MathMode::Exact };
-    choose_kernel(
-        ty,
-        ty != "f32",
-        math,
-        Kernel::Auto,
-        tile,
-        split,
-        &p,
-        true,
-        true,
-        (9, 0),
-        132,
-        1,
-        false,
-    )
+    let ty = if ty == "f32" { "tf32" } else { ty };
+    on_h100_batched(ty, Kernel::Auto, tile, split, &p, 1, false)
 }
 
 #[test]
