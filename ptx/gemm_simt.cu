@@ -12,13 +12,15 @@
 //     f32 (gemm_f32_pipe below): w = 128x256, 256, 8x16, 16-byte copies of the operands that
 //       are not k-contiguous (x, y 16-byte aligned; ldx, ldy, sx, sy multiples of 4);
 //       l = 128x128, 256, 8x8; s = 64x64, 128 (2 k-slices of 64), 8x8; u = 32x64, 128
-//       (2 k-slices of 64), 8x4; v = 128x64, 128, 8x8, with k split over blocks as w.
+//       (2 k-slices of 64), 8x4; v = 128x64, 128, 8x8, with k split over blocks as w;
+//       x = 128x128, 128, 8x16, 16-byte copies as w, two blocks per SM (one block's first
+//       loads and last stores overlap the other's FMAs: short k, and tiles w would half fill).
 //     f64, f16, bf16 (gemm_simt below): s = 64x64, 256, 4x4.
 //
 // Launch contract: block = (threads, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
 // batch <= 65535, except that f32 w and v take grid z = the number of blocks that split k (1: no
 // split) and a second parameter, SplitK; dynamic shared memory: f32 w takes 150528 bytes
-// (3 * 32 * (132 + 260) floats), every other kernel none. beta == 0: D is not read. bias == 0: no bias.
+// (3 * 32 * (132 + 260) floats), f32 x 50688 (3 * 16 * (132 + 132)), every other kernel none. beta == 0: D is not read. bias == 0: no bias.
 // act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh. k == 0 is allowed. m, n >= 1.
 //
 // Design of gemm_simt (f64, f16, bf16): a BM x BK tile of X and a BK x BN tile of Y per step,
@@ -242,8 +244,12 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 
 // Loads one operand's ROWS x BK tile per k-tile into a k-major shared tile s[BK][ROWS + 4].
 // KC: the operand is k-contiguous (element (r, k) at base[r * ld + k]), else row-contiguous
-// (at base[r + k * ld]).
-template <int ROWS, int BK, int NT, bool KC, bool VEC> struct TileLoad {
+// (at base[r + k * ld]). KM: a k-contiguous operand's copies go 8 k's of 4 rows per warp (no
+// shared-memory bank conflicts), else 32 k's of one row per warp (BK 32: 4 to a bank) or 16 k's
+// of 2 rows (BK 16: 2 to a bank). H100 (docs/kernels/gemm.md, "f32: the paired 128 x 128
+// tile"): w with KM ran TN prefill products 1-3% faster, but NN products with one k-contiguous
+// operand 3-5% slower, so gemm_f32_pipe applies it to TN only; at BK 16 (v, x) KM was slower.
+template <int ROWS, int BK, int NT, bool KC, bool VEC, bool KM> struct TileLoad {
     static constexpr int LD = ROWS + 4;
     static constexpr bool V = VEC && !KC;
     // Copies per thread per k-tile, and the step between a thread's copies: in rows (KC) or k's.
@@ -261,7 +267,16 @@ template <int ROWS, int BK, int NT, bool KC, bool VEC> struct TileLoad {
     __device__ __forceinline__ TileLoad(const float* b, long long ld_, long long r0, long long nrows, int tid) {
         ld = ld_;
         int r;
-        if (KC) {
+        if constexpr (KC && KM) {
+            // A warp's 32 copies take 8 k's of 4 rows (a 32-byte sector of each row). In the
+            // k-major shared tile those land on 32 different banks: LD is an odd multiple of 4,
+            // so the 8 k's are 4 banks apart and the 4 rows fill the banks between. (One row's
+            // 32 k's per warp would land 4 to a bank.)
+            static_assert((NT / 32) % (BK / 8) == 0 && LD % 8 == 4, "conflict-free copies");
+            const int lane = tid % 32, wq = tid / 32;
+            r = lane / 8 + 4 * (wq / (BK / 8)), kk0 = lane % 8 + 8 * (wq % (BK / 8));
+            ptr = b + (r0 + r) * ld + kk0;
+        } else if (KC) {
             r = tid / BK, kk0 = tid % BK;
             ptr = b + (r0 + r) * ld + kk0;
         } else {
@@ -314,7 +329,7 @@ struct SplitK {
 };
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool XK, bool YK, bool VEC, bool PF,
-          int KS, bool SK>
+          int KS, bool SK, bool KM>
 __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK& q) {
     constexpr int NW = (BM / WM) * (BN / WN);  // warps per k-slice
     constexpr int NT = NW * 32 * KS;
@@ -364,8 +379,10 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
     const int tm = rc.m, tn = rc.n;
     const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
 
-    TileLoad<BM, BK, NT, XK, VEC> xl(X, p.ldx, m0, p.m, tid);
-    TileLoad<BN, BK, NT, YK, VEC> yl(Y, p.ldy, n0, p.n, tid);
+    // KM only where both operands are k-contiguous (TN): w's NN products ran 3-5% slower with it.
+    constexpr bool KMB = KM && XK && YK;
+    TileLoad<BM, BK, NT, XK, VEC, KMB> xl(X, p.ldx, m0, p.m, tid);
+    TileLoad<BN, BK, NT, YK, VEC, KMB> yl(Y, p.ldy, n0, p.n, tid);
     const unsigned xs0 = smem_addr(xs), ys0 = smem_addr(ys);
     const float* any = reinterpret_cast<const float*>(p.x);  // batch 0's X: a valid address
 
@@ -609,20 +626,20 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
 }
 
 // Kernels with SK take (GemmParams, SplitK); the others (GemmParams) only.
-#define GEMM_F32(NAME, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, XK, YK, VEC, PF, SK)                  \
+#define GEMM_F32(NAME, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, XK, YK, VEC, PF, SK, KM)                  \
     extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * KS, MINB)                    \
         NAME(GemmParams p GEMM_F32_SK_PARAM_##SK) {                                                          \
-        gemm_f32_pipe<BM, BN, BK, WM, WN, TM, TN, STAGES, XK, YK, VEC, PF, KS, SK>(p, GEMM_F32_SK_ARG_##SK); \
+        gemm_f32_pipe<BM, BN, BK, WM, WN, TM, TN, STAGES, XK, YK, VEC, PF, KS, SK, KM>(p, GEMM_F32_SK_ARG_##SK); \
     }
 #define GEMM_F32_SK_PARAM_true , SplitK q
 #define GEMM_F32_SK_PARAM_false
 #define GEMM_F32_SK_ARG_true q
 #define GEMM_F32_SK_ARG_false SplitK{nullptr, nullptr}
-#define GEMM_F32_OPS(TILE, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, VEC, PF, SK)                          \
-    GEMM_F32(gemm_simt_f32_##TILE##_nn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, false, VEC, PF, SK)  \
-    GEMM_F32(gemm_simt_f32_##TILE##_nt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, false, VEC, PF, SK) \
-    GEMM_F32(gemm_simt_f32_##TILE##_tn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, true, VEC, PF, SK)   \
-    GEMM_F32(gemm_simt_f32_##TILE##_tt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, true, VEC, PF, SK)
+#define GEMM_F32_OPS(TILE, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, VEC, PF, SK, KM)                          \
+    GEMM_F32(gemm_simt_f32_##TILE##_nn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, false, VEC, PF, SK, KM)  \
+    GEMM_F32(gemm_simt_f32_##TILE##_nt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, false, VEC, PF, SK, KM) \
+    GEMM_F32(gemm_simt_f32_##TILE##_tn, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, true, true, VEC, PF, SK, KM)   \
+    GEMM_F32(gemm_simt_f32_##TILE##_tt, BM, BN, BK, WM, WN, TM, TN, STAGES, KS, MINB, false, true, VEC, PF, SK, KM)
 
 #define GEMM_SIMT(NAME, T, A, BM, BN, BK, TM, TN, XK, YK)                                             \
     extern "C" __global__ void __launch_bounds__(256) NAME(GemmParams p) {                              \
@@ -634,11 +651,12 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tn, T, A, BM, BN, BK, TM, TN, true, true)                   \
     GEMM_SIMT(gemm_simt_##TNAME##_##TILE##_tt, T, A, BM, BN, BK, TM, TN, false, true)
 
-GEMM_F32_OPS(w, 128, 256, 32, 64, 64, 8, 16, 3, 1, 1, true, true, true)
-GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 1, 2, false, false, false)
-GEMM_F32_OPS(s, 64, 64, 16, 32, 64, 8, 8, 4, 2, 3, false, true, false)
-GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, false)
-GEMM_F32_OPS(v, 128, 64, 16, 64, 32, 8, 8, 3, 1, 2, false, true, true)
+GEMM_F32_OPS(w, 128, 256, 32, 64, 64, 8, 16, 3, 1, 1, true, true, true, true)
+GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 1, 2, false, false, false, false)
+GEMM_F32_OPS(s, 64, 64, 16, 32, 64, 8, 8, 4, 2, 3, false, true, false, false)
+GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, false, false)
+GEMM_F32_OPS(v, 128, 64, 16, 64, 32, 8, 8, 3, 1, 2, false, true, true, false)
+GEMM_F32_OPS(x, 128, 128, 16, 64, 64, 8, 16, 3, 1, 2, true, true, false, false)
 GEMM_SIMT_OPS(f64, double, double, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(f16, __half, float, s, 64, 64, 8, 4, 4)
 GEMM_SIMT_OPS(bf16, __nv_bfloat16, float, s, 64, 64, 8, 4, 4)

@@ -491,10 +491,11 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     // f32 on the CUDA cores: w needs operands aligned for 16-byte copies, so l runs on
     // leading dimensions one element longer than the matrices; u is the automatic choice for a
     // problem this small (fewer 64 x 64 tiles than multiprocessors); v is the 128 x 64 tile with
-    // k split over blocks.
+    // k split over blocks; x is the 128 x 128 tile of two blocks per SM (aligned operands).
     let f32_simt = [
         (Tile::Small, SplitK::Auto, "s", 0),
         (Tile::Large, SplitK::Auto, "w", 0),
+        (Tile::Broad, SplitK::Auto, "x", 0),
         (Tile::Large, SplitK::Auto, "l", 1),
         (Tile::Auto, SplitK::Auto, "u", 0),
         (Tile::Narrow, SplitK::Parts(2), "v", 0),

@@ -24,8 +24,9 @@ use common::*;
 fn gemm_f32_exact() {
     let Some(ctx) = gpu!("gemm_f32_exact") else { return };
     let stream = ctx.new_stream().unwrap();
-    // Every f32 kernel: Small = s, Narrow = u, Large = l here (unaligned leading dimensions).
-    let f32_tiles = [Tile::Small, Tile::Narrow, Tile::Large];
+    // Every f32 kernel: Small = s, Narrow = u, Large and Broad = l here (unaligned leading
+    // dimensions); below, on leading dimensions that are multiples of 4, Large = w, Broad = x.
+    let f32_tiles = [Tile::Small, Tile::Narrow, Tile::Large, Tile::Broad];
     sweep::<f32>(&stream, &mut Rng::new(1), &all_cases(Kernel::Auto, MathMode::Exact, 1));
     sweep::<f32>(
         &stream,
@@ -46,7 +47,14 @@ fn gemm_f32_exact() {
     let mut long_k = Case::new(Transpose::N, Transpose::N, 1024, 1000, 4100);
     (long_k.ld_align, long_k.bias, long_k.beta) = (4, true, 0.5);
     sweep::<f32>(&stream, &mut Rng::new(21), &[long_k]);
-    let all_f32 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large, Tile::Wide];
+    let all_f32 = [
+        Tile::Auto,
+        Tile::Small,
+        Tile::Narrow,
+        Tile::Large,
+        Tile::Wide,
+        Tile::Broad,
+    ];
     sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
     sweep::<f32>(&stream, &mut Rng::new(22), &v_split_cases());
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
-use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM};
+use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM, F32_X_SMEM};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
@@ -430,9 +430,11 @@ pub(crate) fn choose_kernel(
         }
         Family::Simt if type_name == "f32" => {
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
-            // (`aligned` operands only), l = 128 x 128 (any operands), s = 64 x 64 and u = 32 x 64
-            // (two k-slices of warps per block), and v = 128 x 64 with k split over blocks; w
-            // also splits k over blocks (each part's partial tile added by the tile's last block).
+            // (`aligned` operands only), x = 128 x 128 with 16-byte copies and two blocks per SM
+            // (`aligned` only; forced by `Broad`), l = 128 x 128 (any operands), s = 64 x 64 and
+            // u = 32 x 64 (two k-slices of warps per block), and v = 128 x 64 with k split over
+            // blocks; w also splits k over blocks (each part's partial tile added by the tile's
+            // last block).
             // Automatic: a deep split of v for long k over few tiles (below), else the candidate
             // that leaves the least work on the busiest SM ([`f32_auto`]).
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
@@ -478,6 +480,7 @@ pub(crate) fn choose_kernel(
                 _ if forced_parts.is_some() => "v",
                 Tile::Auto if deep_split => "v",
                 Tile::Auto => auto.0,
+                Tile::Broad if aligned => "x",
                 Tile::Large | Tile::Wide | Tile::Broad if aligned => "w",
                 Tile::Large | Tile::Wide | Tile::Broad => "l",
                 Tile::Narrow => "u",
@@ -488,7 +491,11 @@ pub(crate) fn choose_kernel(
                 format!("gemm_simt_f32_{size}_{}", plan.ops),
                 Family::Simt,
                 tile,
-                if size == "w" { F32_W_SMEM } else { 0 },
+                match size {
+                    "w" => F32_W_SMEM,
+                    "x" => F32_X_SMEM,
+                    _ => 0,
+                },
                 threads,
             );
             let auto_parts = if deep_split { deep_parts } else { auto.1 };

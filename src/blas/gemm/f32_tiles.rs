@@ -7,6 +7,13 @@ use super::params::{paired_time, tiles2};
 
 /// Dynamic shared memory of the f32 `w` kernel: 3 stages of 32 k of 128 + 4 and 256 + 4 floats.
 pub(crate) const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
+/// Dynamic shared memory of the f32 `x` kernel: 3 stages of 16 k of 128 + 4 and 128 + 4 floats.
+pub(crate) const F32_X_SMEM: u32 = 3 * 16 * (132 + 132) * 4;
+/// The largest k at which the automatic choice runs `x` where it would run `w`: up to there
+/// w's lone block per SM pays its first loads and last stores in the open, and x's pairs hide
+/// them (H100, docs/kernels/gemm.md, "f32: the paired 128 x 128 tile": 4096 x 4096 x 64 and
+/// x 128 +1-4% in every op pair; from 192 w is ahead in NN and TN).
+const X_SHORT_K: usize = 128;
 /// The least k for which the automatic choice splits the f32 `v` tile into more than 4 parts:
 /// the deep-split model was fitted and checked from 16384 to 65536.
 pub(crate) const DEEP_SPLIT_MIN_K: usize = 16384;
@@ -21,12 +28,13 @@ const F32_PART_MIN_K: usize = 512;
 /// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
 const F32_PART_COST_K: usize = 13;
 
-/// The f32 CUDA-core tile `size` (`w`, `l`, `v`, `s`, `u`; ptx/gemm_simt.cu): its block tile
+/// The f32 CUDA-core tile `size` (`w`, `x`, `l`, `v`, `s`, `u`; ptx/gemm_simt.cu): its block tile
 /// (rows x columns of D) and threads.
 pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
     match size {
         "w" => ((128, 256), 256),
         "l" => ((128, 128), 256),
+        "x" => ((128, 128), 128),
         "v" => ((128, 64), 128),
         "s" => ((64, 64), 128),
         _ => ((32, 64), 128),
@@ -37,10 +45,12 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// least work on the busiest SM.
 ///
 /// The model: an SM's work is the blocks it runs (`ceil(blocks / SMs)`, the blocks spread
-/// evenly) times a block's outputs and k (rounded up to the tile's k-step: w 32, l 8, s, u and
-/// v 16), times the tile's cost per output and k: u 168, s 150, v 140, w 120, l 120 on aligned
-/// operands but 140 on others (H100, 4096 x 4096 x 1024: u 34.2, s 39.4, w 48.2 TFLOP/s;
-/// 4095 x 4097 x 1023: l 39.5, s 37.6). The unsplit tiles (w or l, s, u) are compared so. A
+/// evenly) times a block's outputs and k (rounded up to the tile's k-step: w 32, l 8, s, u, v
+/// and x 16), times the tile's cost per output and k: u 168, s 150, v 140, x 136, w 120, l 120 on
+/// aligned operands but 140 on others (H100, 4096 x 4096 x 1024: u 34.2, s 39.4, w 48.2 TFLOP/s;
+/// 4095 x 4097 x 1023: l 39.5, s 37.6). The unsplit tiles (w or l, s, u) are compared so; x
+/// (aligned operands only) counts its blocks in pairs as v below, and takes w's place at k up to
+/// [`X_SHORT_K`] (x's steady rate is 3-8% below w's, 136 keeps it from ties at long k). A
 /// split part adds [`F32_PART_COST_K`] to its k and keeps at least [`F32_PART_MIN_K`]; v's
 /// blocks of four warps then count as the deep split's fit has them (two at a time, a pair
 /// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
@@ -53,7 +63,10 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// the model's pick ran at 0.991 of the best of them (geometric mean; the rule before it 0.947),
 /// at worst 0.85 (64 x 64 x 64 x 512: s where u is faster, as before); 12345 x 321 x 4567
 /// 1.32x the rule before (l -> v in 2 parts), 768 x 1024 x 3072 1.24x (u -> v in 4 parts),
-/// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty).
+/// 4096 x 4096 x 16 1.30x (w -> s: w's k-step of 32 is half empty). The paired 128 x 128 tile x
+/// (H100, 2026-11-27, "f32: the paired 128 x 128 tile"): over 85 aligned shapes (suite and
+/// others) forced to x, the rule with x ran 1.008x the rule without (geometric mean), at worst
+/// 0.985, 14 shapes changed: 8192 x 8192 x 64 +11%, attention 128 x 2048 x 2048 x 32 NN +18%.
 ///
 /// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
 /// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
@@ -72,6 +85,7 @@ pub(crate) fn f32_auto(
         match size {
             "u" => 168,
             "s" => 150,
+            "x" => 136,
             "w" => 120,
             "l" if aligned => 120,
             _ => 140,
@@ -105,6 +119,13 @@ pub(crate) fn f32_auto(
             (best, least) = ((size, 1), w);
         }
     }
+    // x (aligned only) counts its blocks in pairs, as v; it takes w's place at short k.
+    if aligned {
+        let w = work("x", 1, true);
+        if w < least || (best.0 == "w" && k <= X_SHORT_K) {
+            (best, least) = (("x", 1), w);
+        }
+    }
     // Batches at short k whose s blocks fill at most one and a half of the rounds the SMs hold
     // at once: u, twice the blocks of half the rows, keeps more warps in flight.
     let s_blocks = tiles2(m, n, f32_tile("s").0).saturating_mul(batch);
@@ -114,8 +135,8 @@ pub(crate) fn f32_auto(
     if !may_split {
         return best;
     }
-    // Against v, s and u count their blocks as v's.
-    if best.0 != big {
+    // Against v, s and u count their blocks as v's (x's already are).
+    if best.0 != big && best.0 != "x" {
         least = work(best.0, 1, true);
     }
     let unsplit = least;

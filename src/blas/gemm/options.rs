@@ -90,7 +90,9 @@ pub enum Tile {
     Wide,
     /// 128 x 192 (wgmma: 2 consumer warpgroups of 64 x 192), for mid-size problems whose
     /// 128 x 256 tiles leave many multiprocessors idle in their last round (2304 x 1024: 72 wide
-    /// tiles on 132 multiprocessors, 108 of these); it does not split k. Elsewhere the same as
+    /// tiles on 132 multiprocessors, 108 of these); it does not split k. f32 on the CUDA cores:
+    /// 128 x 128 with 4 warps of 8 x 16 per thread, two blocks per multiprocessor, when A and B
+    /// allow 16-byte copies (short k, and problems 128 columns wide). Elsewhere the same as
     /// `Large`.
     Broad,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would

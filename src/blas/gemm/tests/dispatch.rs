@@ -188,13 +188,20 @@ fn dispatch_by_type_alignment_and_size() {
     // The model's picks on the suite's odd and mid-sized shapes (H100, 2026-11-27, forced
     // sweeps in docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"): 768 x 1024 x 3072
     // v in 4 parts (37.9 TFLOP/s, u 30.6), 12345 x 321 x 4567 unaligned v in 2 (33.9, l 25.7),
-    // 4096 x 4096 x 16 s (14.6, w 11.2: its k-step of 32 half empty).
+    // 4096 x 4096 x 16 s (14.6, w 11.2: its k-step of 32 half empty), since the paired tile x
+    // (16.1, "f32: the paired 128 x 128 tile"), which also takes w's place at short k (8192 x
+    // 8192 x 64: 36.4 against w 32.7); unaligned, l.
     assert_eq!(
         auto(Transpose::T, 768, 1024, 3072, true),
         ("gemm_simt_f32_v_tn".to_string(), Some(4))
     );
     assert_eq!(nn(12345, 321, 4567, false), vk(2));
-    assert_eq!(nn(4096, 4096, 16, true), ("gemm_simt_f32_s_nn".to_string(), None));
+    let xk = ("gemm_simt_f32_x_nn".to_string(), None);
+    assert_eq!(nn(4096, 4096, 16, true), xk);
+    assert_eq!(nn(8192, 8192, 64, true), xk);
+    assert_eq!(nn(4096, 4096, 128, true), xk);
+    assert_eq!(nn(4096, 4096, 192, true), wk(1));
+    assert_eq!(nn(4096, 4096, 16, false), ("gemm_simt_f32_l_nn".to_string(), None));
     // Large aligned squares keep w unsplit, unaligned ones l.
     assert_eq!(nn(4096, 4096, 4096, true), wk(1));
     assert_eq!(nn(8191, 8191, 8191, false), ("gemm_simt_f32_l_nn".to_string(), None));
@@ -623,4 +630,8 @@ fn f32_batches_at_short_k_take_u_where_s_fills_under_two_rounds() {
     assert_eq!(tile((48, 48, 48), 1024), "s");
     assert_eq!(tile((64, 64, 512), 512), "s");
     assert_eq!(tile((1024, 1024, 256), 1), "s");
+    // Tiles 128 columns wide in two rounds: the paired x (attention outputs 128 x 2048 x 2048
+    // x 32: 46.6 TFLOP/s against s 39.6).
+    assert_eq!(tile((2048, 128, 2048), 32), "x");
+    assert_eq!(f32_auto((2048, 128, 2048), false, false, 132, 32).0, "l");
 }

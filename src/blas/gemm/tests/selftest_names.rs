@@ -1,6 +1,6 @@
 //! `cudrv selftest` counts a kernel as checked when its sweep entry passes, by the name the
 //! entry gives it: each entry must pick that kernel. The f64 DMMA sweep (`DMMA90_SWEEP`, its
-//! 8-byte variants on leading dimensions one element longer) and the f32 CUDA-core `u`, on an
+//! 8-byte variants on leading dimensions one element longer) and the f32 CUDA-core `u` and `x`, on an
 //! H100 (compute capability 9.0, 132 multiprocessors), for every op pair.
 
 use super::super::dispatch::choose_on;
@@ -61,11 +61,12 @@ fn every_dmma90_sweep_entry_runs_the_kernel_it_names() {
 }
 
 #[test]
-fn the_f32_simt_sweeps_automatic_entry_runs_u() {
-    for (ops, o) in op_pairs() {
-        let entry = (Tile::Auto, SplitK::Auto, "u", 0);
-        let name = picked::<f32>(ops, entry, Kernel::Simt, MathMode::Exact);
-        assert_eq!(name, format!("gemm_simt_f32_u_{o}"));
+fn the_f32_simt_sweeps_automatic_and_broad_entries_run_u_and_x() {
+    for (tile, letter) in [(Tile::Auto, "u"), (Tile::Broad, "x")] {
+        for (ops, o) in op_pairs() {
+            let name = picked::<f32>(ops, (tile, SplitK::Auto, letter, 0), Kernel::Simt, MathMode::Exact);
+            assert_eq!(name, format!("gemm_simt_f32_{letter}_{o}"));
+        }
     }
 }
 
