@@ -10,7 +10,8 @@
 //          ld_out is cols rounded up to 16 bytes and the padding (cols <= c < ld_out) is zeroed,
 //          so a kernel reading whole vectors past cols reads zeros
 //
-// Kernels by element size: gemm_pack_b16 (f16, bf16), gemm_pack_b32 (f32), gemm_pack_b64 (f64).
+// Kernels by element size: gemm_pack_b16 (f16, bf16), gemm_pack_b32 (f32), gemm_pack_b64 (f64);
+// and gemm_transpose_b32 (at the end) for the CUDA-core f32 kernels.
 // One launch copies up to two operands (X and Y of a GEMM): blockIdx.y picks the operand's
 // descriptor, and an operand with rows == 0 is skipped. Each thread writes one 16-byte vector of
 // out (8, 4 or 2 elements). in has no alignment beyond its element's: a vector whose elements
@@ -21,6 +22,8 @@
 // block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's vectors:
 // batch * rows * (ld_out / elements per vector)); out 16-byte aligned, ld_out a multiple of the
 // elements per vector, out not overlapping in. Indices are 64-bit.
+
+#include "tile_transpose.cuh"
 
 // One operand to copy (`struct PackOperand` in src/blas/gemm/launch.rs).
 struct PackOperand {
@@ -93,3 +96,18 @@ __device__ __forceinline__ void pack_impl(const PackOperand& op) {
 GEMM_PACK(gemm_pack_b16, unsigned short)
 GEMM_PACK(gemm_pack_b32, unsigned)
 GEMM_PACK(gemm_pack_b64, unsigned long long)
+
+// gemm_transpose_b32(out, in, k, rows, ld_in, ld_out): a k-contiguous f32 operand (rows x k,
+// element (r, p) at in[r * ld_in + p]) copied transposed, so that the CUDA-core f32 kernels read
+// it with 16-byte copies as an operand that is not k-contiguous: out[p * ld_out + r] =
+// in[r * ld_in + p] for r < rows, p < k (ld_out >= rows; the padding columns are not written,
+// and not read by those kernels, whose copies of a row's last partial vector read only its
+// elements). The parameters come in the shared copy's order (tile_transpose.cuh: its r is this
+// kernel's p, its p this kernel's r). A block moves a 32 x 32 tile through shared memory. Launch
+// contract: block = (32, 8, 1); grid = (ceil(k / 32), ceil(rows / 32), 1) (rows / 32 <= 65535);
+// out not overlapping in.
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_transpose_b32(float* __restrict__ out, const float* __restrict__ in, long long k, long long rows,
+                       long long ld_in, long long ld_out) {
+    copy_tile_transposed<false>(out, in, k, rows, ld_in, ld_out);
+}

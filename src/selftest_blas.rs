@@ -262,6 +262,38 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     });
 }
 
+/// The transposed copy of a k-contiguous f32 B (`gemm_transpose_b32`, before the CUDA-core
+/// kernels with 16-byte copies): TN and TT on the paired tile, forced, with 1600 columns of C
+/// (the copy's least is 1536), checked against the CPU and named after the copy kernel.
+fn transposed_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    use Transpose::{N, T as Tr};
+    let mut all = true;
+    for ops in [(Tr, N), (Tr, Tr)] {
+        let name = format!(
+            "gemm_transpose_b32+gemm_simt_f32_x {}{}",
+            letter_of(ops.0),
+            letter_of(ops.1)
+        );
+        let result = gemm_case::<f32>(
+            stream,
+            rng,
+            ops,
+            (136, 1600, 48),
+            [0; 3],
+            MathMode::Exact,
+            Kernel::Simt,
+            (Tile::Broad, SplitK::Auto),
+            Activation::None,
+        );
+        let check = Check::new(name, "136x1600x48 +bias".into(), 1e-5, result);
+        all &= check.passed;
+        out.push(check);
+    }
+    if all {
+        covered.insert("gemm_transpose_b32".to_string());
+    }
+}
+
 /// The thin mma.sync tiles' variants for k-contiguous operands aligned only to their element
 /// (`gemm_tc_<type>_{tu,hu}_<ops>`): for each op pair with a k-contiguous operand, the
 /// k-contiguous operands' leading dimensions one element longer ([`element_pads`]), the thin tile
@@ -603,6 +635,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     }
     if tc {
         aligned_copies(s, r, &mut out, &mut covered);
+        transposed_copies(s, r, &mut out, &mut covered);
         thin_element_variants(s, r, &mut out, &mut covered);
     }
     small_matrices(s, r, &mut out, &mut covered);

@@ -57,6 +57,28 @@ fn gemm_f32_exact() {
     ];
     sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
     sweep::<f32>(&stream, &mut Rng::new(22), &v_split_cases());
+    sweep::<f32>(&stream, &mut Rng::new(23), &transposed_b_cases());
+}
+
+/// A k-contiguous B (TN, TT) on the tiles with 16-byte copies (w, x), 1600 columns of C (1600
+/// rows of the row-major C^T): B is copied transposed first (`gemm_transpose_b32`; src/blas/gemm/tests/dispatch.rs asserts the
+/// choice), with beta, bias and an activation, both layouts, k a multiple of neither k-step.
+fn transposed_b_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (ta, tb) in [(Transpose::T, Transpose::N), (Transpose::T, Transpose::T)] {
+        for tile in [Tile::Large, Tile::Broad] {
+            for ((layout, k), (m, n)) in [(Layout::ColMajor, 70), (Layout::RowMajor, 333)]
+                .into_iter()
+                .flat_map(|l| [(l, (203, 1600)), (l, (1600, 203))])
+            {
+                let mut c = Case::new(ta, tb, m, n, k);
+                (c.ld_align, c.layout, c.tile, c.kernel) = (4, layout, tile, Kernel::Simt);
+                (c.bias, c.beta, c.act) = (true, 0.5, Activation::Relu);
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// Long k over 8200 rows of 52 columns: on 132 multiprocessors the automatic choice takes the

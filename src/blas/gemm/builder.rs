@@ -473,7 +473,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// operands k-contiguous). A split of k over blocks shows as `/splitN` (the f32 `w` and `v`
     /// tiles, the wgmma `n` and `l` tiles, the skinny kernel), a tf32 operand packed first as a
     /// `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer first (for
-    /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix, a split of k through partial
+    /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix, an f32 B copied transposed
+    /// first (the CUDA-core kernels, TN and TT with many rows of C^T) as a `gemm_transpose_b32+`
+    /// prefix, a split of k through partial
     /// products ([`SplitK::Partials`]) as a `/partials<parts>` suffix after the parts' kernel; a
     /// GEMM with one row or one
     /// column that runs as a GEMV as `gemv_n_<t>` or `gemv_t_<t>`. Empty problems (m, n or batch

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
-use super::f32_tiles::{f32_auto, f32_deep_parts, f32_tile, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM, F32_X_SMEM};
+use super::f32_tiles::{
+    f32_auto, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM, F32_X_SMEM,
+};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
@@ -58,6 +60,10 @@ pub(crate) struct Choice {
     /// wgmma tf32 `nn` only: the kernel takes X and Y swapped (m and n too) and stores D
     /// transposed, so that the m-contiguous operand becomes wgmma's register-fed A operand.
     pub swap: bool,
+    /// f32 on the CUDA cores only: the k-contiguous Y is copied transposed first
+    /// (`gemm_transpose_b32`), and `name` is the kernel for an n-contiguous Y, which it reads
+    /// with 16-byte copies.
+    pub transpose_y: bool,
     /// Block tile (rows, columns) of the kernels' row-major D.
     pub tile: (usize, usize),
     pub smem: u32,
@@ -82,6 +88,9 @@ impl Choice {
         }
         if self.align.iter().any(|&a| a) {
             name = format!("gemm_pack_b{}+{name}", 8 * size_of::<T>());
+        }
+        if self.transpose_y {
+            name = format!("gemm_transpose_b32+{name}");
         }
         if let Some(parts) = self.split_k.filter(|&p| p > 1) {
             name = format!("{name}/split{parts}");
@@ -282,6 +291,7 @@ pub(crate) fn choose_kernel(
         pack: [false; 2],
         align: [false; 2],
         swap: false,
+        transpose_y: false,
         tile,
         smem,
         threads,
@@ -374,6 +384,7 @@ pub(crate) fn choose_kernel(
                 pack,
                 align: [false; 2],
                 swap,
+                transpose_y: false,
                 tile,
                 smem: WG_SMEM,
                 // A producer warpgroup and one consumer warpgroup per 64 rows.
@@ -510,6 +521,17 @@ pub(crate) fn choose_kernel(
                 choice.split_k = Some(parts as u32);
             } else if size == "v" {
                 choice.split_k = Some(forced_parts.unwrap_or(auto_parts as u32));
+            }
+            // A k-contiguous Y (TN, TT) on the tiles with 16-byte copies: copied transposed
+            // first where that pays ([`f32_transpose_y`]), then the NN / NT kernel reads it.
+            if matches!(size, "w" | "x")
+                && aligned
+                && batch == 1
+                && plan.ops.starts_with('t')
+                && f32_transpose_y((plan.m, plan.n, plan.k))
+            {
+                choice.transpose_y = true;
+                choice.name = format!("gemm_simt_f32_{size}_n{}", &plan.ops[1..]);
             }
             Ok(choice)
         }

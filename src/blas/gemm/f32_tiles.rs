@@ -181,3 +181,18 @@ pub(crate) fn f32_deep_parts((m, n, k): (usize, usize, usize), batch: usize, sms
         .min_by_key(|&parts| (deep_time(parts), parts))
         .unwrap_or(1)
 }
+
+/// Whether f32's `w` and `x` copy a k-contiguous Y (TN, TT; batch 1, aligned operands)
+/// transposed before the GEMM of `(m, n, k)` (the kernels' rows, columns and depth; Y is n x k):
+/// the kernels read an n-contiguous Y with 16-byte copies, 7-9% faster, and the copy moves
+/// 8 n k bytes, about 70 / m percent of the GEMM's time. Measured (H100, 2026-11-27,
+/// docs/kernels/gemm.md, "f32: B copied transposed"), TN / TT with the copy against without:
+/// m = 2048-4096 +3-11%, m = 1024 -3% to +1%, m = 512 -6% / -9%, m = 256 -14% / -16%.
+pub(crate) fn f32_transpose_y((m, n, k): (usize, usize, usize)) -> bool {
+    m >= F32_TRANSPOSE_MIN_M && n.saturating_mul(k) <= F32_TRANSPOSE_MAX / 4
+}
+
+/// The least rows of D for which f32's Y is copied transposed ([`f32_transpose_y`]).
+const F32_TRANSPOSE_MIN_M: usize = 1536;
+/// The largest transposed copy of Y, in bytes (a scratch from the stream's pool).
+const F32_TRANSPOSE_MAX: usize = 512 << 20;

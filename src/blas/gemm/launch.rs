@@ -63,13 +63,32 @@ pub(crate) fn run_choice<T: GemmType>(
     activation: Activation,
 ) -> Result<()> {
     let aligned = align_operands::<T>(stream, plan, choice, &mut params, batch)?;
+    let transposed = if choice.transpose_y {
+        let (buf, ld) = transpose_y(stream, params.y, params.n, params.k, params.ldy)?;
+        (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+        Some(buf)
+    } else {
+        None
+    };
     let run = match choice.family {
         Family::Wgmma => run_wgmma::<T>(stream, choice, params, batch, activation),
         Family::Small => run_small(stream, choice, plan, params, batch),
         _ => run_kernel::<T>(stream, choice, params, batch),
     };
     drop(aligned);
+    drop(transposed);
     run
+}
+
+/// Copies the k-contiguous f32 operand Y (`rows` x `k`, row `r` at `input + r * ld_in`)
+/// transposed into a new buffer on `stream` (`gemm_transpose_b32`): element (p, r) at
+/// `out[p * ld + r]`, `ld = rows` rounded up to 4 (16 bytes). Returns the buffer and `ld`.
+fn transpose_y(stream: &Arc<Stream>, input: u64, rows: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
+    let ld = (rows + 3) / 4 * 4;
+    Ok((
+        copy_transposed(stream, "gemm_transpose_b32", input, (k, rows), ld_in, ld)?,
+        ld,
+    ))
 }
 
 pub(crate) fn run_kernel<T: GemmType>(
@@ -192,23 +211,43 @@ pub(crate) fn run_small(
 /// to 4 (16 bytes). Returns the buffer and `ld`.
 fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
     let ld = (k + 3) / 4 * 4;
+    Ok((
+        copy_transposed(stream, "gemm_wg_pack_tf32", input, (count, k), ld_in, ld)?,
+        ld,
+    ))
+}
+
+/// Queues `kernel` (`gemm_wg_pack_tf32` or `gemm_transpose_b32`, ptx/tile_transpose.cuh): a new
+/// buffer on `stream` with `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`
+/// (rounded to tf32 by the former). Rows of `ld >= k` elements; the padding columns are not
+/// written, and the GEMMs that read these copies never read them.
+fn copy_transposed(
+    stream: &Arc<Stream>,
+    kernel: &str,
+    input: u64,
+    (count, k): (i64, i64),
+    ld_in: i64,
+    ld: i64,
+) -> Result<DeviceBuffer<f32>> {
     let len = usize::try_from(count * ld)
-        .map_err(|_| crate::error::invalid(format_args!("gemm: tf32 pack size overflows")))?;
-    // SAFETY: every element the kernel reads from `out` (r < count, p < k) is written by the
-    // pack kernel below before the GEMM that reads it is queued on the same stream; the padding
-    // columns (k <= p < ld) are outside the tensor map and never read.
+        .map_err(|_| crate::error::invalid(format_args!("gemm: the copy of an operand for {kernel} overflows")))?;
+    // SAFETY: the GEMM reads elements (r, p) with r < count, p < k, each written by the copy
+    // below before the GEMM is queued on the same stream; the padding columns (k <= p < ld) are
+    // never read (outside the tensor map; the f32 kernels' copies of a row's last partial vector
+    // read only its elements).
     let out = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
-    let f = stream.context().kernel("gemm_wg_pack_tf32")?;
+    let f = stream.context().kernel(kernel)?;
     let (grid_x, grid_y) = ((count as u64).div_ceil(32), (k as u64).div_ceil(32));
     if grid_x > i32::MAX as u64 || grid_y > 65535 {
-        bail_invalid!("gemm: tf32 operand of {count} x {k} is too large to pack");
+        bail_invalid!("gemm: an operand of {count} x {k} is too large for {kernel}");
     }
     let o = out.device_ptr();
     let mut l = stream.launch_builder(&f);
     l.arg(&o).arg(&input).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
-    // SAFETY: gemm_wg_pack_tf32(float* out, const float* in, i64 count, i64 k, i64 ld_in,
-    // i64 ld_out) reads in[p * ld_in + r] for r < count, p < k (inside the operand, which `plan`
-    // checked) and writes out[r * ld + p], inside `out` (count * ld elements).
+    // SAFETY: both kernels take (float* out, const float* in, i64, i64, i64 ld_in, i64 ld_out)
+    // and read in[p * ld_in + r] for r < count, p < k (inside the operand, which `plan` checked;
+    // gemm_transpose_b32 calls its count and k the operand's k and rows) and write out[r * ld +
+    // p], inside `out` (count * ld elements).
     unsafe {
         l.launch(LaunchConfig {
             grid_dim: (grid_x as u32, grid_y as u32, 1),
@@ -216,7 +255,7 @@ fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -
             shared_mem_bytes: 0,
         })
     }?;
-    Ok((out, ld))
+    Ok(out)
 }
 
 /// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and

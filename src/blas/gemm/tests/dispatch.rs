@@ -202,6 +202,20 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(nn(4096, 4096, 128, true), xk);
     assert_eq!(nn(4096, 4096, 192, true), wk(1));
     assert_eq!(nn(4096, 4096, 16, false), ("gemm_simt_f32_l_nn".to_string(), None));
+    // A k-contiguous B (TN, TT) on w and x, aligned, 1536 columns of C or more: B copied
+    // transposed first, then the NN / NT kernel ("f32: B copied transposed").
+    let tn = |ta, tb, m: usize, n: usize, k: usize| {
+        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
+        let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
+        (ch.name, ch.transpose_y)
+    };
+    let (t, n) = (Transpose::T, Transpose::N);
+    assert_eq!(tn(t, n, 4096, 2048, 4096), ("gemm_simt_f32_w_nn".to_string(), true));
+    assert_eq!(tn(t, t, 4096, 2048, 4096), ("gemm_simt_f32_w_nt".to_string(), true));
+    assert_eq!(tn(t, n, 4096, 2048, 64), ("gemm_simt_f32_x_nn".to_string(), true));
+    assert!(!tn(t, n, 4096, 1024, 4096).1);
+    assert!(tn(t, n, 4096, 1536, 4096).1);
+    assert_eq!(tn(n, t, 4096, 2048, 4096), ("gemm_simt_f32_w_nt".to_string(), false));
     // Large aligned squares keep w unsplit, unaligned ones l.
     assert_eq!(nn(4096, 4096, 4096, true), wk(1));
     assert_eq!(nn(8191, 8191, 8191, false), ("gemm_simt_f32_l_nn".to_string(), None));
