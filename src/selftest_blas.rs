@@ -233,31 +233,19 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
     use Transpose::{N, T as Tr};
     let shape = (136, 72, 48);
     let no_tile = (Tile::Auto, SplitK::Auto);
-    let mut each = |bits: u32, tol: f64, case: &mut dyn FnMut((Transpose, Transpose)) -> Result<f64>| {
-        let mut all = true;
-        for ops in [(N, N), (Tr, Tr)] {
-            let name = format!(
-                "gemm_pack_b{bits}+tensor cores {}{}",
-                letter_of(ops.0),
-                letter_of(ops.1)
-            );
-            let check = Check::new(name, "136x72x48 ld+1 +bias".into(), tol, case(ops));
-            all &= check.passed;
-            out.push(check);
-        }
-        if all {
-            covered.insert(format!("gemm_pack_b{bits}"));
-        }
-    };
     let tc = Kernel::TensorCore;
-    let act = Activation::None;
-    each(16, 2e-2, &mut |ops| {
+    let runs = [((N, N), Activation::None), ((Tr, Tr), Activation::None)];
+    let detail = "136x72x48 ld+1 +bias, tensor cores";
+    let mut each = |bits: u32, tol: f64, case: &mut dyn FnMut((Transpose, Transpose), Activation) -> Result<f64>| {
+        kernel_rows(out, covered, &format!("gemm_pack_b{bits}"), detail, tol, &runs, case);
+    };
+    each(16, 2e-2, &mut |ops, act| {
         gemm_case::<half::f16>(stream, rng, ops, shape, [1; 3], MathMode::Exact, tc, no_tile, act)
     });
-    each(32, 5e-3, &mut |ops| {
+    each(32, 5e-3, &mut |ops, act| {
         gemm_case::<f32>(stream, rng, ops, shape, [1; 3], MathMode::Tf32, tc, no_tile, act)
     });
-    each(64, 1e-12, &mut |ops| {
+    each(64, 1e-12, &mut |ops, act| {
         gemm_case::<f64>(stream, rng, ops, shape, [1; 3], MathMode::Exact, tc, no_tile, act)
     });
 }
@@ -267,31 +255,30 @@ fn aligned_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, cov
 /// (the copy's least is 1536), checked against the CPU and named after the copy kernel.
 fn transposed_copies(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
     use Transpose::{N, T as Tr};
-    let mut all = true;
-    for ops in [(Tr, N), (Tr, Tr)] {
-        let name = format!(
-            "gemm_transpose_b32+gemm_simt_f32_x {}{}",
-            letter_of(ops.0),
-            letter_of(ops.1)
-        );
-        let result = gemm_case::<f32>(
-            stream,
-            rng,
-            ops,
-            (136, 1600, 48),
-            [0; 3],
-            MathMode::Exact,
-            Kernel::Simt,
-            (Tile::Broad, SplitK::Auto),
-            Activation::None,
-        );
-        let check = Check::new(name, "136x1600x48 +bias".into(), 1e-5, result);
-        all &= check.passed;
-        out.push(check);
-    }
-    if all {
-        covered.insert("gemm_transpose_b32".to_string());
-    }
+    let runs = [((Tr, N), Activation::None), ((Tr, Tr), Activation::None)];
+    let detail = "136x1600x48 +bias on gemm_simt_f32_x";
+    kernel_rows(
+        out,
+        covered,
+        "gemm_transpose_b32",
+        detail,
+        1e-5,
+        &runs,
+        &mut |ops, act| {
+            let tile = (Tile::Broad, SplitK::Auto);
+            gemm_case::<f32>(
+                stream,
+                rng,
+                ops,
+                (136, 1600, 48),
+                [0; 3],
+                MathMode::Exact,
+                Kernel::Simt,
+                tile,
+                act,
+            )
+        },
+    );
 }
 
 /// The thin mma.sync tiles' variants for k-contiguous operands aligned only to their element
