@@ -188,8 +188,10 @@ pub(crate) fn f32_deep_parts((m, n, k): (usize, usize, usize), batch: usize, sms
 /// 8 n k bytes, about 70 / m percent of the GEMM's time. Measured (H100, 2026-11-27,
 /// docs/kernels/gemm.md, "f32: B copied transposed"), TN / TT with the copy against without:
 /// m = 2048-4096 +3-11%, m = 1024 -3% to +1%, m = 512 -6% / -9%, m = 256 -14% / -16%.
+/// The copy kernel takes Y's rows 32 to a block in grid y (at most 65535 blocks), so longer Ys
+/// keep the kernel for a k-contiguous Y.
 pub(crate) fn f32_transpose_y((m, n, k): (usize, usize, usize)) -> bool {
-    m >= F32_TRANSPOSE_MIN_M && n.saturating_mul(k) <= F32_TRANSPOSE_MAX / 4
+    m >= F32_TRANSPOSE_MIN_M && n.saturating_mul(k) <= F32_TRANSPOSE_MAX / 4 && n.div_ceil(32) <= 65535
 }
 
 /// The least rows of D for which f32's Y is copied transposed ([`f32_transpose_y`]).

@@ -205,7 +205,7 @@ fn dispatch_by_type_alignment_and_size() {
     // A k-contiguous B (TN, TT) on w and x, aligned, 1536 columns of C or more: B copied
     // transposed first, then the NN / NT kernel ("f32: B copied transposed").
     let tn = |ta, tb, m: usize, n: usize, k: usize| {
-        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 30; 3]).unwrap();
+        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 34; 3]).unwrap();
         let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
         (ch.name, ch.transpose_y)
     };
@@ -215,6 +215,9 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(tn(t, n, 4096, 2048, 64), ("gemm_simt_f32_x_nn".to_string(), true));
     assert!(!tn(t, n, 4096, 1024, 4096).1);
     assert!(tn(t, n, 4096, 1536, 4096).1);
+    // Y's rows past the copy kernel's grid (65535 blocks of 32): no copy, the TN kernel.
+    assert_eq!(tn(t, n, 2_097_120, 2048, 32), ("gemm_simt_f32_x_nn".to_string(), true));
+    assert_eq!(tn(t, n, 2_097_121, 2048, 32), ("gemm_simt_f32_x_tn".to_string(), false));
     assert_eq!(tn(n, t, 4096, 2048, 4096), ("gemm_simt_f32_w_nt".to_string(), false));
     // Large aligned squares keep w unsplit, unaligned ones l.
     assert_eq!(nn(4096, 4096, 4096, true), wk(1));
