@@ -632,3 +632,69 @@ fn gemv_every_type() {
     }
     assert_eq!(y.to_vec().unwrap(), vec![1.0; 2]);
 }
+
+/// The scratch a GEMM only needs for speed (B copied transposed for TN on w, the partial tiles
+/// of a k split) is given up when the pool has no memory for it: with the context's pool capped
+/// at what it holds, the GEMM still runs (the TN kernel; the tile's whole k in one block),
+/// reserves nothing more, and matches the f64 reference on sampled entries; C is written whole
+/// (poisoned with NaN before).
+#[test]
+fn gemm_f32_scratch_falls_back_without_memory() {
+    let Some(ctx) = gpu!("gemm_f32_scratch_falls_back_without_memory") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let seed = gpu::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let pool = ctx.memory_pool();
+    // TN with 1600 rows of C: B (11.5 MB) copied transposed; NN forced to v in 4 parts: 16.8 MB
+    // of partial tiles. Both above the pool's 10 MiB threshold for a segment of their own.
+    let (t, n) = (Transpose::T, Transpose::N);
+    let cases = [
+        (t, (1600, 1024, 2800), Tile::Large, SplitK::Auto),
+        (n, (1024, 1024, 4096), Tile::Narrow, SplitK::Parts(4)),
+    ];
+    for (ta, (m, nn, k), tile, split) in cases {
+        let a_len = m * k;
+        let a_host: Vec<f32> = (0..a_len).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+        let b_host: Vec<f32> = (0..k * nn).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+        let a = DeviceBuffer::from_slice(&stream, &a_host).unwrap();
+        let b = DeviceBuffer::from_slice(&stream, &b_host).unwrap();
+        let mut c = DeviceBuffer::from_slice(&stream, &vec![f32::NAN; m * nn]).unwrap();
+        let g = Gemm::<f32>::new(ta, Transpose::N, m, nn, k).tile(tile).split_k(split);
+        stream.synchronize().unwrap();
+        pool.empty_cache();
+        let reserved = pool.stats().reserved_bytes;
+        pool.set_limit(Some(reserved as usize));
+        let run = g.run(&a, &b, &mut c).and_then(|()| stream.synchronize());
+        pool.set_limit(None);
+        run.unwrap_or_else(|e| panic!("{ta:?}N {m} x {nn} x {k} under a full pool (seed {seed:#x}): {e}"));
+        assert_eq!(pool.stats().reserved_bytes, reserved, "the GEMM reserved more memory");
+        let out = c.to_vec().unwrap();
+        assert!(
+            out.iter().all(|v| v.is_finite()),
+            "C not written whole (seed {seed:#x})"
+        );
+        let a_at = |i: usize, p: usize| {
+            f64::from(if ta == Transpose::N {
+                a_host[i + p * m]
+            } else {
+                a_host[p + i * k]
+            })
+        };
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for _ in 0..2000 {
+            let (i, j) = (
+                (rng.next_u64() % m as u64) as usize,
+                (rng.next_u64() % nn as u64) as usize,
+            );
+            want.push((0..k).map(|p| a_at(i, p) * f64::from(b_host[p + j * k])).sum::<f64>());
+            got.push(f64::from(out[i + j * m]));
+        }
+        let err = rel_err(&got, &want);
+        assert!(
+            err < 1e-5,
+            "{ta:?}N {m} x {nn} x {k}: relative error {err:e} (seed {seed:#x})"
+        );
+    }
+}

@@ -63,13 +63,29 @@ pub(crate) fn run_choice<T: GemmType>(
     activation: Activation,
 ) -> Result<()> {
     let aligned = align_operands::<T>(stream, plan, choice, &mut params, batch)?;
+    // The transposed copy of Y only speeds the GEMM up: without the memory for it, the kernel
+    // for the operand as stored runs instead.
+    let mut untransposed = None;
     let transposed = if choice.transpose_y {
-        let (buf, ld) = transpose_y(stream, params.y, params.n, params.k, params.ldy)?;
-        (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
-        Some(buf)
+        match transpose_y(stream, params.y, params.n, params.k, params.ldy) {
+            Ok((buf, ld)) => {
+                (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+                Some(buf)
+            }
+            Err(e) if is_out_of_memory(&e) => {
+                untransposed = Some(Choice {
+                    name: untransposed_name(&choice.name),
+                    transpose_y: false,
+                    ..choice.clone()
+                });
+                None
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         None
     };
+    let choice = untransposed.as_ref().unwrap_or(choice);
     let run = match choice.family {
         Family::Wgmma => run_wgmma::<T>(stream, choice, params, batch, activation),
         Family::Small => run_small(stream, choice, plan, params, batch),
@@ -78,6 +94,20 @@ pub(crate) fn run_choice<T: GemmType>(
     drop(aligned);
     drop(transposed);
     run
+}
+
+/// Whether `e` is a device allocation that failed for want of memory.
+fn is_out_of_memory(e: &crate::Error) -> bool {
+    matches!(e, crate::Error::OutOfMemory { .. })
+}
+
+/// The kernel that reads Y as stored (k-contiguous, `_t<op>`) in place of `name`, the one that
+/// reads its transposed copy (`_n<op>`, [`Choice::transpose_y`]).
+pub(super) fn untransposed_name(name: &str) -> String {
+    match name.rsplit_once('_') {
+        Some((kernel, ops)) if ops.starts_with('n') => format!("{kernel}_t{}", &ops[1..]),
+        _ => name.to_string(),
+    }
 }
 
 /// Copies the k-contiguous f32 operand Y (`rows` x `k`, row `r` at `input + r * ld_in`)
@@ -121,7 +151,8 @@ pub(crate) fn run_kernel<T: GemmType>(
         p.batch = count as i32;
         // Split k: each block's sums (one tile) in `ws`, and a zeroed arrival counter per tile;
         // both are freed in stream order after the launch.
-        let splits = choice.split_k.unwrap_or(1);
+        // Without the memory for the scratch, the blocks of each tile run the whole k instead.
+        let mut splits = choice.split_k.unwrap_or(1);
         let mut split = SplitKParams::default();
         let mut scratch = None;
         if splits > 1 {
@@ -130,12 +161,17 @@ pub(crate) fn run_kernel<T: GemmType>(
             let Some(len) = (tiles * splits as usize).checked_mul(bm * bn) else {
                 bail_invalid!("gemm: the split-k buffer for {m} x {n} overflows");
             };
-            let (ws, counters) = split_scratch(stream, len, tiles)?;
-            split = SplitKParams {
-                ws: ws.device_ptr(),
-                counters: counters.device_ptr(),
-            };
-            scratch = Some((ws, counters));
+            match split_scratch(stream, len, tiles) {
+                Ok((ws, counters)) => {
+                    split = SplitKParams {
+                        ws: ws.device_ptr(),
+                        counters: counters.device_ptr(),
+                    };
+                    scratch = Some((ws, counters));
+                }
+                Err(e) if is_out_of_memory(&e) => splits = 1,
+                Err(e) => return Err(e),
+            }
         }
         let mut l = stream.launch_builder(&f);
         l.arg(&p);

@@ -219,6 +219,10 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(tn(t, n, 2_097_120, 2048, 32), ("gemm_simt_f32_x_nn".to_string(), true));
     assert_eq!(tn(t, n, 2_097_121, 2048, 32), ("gemm_simt_f32_x_tn".to_string(), false));
     assert_eq!(tn(n, t, 4096, 2048, 4096), ("gemm_simt_f32_w_nt".to_string(), false));
+    // Without the memory for the copy, the kernel for B as stored runs (launch.rs).
+    use crate::blas::gemm::launch::untransposed_name;
+    assert_eq!(untransposed_name("gemm_simt_f32_w_nn"), "gemm_simt_f32_w_tn");
+    assert_eq!(untransposed_name("gemm_simt_f32_x_nt"), "gemm_simt_f32_x_tt");
     // Large aligned squares keep w unsplit, unaligned ones l.
     assert_eq!(nn(4096, 4096, 4096, true), wk(1));
     assert_eq!(nn(8191, 8191, 8191, false), ("gemm_simt_f32_l_nn".to_string(), None));
