@@ -16,9 +16,10 @@
 //   and sg whole 16-byte vectors): the kernel then runs over k' = k + shift with G's elements
 //   [shift, k + shift) and H's read `shift` earlier, so G keeps its 16-byte loads (an unaligned
 //   view of the weights; an element-wise variant measured 0.63x of cuBLAS on 11008 x 16 x 4096
-//   at an odd offset). H: 16-byte vectors when h is 16-byte aligned with ldh, sh whole vectors
-//   and shift is 0; otherwise (the `u` kernel, which the router picks) it is copied element by element
-//   with cp.async.
+//   at an odd offset). H: 16-byte vectors when ldh and sh are whole vectors and h is H's start
+//   rounded down by the same `shift` (both operands views at the same offset, or both aligned);
+//   otherwise (the `u` kernel, which the router picks) it is copied element by element with
+//   cp.async from H's own start.
 //
 // Kernels: gemm_skinny_<t>_r<R>s<STEPS>, block = (32, 8, 1), grid = (ceil(L / (8 R)), splits,
 // batch), dynamic shared memory 2 * 16 * KT * sizeof(T) with KT = 32 * VEC * STEPS (VEC = 16 /
@@ -101,8 +102,9 @@ template <typename T, int HALF, int OFF> __device__ __forceinline__ void halve(T
     }
 }
 
-// ANY: the variant for a G start rounded down (shift) or an H of any layout; the plain
-// kernel takes shift 0 and H in 16-byte vectors only (both paths in one kernel spilled).
+// ANY: the variant for an H of any layout, copied element by element; the plain kernel reads H
+// in 16-byte vectors from its start rounded down by G's shift (both paths in one kernel
+// spilled).
 template <typename T, int R, int STEPS, bool ANY>
 __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
     using V = Vec16<T>;
@@ -118,7 +120,7 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
     const T* H = reinterpret_cast<const T*>(p.h) + z * p.sh;
     const long long l0 = ((long long)blockIdx.x * SKINNY_WARPS + w) * R;
     // k' = k + shift: G's elements [shift, k'), H's the same k' read `shift` earlier.
-    const long long lo = ANY ? p.shift : 0, k0 = (long long)blockIdx.y * p.chunk, k1 = min(k0 + p.chunk, p.k + lo);
+    const long long lo = p.shift, k0 = (long long)blockIdx.y * p.chunk, k1 = min(k0 + p.chunk, p.k + lo);
 
     const int tiles = (int)((k1 - k0 + KT - 1) / KT);
 
@@ -143,7 +145,7 @@ __device__ __forceinline__ void gemm_skinny(const SkinnyParams& p) {
 #pragma unroll
         for (int i = 0; i < HPT; ++i) {
             const int v = tid + i * 32 * SKINNY_WARPS, s = v / (KT / VEC), c = (v % (KT / VEC)) * VEC;
-            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh, s < p.S, kt + c, 0, k1, false);
+            load_vec<T>(hn[i], H + (s < p.S ? s : 0) * p.ldh, s < p.S, kt + c, lo, k1, false);
         }
     };
     // ANY: H's tile element by element with 4-byte cp.async straight into shared memory (no
@@ -259,7 +261,7 @@ __device__ __forceinline__ void gemm_skinny_finish(const SkinnyParams& p, int sp
         gemm_skinny<T, R, STEPS, ANY>(p);                                                                  \
     }
 SKINNY(float, f32, 2, 2, 2, false, )
-// The variant for a rounded-down G or an H of any layout (H copied element by element).
+// The variant for an H of any layout (copied element by element).
 SKINNY(float, f32, 2, 2, 2, true, u)
 
 extern "C" __global__ void __launch_bounds__(256) gemm_skinny_finish_f32(SkinnyParams p, int splits) {

@@ -241,10 +241,16 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         ld_pad: [pad, pad, rng.pick(&[0, 1, 3])],
         batch,
         strides: (both(rng), both(rng), rng.pick(&[0, 5])),
-        // Whole 16-byte vectors or single elements (an unaligned view: f32's skinny `u` kernel
-        // reads the long operand from its start rounded down, the short one element-wise).
+        // Whole 16-byte vectors or single elements (an unaligned view: f32's skinny kernel reads
+        // the long operand from its start rounded down, the short one in vectors when it is as
+        // far in, else element-wise in the `u` kernel); one case in four both as far in.
         offsets: if ty == FuzzType::F32 {
-            [rng.pick(&[0, 4, 0, 1, 3]), rng.pick(&[0, 4, 0, 2]), range(rng, 0, 3)]
+            let same = range(rng, 1, 3);
+            if rng.next_u64() % 4 == 0 {
+                [same, same + 4 * range(rng, 0, 1), range(rng, 0, 3)]
+            } else {
+                [rng.pick(&[0, 4, 0, 1, 3]), rng.pick(&[0, 4, 0, 2]), range(rng, 0, 3)]
+            }
         } else {
             [rng.pick(&[0, 4, 1]), rng.pick(&[0, 4, 1]), range(rng, 0, 3)]
         },

@@ -27,8 +27,8 @@ const WARPS: u32 = 8;
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
 #[repr(C)]
 pub(crate) struct SkinnyParams {
-    g: u64,
-    h: u64,
+    pub(crate) g: u64,
+    pub(crate) h: u64,
     d: u64,
     bias: u64,
     work: u64,
@@ -48,7 +48,7 @@ pub(crate) struct SkinnyParams {
     act: i32,
     bias_on_l: i32,
     /// G's start rounded down to 16 bytes by this many elements (ptx/gemm_skinny.cu).
-    shift: i32,
+    pub(crate) shift: i32,
     /// The CUDA struct's tail padding (its size is a multiple of its 8-byte alignment), spelled
     /// out so that this one has none.
     pad: i32,
@@ -61,7 +61,7 @@ unsafe impl DeviceRepr for SkinnyParams {}
 /// A GEMM routed to the skinny kernel: which variant, its launch shape and parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SkinnyRoute {
-    /// `gemm_skinny_<t>_r<rows>s<steps>`, with `u` for a rounded-down G or an H of any layout.
+    /// `gemm_skinny_<t>_r<rows>s<steps>`, with `u` for an H read element by element.
     pub kernel: String,
     /// Rows of the long side per warp and 16-byte vectors per lane per k tile.
     rows: usize,
@@ -145,8 +145,10 @@ pub(crate) fn route<T: GemmType, S>(
     // The long operand G keeps 16-byte loads: its rows whole vectors apart, its start rounded
     // down to 16 bytes by `shift` elements (an unaligned view of the weights: 11008 x 16 x 4096
     // at an odd offset, which the tiled kernels ran at 0.72x cuBLAS after copying it, and an
-    // element-wise variant at 0.63x). H (at most 16 rows) is read element by element when it
-    // is not 16-byte vectors.
+    // element-wise variant at 0.63x). H (at most 16 rows) keeps 16-byte loads too when its start
+    // is rounded down by the same shift (both operands views at the same offset: 11008 x 16 x
+    // 4096 one element in ran at 0.81x cuBLAS with H element by element); otherwise it is read
+    // element by element.
     let (elem, vec) = (size_of::<T>() as u64, 16 / size_of::<T>());
     let whole = |ld: usize, stride: usize| ld % vec == 0 && (batch == 1 || stride % vec == 0);
     if g_ptr % elem != 0 || h_ptr % elem != 0 || !whole(ldg, sg) {
@@ -154,9 +156,13 @@ pub(crate) fn route<T: GemmType, S>(
     }
     let shift = (g_ptr % 16 / elem) as usize;
     let g_ptr = g_ptr - (shift as u64) * elem;
-    let h_any = !(h_ptr % 16 == 0 && whole(ldh, sh));
-    // Either runs the `u` kernel (H copied element by element with cp.async).
-    let suffix = if shift != 0 || h_any { "u" } else { "" };
+    let h_vectors = h_ptr % 16 == shift as u64 * elem && whole(ldh, sh);
+    // Otherwise the `u` kernel (H copied element by element with cp.async from its own start).
+    let (suffix, h_ptr) = if h_vectors {
+        ("", h_ptr - shift as u64 * elem)
+    } else {
+        ("u", h_ptr)
+    };
     let mut route = SkinnyRoute {
         kernel: format!("gemm_skinny_{}_r{rows}s{steps}{suffix}", T::NAME),
         rows,
@@ -227,7 +233,8 @@ pub(crate) fn run<T: GemmType>(stream: &std::sync::Arc<Stream>, r: &SkinnyRoute)
     launch.arg(&params);
     // SAFETY: gemm_skinny_<t>_r<R>s<S>(SkinnyParams): reads G (L x k at ldg, batch stride sg: the
     // elements [shift, k + shift) from its rounded-down start, whole vectors apart) and H (S x k at
-    // ldh, sh; element by element unless 16-byte vectors), both aligned to their element (route
+    // ldh, sh; in 16-byte vectors from its start rounded down by the same shift, or element by
+    // element from its start), both aligned to their element (route
     // checked them; the buffers' spans were checked by Gemm's plan), writes D (L x S at dl, ds, sd) or the
     // workspace of splits * L * S per matrix; block (32, 8) and the shared memory it declares.
     unsafe {

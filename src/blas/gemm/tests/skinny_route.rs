@@ -72,6 +72,12 @@ fn unaligned_starts_take_the_u_kernel() {
     assert_eq!(name([1, 0, 0]).as_deref(), Some("gemm_skinny_f32_r2s2u"));
     assert_eq!(name([0, 3, 0]).as_deref(), Some("gemm_skinny_f32_r2s2u"));
     assert_eq!(name([0, 0, 0]).as_deref(), Some("gemm_skinny_f32_r2s2"));
+    // Both one (or three) elements in: both read in vectors from their starts rounded down.
+    assert_eq!(name([1, 1, 0]).as_deref(), Some("gemm_skinny_f32_r2s2"));
+    assert_eq!(name([3, 7, 1]).as_deref(), Some("gemm_skinny_f32_r2s2"));
+    assert_eq!(name([1, 3, 0]).as_deref(), Some("gemm_skinny_f32_r2s2u"));
+    let r = routed::<f32>(&Gemm::new(T, N, 4096, 16, 4096), [1, 1, 0]).expect("routed");
+    assert_eq!((r.params.shift, r.params.g % 16, r.params.h % 16), (1, 0, 0));
     // k 4097 with tight leading dimensions: the long operand's rows are not vectors apart.
     assert!(routed::<f32>(&Gemm::new(T, N, 4096, 16, 4097), [0; 3]).is_none());
 }
