@@ -58,6 +58,25 @@ fn gemm_f32_exact() {
     sweep::<f32>(&stream, &mut Rng::new(20), &whole_tile_cases(Kernel::Simt, 4, &all_f32));
     sweep::<f32>(&stream, &mut Rng::new(22), &v_split_cases());
     sweep::<f32>(&stream, &mut Rng::new(23), &transposed_b_cases());
+    sweep::<f32>(&stream, &mut Rng::new(24), &aligned_copy_cases());
+}
+
+/// Unaligned operands of 2048 x 2048 products (every op pair, leading dimensions
+/// one past tight or not multiples of 4): copied into aligned buffers first, then w (k = 136) or
+/// x (k = 40); TN / TT also copy B transposed (src/blas/gemm/tests/aligned_copies.rs asserts
+/// the choices). Beta, bias and an activation on half of them.
+fn aligned_copy_cases() -> Vec<Case> {
+    OPS.iter()
+        .enumerate()
+        .map(|(i, &(ta, tb))| {
+            let mut c = Case::new(ta, tb, 2048, 2048, if i % 2 == 0 { 136 } else { 40 });
+            c.pad = 1;
+            if i >= 2 {
+                (c.bias, c.beta, c.act) = (true, 0.5, Activation::Gelu);
+            }
+            c
+        })
+        .collect()
 }
 
 /// A k-contiguous B (TN, TT) on the tiles with 16-byte copies (w, x), 1600 columns of C (1600
@@ -634,8 +653,9 @@ fn gemv_every_type() {
 }
 
 /// The scratch a GEMM only needs for speed (B copied transposed for TN on w, the partial tiles
-/// of a k split) is given up when the pool has no memory for it: with the context's pool capped
-/// at what it holds, the GEMM still runs (the TN kernel; the tile's whole k in one block),
+/// of a k split, an aligned copy of an unaligned operand) is given up when the pool has no memory for it: with the context's pool capped
+/// at what it holds, the GEMM still runs (the TN kernel; the tile's whole k in one block; the
+/// kernel for unaligned operands),
 /// reserves nothing more, and matches the f64 reference on sampled entries; C is written whole
 /// (poisoned with NaN before).
 #[test]
@@ -650,9 +670,12 @@ fn gemm_f32_scratch_falls_back_without_memory() {
     // TN with 1600 rows of C: B (11.5 MB) copied transposed; NN forced to v in 4 parts: 16.8 MB
     // of partial tiles. Both above the pool's 10 MiB threshold for a segment of their own.
     let (t, n) = (Transpose::T, Transpose::N);
+    // NN 2049 x 2048 x 1600: A (13 MB) not whole 16-byte vectors apart, so copied aligned for w
+    // where memory allows; here the unaligned kernel runs.
     let cases = [
         (t, (1600, 1024, 2800), Tile::Large, SplitK::Auto),
         (n, (1024, 1024, 4096), Tile::Narrow, SplitK::Parts(4)),
+        (n, (2049, 2048, 1600), Tile::Auto, SplitK::Auto),
     ];
     for (ta, (m, nn, k), tile, split) in cases {
         let a_len = m * k;

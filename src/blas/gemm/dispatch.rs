@@ -8,7 +8,8 @@ use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
 use super::f32_tiles::{
-    f32_auto, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM, F32_X_SMEM,
+    f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
+    F32_X_SMEM,
 };
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
@@ -74,6 +75,9 @@ pub(crate) struct Choice {
     /// The blocks of a thread block cluster that share one output tile, each summing a share of
     /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
     pub cluster_k: u32,
+    /// What runs instead when a copy that only speeds the GEMM up (`align` for f32 on the CUDA
+    /// cores) finds no memory: the choice for the operands as they are.
+    pub fallback: Option<Box<Choice>>,
 }
 
 impl Choice {
@@ -142,6 +146,33 @@ pub(crate) fn aligned_params(plan: &Plan, params: &GemmParams, align: [bool; 2],
 pub(crate) fn packed_ld(cols: i64, size: i64) -> i64 {
     let unit = if cols * size >= 1024 { 128 / size } else { 16 / size };
     (cols.max(1) + unit - 1) / unit * unit
+}
+
+/// f32 on the CUDA cores (exact, everything automatic) with an operand that the tiles with
+/// 16-byte copies cannot read as it is: the operand is copied into an aligned buffer first when
+/// that pays ([`f32_copy_pays`]) and the aligned problem runs w or x; the choice for the
+/// operands as they are is its [`Choice::fallback`] (no memory for the copy). A Y copied
+/// transposed anyway (`transpose_y`, which reads any layout) is not also aligned. `None`:
+/// no copy.
+fn f32_aligned_copy<S>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    ok: [bool; 2],
+    pick: &dyn Fn(&GemmParams, bool) -> Result<Choice>,
+) -> Result<Option<Choice>> {
+    let auto = g.kernel == Kernel::Auto && g.tile == Tile::Auto && g.split == SplitK::Auto;
+    if !auto || g.math != MathMode::Exact || params.k < 1 || (ok[0] && ok[1]) || !f32_copy_pays(plan.m, plan.n) {
+        return Ok(None);
+    }
+    let align = [!ok[0], !ok[1]];
+    let mut choice = pick(&aligned_params(plan, params, align, 4), true)?;
+    if !(choice.name.starts_with("gemm_simt_f32_w_") || choice.name.starts_with("gemm_simt_f32_x_")) {
+        return Ok(None);
+    }
+    choice.align = [align[0], align[1] && !choice.transpose_y];
+    choice.fallback = Some(Box::new(pick(params, false)?));
+    Ok(Some(choice))
 }
 
 /// The least work (`2 m n k batch` flops) for which the automatic choice copies unaligned
@@ -297,6 +328,7 @@ pub(crate) fn choose_kernel(
         threads,
         split_k: None,
         cluster_k: 1,
+        fallback: None,
     };
     match family {
         Family::Wgmma => {
@@ -391,6 +423,7 @@ pub(crate) fn choose_kernel(
                 threads: 128 * (1 + tile.0 as u32 / 64),
                 split_k: (parts > 1).then_some(parts as u32),
                 cluster_k: 1,
+                fallback: None,
             })
         }
         Family::MmaSync if dmma90 => {
@@ -682,6 +715,9 @@ pub(crate) fn choose_on<T: GemmType, S>(
             _ => true,
         };
     if !copy {
+        if let Some(choice) = f32_aligned_copy(g, plan, params, ok, &pick)? {
+            return Ok(choice);
+        }
         return pick(params, ok[0] && ok[1]);
     }
     let align = [!ok[0], !ok[1]];

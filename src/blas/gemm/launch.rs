@@ -62,9 +62,17 @@ pub(crate) fn run_choice<T: GemmType>(
     batch: usize,
     activation: Activation,
 ) -> Result<()> {
-    let aligned = align_operands::<T>(stream, plan, choice, &mut params, batch)?;
-    // The transposed copy of Y only speeds the GEMM up: without the memory for it, the kernel
-    // for the operand as stored runs instead.
+    // The copies that only speed the GEMM up give way when there is no memory for them: the
+    // choice's fallback (for f32's aligned copies, the kernel for the operands as given) runs
+    // instead, or without one, for Y copied transposed, the kernel for Y as stored.
+    let given = params;
+    let aligned = match align_operands::<T>(stream, plan, choice, &mut params, batch) {
+        Err(e) if is_out_of_memory(&e) => match choice.fallback.as_deref() {
+            Some(fallback) => return run_choice::<T>(stream, fallback, plan, given, batch, activation),
+            None => return Err(e),
+        },
+        aligned => aligned?,
+    };
     let mut untransposed = None;
     let transposed = if choice.transpose_y {
         match transpose_y(stream, params.y, params.n, params.k, params.ldy) {
@@ -73,6 +81,10 @@ pub(crate) fn run_choice<T: GemmType>(
                 Some(buf)
             }
             Err(e) if is_out_of_memory(&e) => {
+                if let Some(fallback) = choice.fallback.as_deref() {
+                    drop(aligned);
+                    return run_choice::<T>(stream, fallback, plan, given, batch, activation);
+                }
                 untransposed = Some(Choice {
                     name: untransposed_name(&choice.name),
                     transpose_y: false,

@@ -65,3 +65,50 @@ fn copies_are_tight_padded_to_whole_vectors_or_lines_and_keep_shared_operands_sh
     assert_eq!((r.x, r.ldx, r.sx), (p.x, p.ldx, p.sx));
     assert_eq!((r.m, r.n, r.k, r.ldd, r.sd), (p.m, p.n, p.k, p.ldd, p.sd));
 }
+
+/// f32 on the CUDA cores copies unaligned operands first where the copy pays (1 / m + 1 / n <=
+/// 1 / 1024) and the aligned problem runs w or x; the kernel for the operands as they are is
+/// its fallback. Below that, or with a knob forced, the unaligned kernel runs with no copy.
+#[test]
+fn f32_copies_unaligned_operands_for_w_where_that_pays() {
+    use crate::blas::gemm::dispatch::choose_on;
+    let choice = |g: &Gemm<f32>, a: u64, b: u64| {
+        let (plan, p) = params(g, [1 << 30; 3], a, b);
+        choose_on::<f32, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
+    };
+    let (n, t) = (Transpose::N, Transpose::T);
+    // 4095 x 4097 x 1023, both operands unaligned: both copied, w; l if there is no memory.
+    let c = choice(&Gemm::new(n, n, 4095, 4097, 1023), 0, 0);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_simt_f32_w_nn", [true, true]));
+    assert_eq!(c.fallback.as_ref().map(|f| f.name.as_str()), Some("gemm_simt_f32_l_nn"));
+    assert_eq!(c.reported_name::<f32>(), "gemm_pack_b32+gemm_simt_f32_w_nn");
+    // 2048 x 2048 x 2048 with lda = 2049, B aligned: only A copied (A is the kernels' Y).
+    let c = choice(&Gemm::new(n, n, 2048, 2048, 2048).ld(2049, 2048, 2048), 0, 0);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_simt_f32_w_nn", [false, true]));
+    // TN with 2048 rows of C, A one element in: A (the kernels' k-contiguous Y) is copied
+    // transposed (from any layout), not also aligned; with B one element in, B (X) is aligned.
+    let c = choice(&Gemm::new(t, n, 2048, 2048, 2048), 4, 0);
+    assert_eq!(
+        (c.name.as_str(), c.align, c.transpose_y),
+        ("gemm_simt_f32_w_nn", [false, false], true)
+    );
+    let c = choice(&Gemm::new(t, n, 2048, 2048, 2048), 0, 4);
+    assert_eq!(
+        (c.name.as_str(), c.align, c.transpose_y),
+        ("gemm_simt_f32_w_nn", [true, false], true)
+    );
+    // tests/gpu_blas.rs's cases: 2048 x 2048, leading dimensions one past tight.
+    let c = choice(&Gemm::new(n, n, 2048, 2048, 136).ld(2049, 137, 2049), 0, 0);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_simt_f32_w_nn", [true, true]));
+    let c = choice(&Gemm::new(t, t, 2048, 2048, 40).ld(41, 2049, 2049), 0, 0);
+    assert_eq!(
+        (c.name.as_str(), c.align, c.transpose_y),
+        ("gemm_simt_f32_x_nt", [true, false], true)
+    );
+    // 2053 x 67: the copies would cost more than w gains.
+    let c = choice(&Gemm::new(n, n, 2053, 67, 1999), 0, 0);
+    assert!(c.fallback.is_none() && c.align == [false, false], "{c:?}");
+    // A forced tile keeps the unaligned kernel.
+    let c = choice(&Gemm::new(n, n, 4095, 4097, 1023).tile(Tile::Large), 0, 0);
+    assert_eq!((c.name.as_str(), c.align), ("gemm_simt_f32_l_nn", [false, false]));
+}
