@@ -150,6 +150,10 @@ fn copies(n: usize, seed: u64) -> Vec<f32> {
         let b = result::malloc_async(stream, bytes).unwrap();
         result::memset_d8_sync(a, 0xff, bytes).unwrap();
         result::memcpy_htod_sync(a, &host).unwrap();
+        // A copy from pageable memory may return before its DMA lands, and the non-blocking
+        // stream does not wait for the legacy stream's work: without this the half copy below
+        // raced it (one failure in a GPU run with other tests beside it, H100, 2026-11-27).
+        result::ctx::synchronize().unwrap();
         result::memset_d8_async(b, 0, bytes, stream).unwrap();
         result::memcpy_dtod_async(b, a, n / 2 * 4, stream).unwrap();
         result::memcpy_dtoh_async(&mut back_async, b, stream).unwrap();
