@@ -75,8 +75,8 @@ pub(crate) struct Choice {
     /// The blocks of a thread block cluster that share one output tile, each summing a share of
     /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
     pub cluster_k: u32,
-    /// What runs instead when a copy that only speeds the GEMM up (`align` for f32 on the CUDA
-    /// cores) finds no memory: the choice for the operands as they are.
+    /// What runs instead when a copy that only speeds the GEMM up (f32 on the CUDA cores: `align`,
+    /// `transpose_y`) finds no memory: the choice for the operands as they are.
     pub fallback: Option<Box<Choice>>,
 }
 
@@ -563,8 +563,10 @@ pub(crate) fn choose_kernel(
                 && plan.ops.starts_with('t')
                 && f32_transpose_y((plan.m, plan.n, plan.k))
             {
+                let as_stored = choice.clone();
                 choice.transpose_y = true;
                 choice.name = format!("gemm_simt_f32_{size}_n{}", &plan.ops[1..]);
+                choice.fallback = Some(Box::new(as_stored));
             }
             Ok(choice)
         }

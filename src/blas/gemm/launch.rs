@@ -62,42 +62,26 @@ pub(crate) fn run_choice<T: GemmType>(
     batch: usize,
     activation: Activation,
 ) -> Result<()> {
-    // The copies that only speed the GEMM up give way when there is no memory for them: the
-    // choice's fallback (for f32's aligned copies, the kernel for the operands as given) runs
-    // instead, or without one, for Y copied transposed, the kernel for Y as stored.
+    // A copy that only speeds the GEMM up and finds no memory gives way to the choice's
+    // fallback (set by dispatch: the kernel for the operands as given).
     let given = params;
-    let aligned = match align_operands::<T>(stream, plan, choice, &mut params, batch) {
+    let copies = align_operands::<T>(stream, plan, choice, &mut params, batch).and_then(|aligned| {
+        let transposed = if choice.transpose_y {
+            let (buf, ld) = transpose_y(stream, params.y, params.n, params.k, params.ldy)?;
+            (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+            Some(buf)
+        } else {
+            None
+        };
+        Ok((aligned, transposed))
+    });
+    let (aligned, transposed) = match copies {
         Err(e) if is_out_of_memory(&e) => match choice.fallback.as_deref() {
             Some(fallback) => return run_choice::<T>(stream, fallback, plan, given, batch, activation),
             None => return Err(e),
         },
-        aligned => aligned?,
+        copies => copies?,
     };
-    let mut untransposed = None;
-    let transposed = if choice.transpose_y {
-        match transpose_y(stream, params.y, params.n, params.k, params.ldy) {
-            Ok((buf, ld)) => {
-                (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
-                Some(buf)
-            }
-            Err(e) if is_out_of_memory(&e) => {
-                if let Some(fallback) = choice.fallback.as_deref() {
-                    drop(aligned);
-                    return run_choice::<T>(stream, fallback, plan, given, batch, activation);
-                }
-                untransposed = Some(Choice {
-                    name: untransposed_name(&choice.name),
-                    transpose_y: false,
-                    ..choice.clone()
-                });
-                None
-            }
-            Err(e) => return Err(e),
-        }
-    } else {
-        None
-    };
-    let choice = untransposed.as_ref().unwrap_or(choice);
     let run = match choice.family {
         Family::Wgmma => run_wgmma::<T>(stream, choice, params, batch, activation),
         Family::Small => run_small(stream, choice, plan, params, batch),
@@ -111,15 +95,6 @@ pub(crate) fn run_choice<T: GemmType>(
 /// Whether `e` is a device allocation that failed for want of memory.
 fn is_out_of_memory(e: &crate::Error) -> bool {
     matches!(e, crate::Error::OutOfMemory { .. })
-}
-
-/// The kernel that reads Y as stored (k-contiguous, `_t<op>`) in place of `name`, the one that
-/// reads its transposed copy (`_n<op>`, [`Choice::transpose_y`]).
-pub(super) fn untransposed_name(name: &str) -> String {
-    match name.rsplit_once('_') {
-        Some((kernel, ops)) if ops.starts_with('n') => format!("{kernel}_t{}", &ops[1..]),
-        _ => name.to_string(),
-    }
 }
 
 /// Copies the k-contiguous f32 operand Y (`rows` x `k`, row `r` at `input + r * ld_in`)

@@ -92,6 +92,9 @@ fn f32_copies_unaligned_operands_for_w_where_that_pays() {
         (c.name.as_str(), c.align, c.transpose_y),
         ("gemm_simt_f32_w_nn", [false, false], true)
     );
+    // Its fallback is the unaligned operands' kernel, not w's for B as stored.
+    let f = c.fallback.as_deref().expect("fallback");
+    assert_eq!((f.name.as_str(), f.transpose_y), ("gemm_simt_f32_l_tn", false));
     let c = choice(&Gemm::new(t, n, 2048, 2048, 2048), 0, 4);
     assert_eq!(
         (c.name.as_str(), c.align, c.transpose_y),

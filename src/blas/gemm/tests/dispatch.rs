@@ -219,10 +219,17 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(tn(t, n, 2_097_120, 2048, 32), ("gemm_simt_f32_x_nn".to_string(), true));
     assert_eq!(tn(t, n, 2_097_121, 2048, 32), ("gemm_simt_f32_x_tn".to_string(), false));
     assert_eq!(tn(n, t, 4096, 2048, 4096), ("gemm_simt_f32_w_nt".to_string(), false));
-    // Without the memory for the copy, the kernel for B as stored runs (launch.rs).
-    use crate::blas::gemm::launch::untransposed_name;
-    assert_eq!(untransposed_name("gemm_simt_f32_w_nn"), "gemm_simt_f32_w_tn");
-    assert_eq!(untransposed_name("gemm_simt_f32_x_nt"), "gemm_simt_f32_x_tt");
+    // Without the memory for the copy, the kernel for B as stored runs (its fallback).
+    let fallback = |ta, tb, m: usize, n: usize, k: usize| {
+        let p = plan(&Gemm::<f32>::new(ta, tb, m, n, k), [1 << 34; 3]).unwrap();
+        let ch = on_h100("f32", false, MathMode::Exact, Kernel::Auto, Tile::Auto, &p, true, false).unwrap();
+        ch.fallback.map(|f| (f.name, f.transpose_y, f.fallback.is_none()))
+    };
+    let stored = |name: &str| Some((name.to_string(), false, true));
+    assert_eq!(fallback(t, n, 4096, 2048, 4096), stored("gemm_simt_f32_w_tn"));
+    assert_eq!(fallback(t, t, 4096, 2048, 4096), stored("gemm_simt_f32_w_tt"));
+    assert_eq!(fallback(t, t, 4096, 2048, 64), stored("gemm_simt_f32_x_tt"));
+    assert_eq!(fallback(t, n, 4096, 1024, 4096), None);
     // Large aligned squares keep w unsplit, unaligned ones l.
     assert_eq!(nn(4096, 4096, 4096, true), wk(1));
     assert_eq!(nn(8191, 8191, 8191, false), ("gemm_simt_f32_l_nn".to_string(), None));
