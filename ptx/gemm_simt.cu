@@ -12,13 +12,14 @@
 //     f32 (gemm_f32_pipe below): w = 128x256, 256, 8x16, 16-byte copies of the operands that
 //       are not k-contiguous (x, y 16-byte aligned; ldx, ldy, sx, sy multiples of 4);
 //       l = 128x128, 256, 8x8; s = 64x64, 128 (2 k-slices of 64), 8x8; u = 32x64, 128
-//       (2 k-slices of 64), 8x4; v = 128x64, 128, 8x8, with k split over blocks as w;
+//       (2 k-slices of 64), 8x4, with k split over blocks as w; v = 128x64, 128, 8x8, with k
+//       split over blocks as w;
 //       x = 128x128, 128, 8x16, 16-byte copies as w, two blocks per SM (one block's first
 //       loads and last stores overlap the other's FMAs: short k, and tiles w would half fill).
 //     f64, f16, bf16 (gemm_simt below): s = 64x64, 256, 4x4.
 //
 // Launch contract: block = (threads, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1) with
-// batch <= 65535, except that f32 w and v take grid z = the number of blocks that split k (1: no
+// batch <= 65535, except that f32 w, u and v take grid z = the number of blocks that split k (1: no
 // split) and a second parameter, SplitK; dynamic shared memory: f32 w takes 150528 bytes
 // (3 * 32 * (132 + 260) floats), f32 x 50688 (3 * 16 * (132 + 132)), every other kernel none. beta == 0: D is not read. bias == 0: no bias.
 // act: 0 none, 1 relu, 2 gelu (erf form), 3 sigmoid, 4 tanh. k == 0 is allowed. m, n >= 1.
@@ -450,7 +451,7 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
             rs = rn;
         }
     } else {
-    #pragma unroll
+#pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < KT) {
                 xl.load(xs0 + 4u * s * XST, kleft(s), any);
@@ -459,7 +460,7 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
             cp_async_commit();
         }
         int rs = 0, ws = STAGES - 1;  // the stage read now, the stage written now
-    #pragma unroll 1
+#pragma unroll 1
         for (int kt = 0; kt < KT; ++kt) {
             cp_async_wait<STAGES - 2>();
             __syncthreads();  // stage rs is complete for all threads; stage ws is free
@@ -470,16 +471,16 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
             cp_async_commit();
             const unsigned xr = xw + 4u * rs * XST;
             const unsigned yr = yw + 4u * rs * YST;
-    #pragma unroll
+#pragma unroll
             for (int kk = 0; kk < BK; ++kk) {
                 float a[TM], b[TN];
-    #pragma unroll
+#pragma unroll
                 for (int c = 0; c < HM; ++c) lds4(a + 4 * c, xr + 4u * (kk * XLD + c * CM));
-    #pragma unroll
+#pragma unroll
                 for (int c = 0; c < HN; ++c) lds4(b + 4 * c, yr + 4u * (kk * YLD + c * CN));
-    #pragma unroll
+#pragma unroll
                 for (int i = 0; i < TM; ++i)
-    #pragma unroll
+#pragma unroll
                     for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
             }
             rs = rs + 1 == STAGES ? 0 : rs + 1;
@@ -525,54 +526,62 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
     constexpr int HLD = BN + 4;  // one row of 4 x 4 chunks per pass: BM / HM rows
     static_assert((BM / HM) * HLD <= SMEM, "the epilogue fits");
     if constexpr (SK) {
-        static_assert(KS == 1, "one k-slice per block");
+        // With k-slices (u), slice 0 holds the block's sums: it alone writes and reads the parts;
+        // the other slices keep the barriers and the rolled epilogue's loops, which count every
+        // thread of the block.
         if (splits > 1) {
             const long long tiles = gridDim.x;
             float* const ws = q.ws + ((bz * splits + split) * tiles + tile) * (BM * BN);
             float* const mine = q.ws + (bz * splits * tiles + tile) * (BM * BN);  // z = 0
+            if (slice == 0) {
 #pragma unroll
-            for (int h = 0; h < HM; ++h)
+                for (int h = 0; h < HM; ++h)
 #pragma unroll
-                for (int ii = 0; ii < 4; ++ii)
+                    for (int ii = 0; ii < 4; ++ii)
 #pragma unroll
-                    for (int c = 0; c < HN; ++c) {
-                        const int o = (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4;
-                        __stcg(reinterpret_cast<float4*>(ws + o),
-                               make_float4(acc[h * 4 + ii][c * 4 + 0], acc[h * 4 + ii][c * 4 + 1],
-                                           acc[h * 4 + ii][c * 4 + 2], acc[h * 4 + ii][c * 4 + 3]));
-                    }
+                        for (int c = 0; c < HN; ++c) {
+                            const int o = (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4;
+                            __stcg(reinterpret_cast<float4*>(ws + o),
+                                   make_float4(acc[h * 4 + ii][c * 4 + 0], acc[h * 4 + ii][c * 4 + 1],
+                                               acc[h * 4 + ii][c * 4 + 2], acc[h * 4 + ii][c * 4 + 3]));
+                        }
+            }
             __threadfence();
             __syncthreads();
             __shared__ unsigned arrived;
             if (tid == 0) arrived = atomicAdd(q.counters + bz * tiles + tile, 1u);
             __syncthreads();
             if (arrived != (unsigned)splits - 1) return;  // the same for the whole block
-            __threadfence();
-            // Part by part in the order z = 0, 1, ..., each part's 4 * HN loads of a chunk-row
-            // pass in flight together (one L2 round trip per part and pass, not one per load).
+            if (slice == 0) {
+                __threadfence();
+                // Part by part in the order z = 0, 1, ..., each part's 4 * HN loads of a chunk-row
+                // pass in flight together (one L2 round trip per part and pass, not one per load;
+                // two parts at a time on v cost it its third block per SM: 188 registers against
+                // 147, mid-sized splits 1-8% slower, H100 2026-11-27).
 #pragma unroll
-            for (int h = 0; h < HM; ++h) {
+                for (int h = 0; h < HM; ++h) {
 #pragma unroll 1
-                for (int z = 0; z < splits; ++z) {
-                    const float* part = mine + z * tiles * (BM * BN);
-                    float4 t[4][HN];
+                    for (int z = 0; z < splits; ++z) {
+                        const float* part = mine + z * tiles * (BM * BN);
+                        float4 t[4][HN];
 #pragma unroll
-                    for (int ii = 0; ii < 4; ++ii)
+                        for (int ii = 0; ii < 4; ++ii)
 #pragma unroll
-                        for (int c = 0; c < HN; ++c)
-                            t[ii][c] = __ldcg(reinterpret_cast<const float4*>(
-                                part + (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4));
+                            for (int c = 0; c < HN; ++c)
+                                t[ii][c] = __ldcg(reinterpret_cast<const float4*>(
+                                    part + (wm * WM + h * CM + ty * 4 + ii) * BN + wn * WN + c * CN + tx * 4));
 #pragma unroll
-                    for (int ii = 0; ii < 4; ++ii)
+                        for (int ii = 0; ii < 4; ++ii)
 #pragma unroll
-                        for (int c = 0; c < HN; ++c) {
-                            float* r = &acc[h * 4 + ii][c * 4];
-                            if (z == 0) {
-                                r[0] = t[ii][c].x, r[1] = t[ii][c].y, r[2] = t[ii][c].z, r[3] = t[ii][c].w;
-                            } else {
-                                r[0] += t[ii][c].x, r[1] += t[ii][c].y, r[2] += t[ii][c].z, r[3] += t[ii][c].w;
+                            for (int c = 0; c < HN; ++c) {
+                                float* r = &acc[h * 4 + ii][c * 4];
+                                if (z == 0) {
+                                    r[0] = t[ii][c].x, r[1] = t[ii][c].y, r[2] = t[ii][c].z, r[3] = t[ii][c].w;
+                                } else {
+                                    r[0] += t[ii][c].x, r[1] += t[ii][c].y, r[2] += t[ii][c].z, r[3] += t[ii][c].w;
+                                }
                             }
-                        }
+                    }
                 }
             }
         }
@@ -654,7 +663,7 @@ __device__ __forceinline__ void gemm_f32_pipe(const GemmParams& p, const SplitK&
 GEMM_F32_OPS(w, 128, 256, 32, 64, 64, 8, 16, 3, 1, 1, true, true, true, true)
 GEMM_F32_OPS(l, 128, 128, 8, 32, 64, 8, 8, 5, 1, 2, false, false, false, false)
 GEMM_F32_OPS(s, 64, 64, 16, 32, 64, 8, 8, 4, 2, 3, false, true, false, false)
-GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, false, false)
+GEMM_F32_OPS(u, 32, 64, 16, 32, 32, 8, 4, 4, 2, 3, false, true, true, false)
 GEMM_F32_OPS(v, 128, 64, 16, 64, 32, 8, 8, 3, 1, 2, false, true, true, false)
 GEMM_F32_OPS(x, 128, 128, 16, 64, 64, 8, 16, 3, 1, 2, true, true, false, false)
 GEMM_SIMT_OPS(f64, double, double, s, 64, 64, 8, 4, 4)

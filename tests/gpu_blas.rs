@@ -59,6 +59,36 @@ fn gemm_f32_exact() {
     sweep::<f32>(&stream, &mut Rng::new(22), &v_split_cases());
     sweep::<f32>(&stream, &mut Rng::new(23), &transposed_b_cases());
     sweep::<f32>(&stream, &mut Rng::new(24), &aligned_copy_cases());
+    sweep::<f32>(&stream, &mut Rng::new(25), &u_split_cases());
+}
+
+/// The 32 x 64 tile (u, two k-slices of warps per block) with k split over blocks: the automatic
+/// choice for 67 rows or columns over k = 1999 (99 u tiles in 4 parts on 132 multiprocessors;
+/// src/blas/gemm/tests/dispatch.rs asserts it), every op, both layouts, aligned and unaligned
+/// leading dimensions, bias, beta, alpha, an activation; forced 2-4 parts on edge-only
+/// problems, one with more parts than k-tiles (k = 40: 3 k-tiles of 16, the last part empty).
+fn u_split_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for (i, &(ta, tb)) in OPS.iter().enumerate() {
+        for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+            // The kernels' D is 67 x 2053 either way.
+            let (m, n) = if j == 0 { (2053, 67) } else { (67, 2053) };
+            let mut c = Case::new(ta, tb, m, n, 1999);
+            c.layout = layout;
+            c.ld_align = if (i + j) % 2 == 0 { 4 } else { 1 };
+            c.bias = i % 2 == 0;
+            c.act = if i == 1 { Activation::Tanh } else { Activation::None };
+            (c.alpha, c.beta) = if j == 1 { (-0.5, 0.75) } else { (1.0, 0.0) };
+            v.push(c);
+        }
+        let (m, n, k, parts) = [(70, 130, 333, 2), (45, 77, 1000, 3), (33, 65, 40, 4), (100, 31, 517, 4)][i];
+        let mut c = Case::new(ta, tb, m, n, k);
+        (c.tile, c.split, c.bias, c.beta) = (Tile::Narrow, SplitK::Parts(parts), i % 2 == 1, 0.25);
+        c.layout = if i % 2 == 0 { Layout::RowMajor } else { Layout::ColMajor };
+        c.ld_align = if i < 2 { 1 } else { 4 };
+        v.push(c);
+    }
+    v
 }
 
 /// Unaligned operands of 2048 x 2048 products (every op pair, leading dimensions
@@ -132,7 +162,7 @@ fn v_split_cases() -> Vec<Case> {
         v.push(c);
         // Forced: 3 parts on an edge-only problem (k = 333: 21 k-tiles, 7 per block).
         let mut c = Case::new(ta, tb, 130, 70, 333);
-        (c.tile, c.split, c.bias, c.beta) = (Tile::Narrow, SplitK::Parts(3), true, 0.5);
+        (c.tile, c.split, c.bias, c.beta) = (Tile::Auto, SplitK::Parts(3), true, 0.5);
         c.layout = if i % 2 == 0 { Layout::ColMajor } else { Layout::RowMajor };
         v.push(c);
     }

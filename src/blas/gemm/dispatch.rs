@@ -311,7 +311,7 @@ pub(crate) fn choose_kernel(
         if f32_simt && parts > 1 && (parts > F32_MAX_PARTS || !matches!(tile, Tile::Auto | Tile::Narrow) || batch != 1)
         {
             bail_invalid!(
-                "gemm: f32 on the CUDA cores splits k in 2-{F32_MAX_PARTS} parts on its 128 x 64 tile (Tile::Auto or Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
+                "gemm: f32 on the CUDA cores splits k in 2-{F32_MAX_PARTS} parts on its 128 x 64 tile (Tile::Auto) or its 32 x 64 tile (Tile::Narrow), batch 1; not {parts} parts on {tile:?} with batch {batch}"
             );
         }
     }
@@ -476,9 +476,8 @@ pub(crate) fn choose_kernel(
             // The pipelined f32 kernels (ptx/gemm_simt.cu): w = 128 x 256 with 16-byte copies
             // (`aligned` operands only), x = 128 x 128 with 16-byte copies and two blocks per SM
             // (`aligned` only; forced by `Broad`), l = 128 x 128 (any operands), s = 64 x 64 and
-            // u = 32 x 64 (two k-slices of warps per block), and v = 128 x 64 with k split over
-            // blocks; w also splits k over blocks (each part's partial tile added by the tile's
-            // last block).
+            // u = 32 x 64 (two k-slices of warps per block), and v = 128 x 64; w, u and v split k
+            // over blocks (each part's partial tile added by the tile's last block).
             // Automatic: a deep split of v for long k over few tiles (below), else the candidate
             // that leaves the least work on the busiest SM ([`f32_auto`]).
             // A forced `Wide` below 9/10 of a wave of w tiles splits k over 2-4 blocks per tile
@@ -521,13 +520,13 @@ pub(crate) fn choose_kernel(
             );
             let auto_tile = tile == Tile::Auto;
             let size = match tile {
+                Tile::Narrow => "u",
                 _ if forced_parts.is_some() => "v",
                 Tile::Auto if deep_split => "v",
                 Tile::Auto => auto.0,
                 Tile::Broad if aligned => "x",
                 Tile::Large | Tile::Wide | Tile::Broad if aligned => "w",
                 Tile::Large | Tile::Wide | Tile::Broad => "l",
-                Tile::Narrow => "u",
                 Tile::Small | Tile::Half | Tile::Medium | Tile::Thin => "s",
             };
             let (tile, threads) = f32_tile(size);
@@ -552,8 +551,9 @@ pub(crate) fn choose_kernel(
                     1
                 };
                 choice.split_k = Some(parts as u32);
-            } else if size == "v" {
-                choice.split_k = Some(forced_parts.unwrap_or(auto_parts as u32));
+            } else if size == "v" || size == "u" {
+                let auto_parts = if auto_tile { auto_parts as u32 } else { 1 };
+                choice.split_k = Some(forced_parts.unwrap_or(auto_parts));
             }
             // A k-contiguous Y (TN, TT) on the tiles with 16-byte copies: copied transposed
             // first where that pays ([`f32_transpose_y`]), then the NN / NT kernel reads it.

@@ -24,6 +24,9 @@ pub(crate) const F32_MAX_PARTS: u32 = 64;
 const S_RESIDENT: usize = 3;
 /// Least k each part keeps in an automatic split of f32's `v` and `w` tiles.
 const F32_PART_MIN_K: usize = 512;
+/// Least k each part keeps in an automatic split of f32's `u` tile (H100, 2026-11-27: 256^3 in
+/// 2 parts of 128 ran 15% slower than whole, where the fit of [`u_time`] has it 5% faster).
+const U_PART_MIN_K: usize = 256;
 /// What a split costs per part, in k of the block's own work: its partial tile written, read and
 /// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
 const F32_PART_COST_K: usize = 13;
@@ -56,7 +59,9 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
 /// the fitted rate), and so do s's and u's against it; a split must leave 3% less work than
 /// the best unsplit tile. w splits only within a wave of its blocks. Of equal candidates the
-/// larger, unsplit tile wins.
+/// larger, unsplit tile wins. Last, u in 2-4 parts of at least [`U_PART_MIN_K`] of k, by its
+/// own fit ([`u_time`]) scaled to the model's figure for u whole: it must leave 3% less work
+/// than u whole, or 10% less than another tile.
 ///
 /// Measured (H100, 2026-11-27, docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"):
 /// over the 49 suite shapes that take the tiles, forced to each tile and to v in 2-4 parts,
@@ -67,6 +72,9 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// (H100, 2026-11-27, "f32: the paired 128 x 128 tile"): over 85 aligned shapes (suite and
 /// others) forced to x, the rule with x ran 1.008x the rule without (geometric mean), at worst
 /// 0.985, 14 shapes changed: 8192 x 8192 x 64 +11%, attention 128 x 2048 x 2048 x 32 NN +18%.
+/// u in parts (H100, 2026-11-27, "f32: the 32 x 64 tile split"): 2053 x 67 x 1999 11.9 -> 15.3
+/// TFLOP/s (u whole -> 4 parts), 1000 x 50 x 3000 5.3 -> 12.0 (v in 4 -> u in 4), 1024 x 96 x
+/// 2048 9.1 -> 15.7, 11008 x 16 x 4097 10.2 -> 14.1 (u in 3).
 ///
 /// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
 /// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
@@ -157,7 +165,42 @@ pub(crate) fn f32_auto(
             }
         }
     }
+    // u in parts, by its own fit scaled to the model's figure for u unsplit; against another
+    // tile it must leave a tenth less work, the agreement of the fits across tiles (512 x 512 x
+    // 2048: u in 2 parts 4% ahead of v in 4 by the model, which ran 5% faster).
+    let u_tiles = tiles2(m, n, f32_tile("u").0).saturating_mul(batch);
+    let u_whole = work("u", 1, true);
+    let u_alone = u_time(u_tiles, k, 1, sms);
+    let margin = if best == ("u", 1) { 97 } else { 90 };
+    let against = least;
+    for parts in 2..=4usize {
+        if k / parts < U_PART_MIN_K {
+            break;
+        }
+        let w = (u_whole as f64 * u_time(u_tiles, k, parts, sms) / u_alone) as u128;
+        if w.saturating_mul(100) < against.saturating_mul(margin) && w < least {
+            (best, least) = (("u", parts), w);
+        }
+    }
     best
+}
+
+/// The time of `tiles` u tiles (32 x 64) over k in `parts` parts, in units of k, as fitted on
+/// the H100 (2026-11-27, docs/kernels/gemm.md, "f32: the 32 x 64 tile split"): the busiest SM
+/// runs `b = ceil(blocks / SMs)` blocks at once, which take g(b) = 1, 1.48, 2.09 times one
+/// block's time for b = 1, 2, 3 (three are resident; more take rounds of three), a block its k
+/// plus 320 (loads before the first product, stores after the last), and a split 99 more (the
+/// partial tiles, the arrival counters, the last block's sum). Over 10 shapes forced to 1-4
+/// parts it ranked the parts as measured within 4%.
+fn u_time(tiles: usize, k: usize, parts: usize, sms: usize) -> f64 {
+    let busiest = tiles.saturating_mul(parts).div_ceil(sms.max(1)).max(1);
+    let g = match busiest {
+        1 => 1.0,
+        2 => 1.48,
+        b => 2.09 * b as f64 / 3.0,
+    };
+    let k_part = k.div_ceil(parts).next_multiple_of(16) as f64;
+    g * (k_part + 320.0) + if parts > 1 { 99.0 } else { 0.0 }
 }
 
 /// The deep split's part count for the f32 `v` tile (128 x 64) on `batch` products of m x n over

@@ -97,9 +97,9 @@ pub enum Tile {
     Broad,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
     /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two
-    /// k-slices of 2 warps, 8 x 4 per thread), or 128 x 64 (4 warps, 8 x 8 per thread) with a
-    /// forced [`SplitK::Parts`]; f64 on the sm_90 DMMA kernels: 128 x 64 with 8 warps;
-    /// elsewhere the same as `Small`.
+    /// k-slices of 2 warps, 8 x 4 per thread; with a forced [`SplitK::Parts`], k split over
+    /// blocks); f64 on the sm_90 DMMA kernels: 128 x 64 with 8 warps; elsewhere the same as
+    /// `Small`.
     Narrow,
     /// 16 rows or 16 columns, for products with a side of at most 16 (a decode step's tokens):
     /// 16 x 64 when D has the fewer rows and 64 x 16 when it has the fewer columns, on the sm_90
@@ -117,9 +117,10 @@ pub enum Tile {
 /// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
 /// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
 /// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is
-/// long enough for every block to keep at least 1024 of it) and its 128 x 64 tile (long k over
-/// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) through a scratch
-/// buffer; f16, bf16 and tf32 on the Hopper wgmma kernels split their 128 x 64 and 128 x 128
+/// long enough for every block to keep at least 1024 of it), its 128 x 64 tile (long k over
+/// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) and its 32 x 64 tile
+/// (problems whose 32 x 64 tiles fill less than the multiprocessors hold, such as 2053 x 67 x
+/// 1999, or [`SplitK::Parts`] with [`Tile::Narrow`]) through a scratch buffer; f16, bf16 and tf32 on the Hopper wgmma kernels split their 128 x 64 and 128 x 128
 /// tiles in 2-64 parts through a scratch buffer (automatically up to 16, when the tiles leave
 /// multiprocessors idle: decode steps, long k over few tiles).
 ///
@@ -139,8 +140,9 @@ pub enum SplitK {
     /// Never split k.
     Off,
     /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
-    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-4 for f32 on the CUDA cores, on
-    /// the 128 x 64 tile ([`Tile::Auto`] or [`Tile::Narrow`], batch 1); 2-64 for f16, bf16 and
+    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-64 for f32 on the CUDA cores, on
+    /// the 128 x 64 tile ([`Tile::Auto`]) or the 32 x 64 tile ([`Tile::Narrow`]), batch 1;
+    /// 2-64 for f16, bf16 and
     /// tf32 on the wgmma kernels (compute capability 9.0), on the 128 x 64 and 128 x 128 tiles
     /// ([`Tile::Auto`], [`Tile::Narrow`], [`Tile::Large`]; at most one part per 128 bytes of k:
     /// more are reduced to that); other kernels and tiles

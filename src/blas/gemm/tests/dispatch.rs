@@ -78,7 +78,7 @@ fn dispatch_by_type_alignment_and_size() {
     let k = |name: &str, tile, threads, smem, split| (format!("gemm_simt_f32_{name}_nn"), tile, threads, smem, split);
     let w = |split| k("w", (128, 256), 256, 150_528, Some(split));
     let s = k("s", (64, 64), 128, 0, None);
-    let u = k("u", (32, 64), 128, 0, None);
+    let u = k("u", (32, 64), 128, 0, Some(1));
     let l = k("l", (128, 128), 256, 0, None);
     assert_eq!(f32(256, Tile::Auto, true), u);
     // 512: 8 tiles of 128 x 256, split in 2 (k / 256) would fill only 16 multiprocessors.
@@ -135,7 +135,7 @@ fn dispatch_by_type_alignment_and_size() {
     // tests/gpu_blas.rs `v_split_cases`.
     assert_eq!(f32k(52, 8200, 2100), vk(4));
     assert_eq!(f32k(52, 8200, 4100), vk(4));
-    // A forced split runs v: 2-64 parts, Tile::Auto or Narrow, batch 1.
+    // A forced split runs v on Tile::Auto and u on Tile::Narrow: 2-64 parts, batch 1.
     let forced = |tile, parts, batch| {
         let p = plan(&Gemm::<f32>::new(Transpose::N, Transpose::N, 136, 72, 48), [1 << 28; 3]).unwrap();
         let ch = choose_kernel(
@@ -155,7 +155,9 @@ fn dispatch_by_type_alignment_and_size() {
         )?;
         Ok::<_, crate::Error>((ch.name, ch.split_k))
     };
-    assert_eq!(forced(Tile::Narrow, 2, 1).unwrap(), vk(2));
+    let uk = |split| ("gemm_simt_f32_u_nn".to_string(), Some(split));
+    assert_eq!(forced(Tile::Narrow, 2, 1).unwrap(), uk(2));
+    assert_eq!(forced(Tile::Narrow, 64, 1).unwrap(), uk(64));
     assert_eq!(forced(Tile::Auto, 4, 1).unwrap(), vk(4));
     assert_eq!(forced(Tile::Auto, 64, 1).unwrap(), vk(64));
     for (tile, parts, batch) in [(Tile::Small, 2, 1), (Tile::Narrow, 65, 1), (Tile::Narrow, 2, 2)] {
@@ -169,8 +171,19 @@ fn dispatch_by_type_alignment_and_size() {
     assert_eq!(f32k(128, 256, 32768), vk(32));
     assert_eq!(f32k(256, 256, 65536), vk(32));
     assert_eq!(f32k(512, 512, 16384), vk(8));
-    // Below 16384 of k the deep model was not measured: the earlier rule (u, unsplit, here).
-    assert_eq!(f32k(4096, 16, 4096).1, None);
+    // Below 16384 of k the deep model was not measured: the earlier rule (u in 4 parts here;
+    // 4096 x 16 x 4096 with aligned operands takes the skinny kernel before the tiles).
+    assert_eq!(f32k(4096, 16, 4096), uk(4));
+    // 67 rows of D (the kernels' problem) over k = 1999: 99 u tiles in 4 parts, 3 per SM.
+    assert_eq!(f32k(2053, 67, 1999), uk(4));
+    assert_eq!(nn(2053, 67, 1999, false), uk(4));
+    // u in parts against other tiles (H100, 2026-11-27, TFLOP/s): 1000 x 50 x 3000 u in 4 12.0
+    // against v in 4 5.3; 512 x 512 x 2048 keeps v in 4 (27.1 against u in 2 25.7); k of 256
+    // per part at least (128 x 128 x 512 in 2; 256^3 whole: 4.1 against 3.5 in 2).
+    assert_eq!(f32k(1000, 50, 3000), uk(4));
+    assert_eq!(f32k(512, 512, 2048), vk(4));
+    assert_eq!(f32k(128, 128, 512), uk(2));
+    assert_eq!(f32k(256, 256, 256), uk(1));
     // 64 v tiles in 2 parts: one block per SM (40.9 TFLOP/s against 4 parts 39.6).
     assert_eq!(f32k(128, 8192, 8192), vk(2));
     // Past a wave of v tiles: 22016 x 128 and 11008 x 256 (688 s tiles, 6 on the busiest SM
