@@ -60,6 +60,19 @@ fn gemm_f32_exact() {
     sweep::<f32>(&stream, &mut Rng::new(23), &transposed_b_cases());
     sweep::<f32>(&stream, &mut Rng::new(24), &aligned_copy_cases());
     sweep::<f32>(&stream, &mut Rng::new(25), &u_split_cases());
+    sweep::<f32>(&stream, &mut Rng::new(26), &wave_partials_cases());
+}
+
+/// Both sides at least 256 and k from 8192: the automatic choice splits k through partial
+/// products, the parts' 128 x 128 tiles two per SM (src/blas/gemm/tests/partials_route.rs
+/// asserts the counts): 8 parts (the last shorter) with bias and beta, 8 with relu in another
+/// op pair and layout, unaligned leading dimensions.
+fn wave_partials_cases() -> Vec<Case> {
+    let mut a = Case::new(Transpose::N, Transpose::N, 300, 260, 9000);
+    (a.ld_align, a.bias, a.beta) = (4, true, 0.5);
+    let mut b = Case::new(Transpose::T, Transpose::N, 700, 520, 8200);
+    (b.layout, b.act, b.ld_align) = (Layout::RowMajor, Activation::Relu, 1);
+    vec![a, b]
 }
 
 /// The 32 x 64 tile (u, two k-slices of warps per block) with k split over blocks: the automatic

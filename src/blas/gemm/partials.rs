@@ -87,7 +87,9 @@ fn scratch_size<T: GemmType>() -> usize {
 /// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
 /// f64 (the DMMA tiles): `2 sms / t` rounded down to a power of two, at most 64, where `t` is
 /// the 64 x 64 tiles of the output; taken from 4 parts. f32 on the CUDA cores: the same, at most
-/// 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster). tf32 (the
+/// 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
+/// sides at least 256 and k from 8192, `2 sms / t` over the 128 x 128 tiles rounded to the
+/// nearest power of two, at most 128 and k / 1024, taken from 4 parts. tf32 (the
 /// wgmma kernels, which stay resident and so want fewer parts as the tiles grow):
 /// `sms / 2 / t^(2/3)` rounded to a power of two, at most 64, where `t` is the 128 x 128
 /// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
@@ -114,6 +116,21 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
     let (parts, least) = match (T::NAME, g.math) {
         ("f64", _) => (pow2_below(two_per_sm((64, 64))).min(64), 4),
+        // f32 with both sides at least 256 and k from 8192: the parts' 128 x 128 tiles two per
+        // SM, rounded to a power of two, each part keeping at least 1024 of k (H100,
+        // 2026-11-27, TFLOP/s: 256 x 256 x 65536 in 64 parts 37.2 -> 41.1, 512 x 512 x 16384
+        // in 16 39.0 -> 41.9, 768 x 768 x 16384 in 8 34.8 -> 38.6, 512 x 512 x 8192 in 8 29.6 ->
+        // 34.8; 256 x 256 x 16384 in 32 parts of 512 lost 4% to 16 of 1024;
+        // docs/kernels/gemm.md, "f32: partial products by the parts' tiles").
+        ("f32", MathMode::Exact) if plan.m.min(plan.n) >= 256 && plan.k >= 8192 => {
+            let x = two_per_sm((128, 128));
+            let round = if x < 1.0 {
+                0
+            } else {
+                1usize << (x.log2().round() as u32)
+            };
+            (round.min(pow2_below((plan.k / 1024) as f64)).min(128), 4)
+        }
         ("f32", MathMode::Exact) => (pow2_below(two_per_sm((64, 64))).min(128), 16),
         // tf32 on the thin tiles (a decode step): as f16 below, from 4 parts, so only where the
         // tiles fill at most half the SMs (4096 outputs of 16 tokens, 64 tiles, in 4 parts:

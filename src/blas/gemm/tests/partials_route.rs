@@ -42,10 +42,26 @@ fn f64_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
 #[test]
 fn f32_splits_from_sixteen_parts() {
     assert_eq!(parts::<f32>(&nn(64, 64, 65536)), Some(128));
-    assert_eq!(parts::<f32>(&nn(256, 256, 16384)), Some(16));
-    // 20 tiles (8 parts) and 64 tiles (4 parts): the CUDA-core kernels' own split.
+    assert_eq!(parts::<f32>(&nn(128, 128, 65536)), Some(64));
+    // 20 tiles of 64 x 64 (8 parts): the CUDA-core kernels' own split.
     assert_eq!(parts::<f32>(&nn(300, 200, 20000)), None);
-    assert_eq!(parts::<f32>(&nn(512, 512, 16384)), None);
+    // Both sides at least 256 and k from 8192: the 128 x 128 tiles two per SM, rounded to a
+    // power of two, each part keeping 1024 of k.
+    for ((m, n, k), want) in [
+        ((256, 256, 65536), Some(64)),
+        ((256, 256, 16384), Some(16)),
+        ((384, 256, 65536), Some(32)),
+        ((512, 512, 16384), Some(16)),
+        ((512, 512, 8192), Some(8)),
+        ((768, 768, 16384), Some(8)),
+        ((300, 260, 9000), Some(8)),
+        ((1024, 1024, 32768), Some(4)),
+        ((2048, 2048, 16384), None),
+        ((512, 512, 4096), None),
+        ((256, 8192, 16384), None),
+    ] {
+        assert_eq!(parts::<f32>(&nn(m, n, k)), want, "{m} x {n} x {k}");
+    }
 }
 
 #[test]
