@@ -710,7 +710,7 @@ fn gemm_f32_scratch_falls_back_without_memory() {
     let seed = gpu::fresh_seed();
     let mut rng = Rng::new(seed);
     let pool = ctx.memory_pool();
-    // TN with 1600 rows of C: B (11.5 MB) copied transposed; NN forced to v in 4 parts: 16.8 MB
+    // TN with 1600 rows of C: B (11.5 MB) copied transposed; NN forced to u in 4 parts: 16.8 MB
     // of partial tiles. Both above the pool's 10 MiB threshold for a segment of their own.
     let (t, n) = (Transpose::T, Transpose::N);
     // NN 2049 x 2048 x 1600: A (13 MB) not whole 16-byte vectors apart, so copied aligned for w
@@ -763,4 +763,14 @@ fn gemm_f32_scratch_falls_back_without_memory() {
             "{ta:?}N {m} x {nn} x {k}: relative error {err:e} (seed {seed:#x})"
         );
     }
+    // The tensor-core types' copies: f16's A (2049 x 2800, lda 2049: 11.5 MB) copied aligned, and
+    // tf32's B (NT: 1024 x 2800, 11.5 MB) packed k-contiguous for wgmma; under the full pool
+    // each runs the CUDA-core kernels on the operands as they are.
+    let mut rng = Rng::new(seed ^ 0x5eed);
+    let mut f16_case = Case::new(Transpose::N, Transpose::N, 2049, 64, 2800);
+    (f16_case.full_pool, f16_case.beta, f16_case.bias) = (true, 0.5, true);
+    sweep::<f16>(&stream, &mut rng, &[f16_case]);
+    let mut tf32_case = Case::new(Transpose::N, Transpose::T, 64, 1024, 2800);
+    (tf32_case.full_pool, tf32_case.math, tf32_case.ld_align) = (true, MathMode::Tf32, 4);
+    sweep::<f32>(&stream, &mut rng, &[tf32_case]);
 }

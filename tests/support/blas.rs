@@ -159,6 +159,10 @@ pub struct Case {
     pub split: SplitK,
     /// Extra elements between C matrices of a batch (beyond a multiple of 8).
     pub c_gap: usize,
+    /// The GEMM runs with the stream's pool capped at what it holds (emptied first): copies and
+    /// scratch above the pool's threshold for a segment of their own find no memory. The pool
+    /// must hold as much after the GEMM.
+    pub full_pool: bool,
 }
 
 impl Case {
@@ -182,6 +186,7 @@ impl Case {
             tile: Tile::Auto,
             split: SplitK::Auto,
             c_gap: 0,
+            full_pool: false,
         }
     }
 }
@@ -287,12 +292,31 @@ pub fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
         .kernel(c.kernel)
         .tile(c.tile)
         .split_k(c.split);
-    if c.bias {
+    let pool = stream.context().memory_pool();
+    let reserved = if c.full_pool {
+        stream.synchronize().unwrap();
+        pool.empty_cache();
+        let reserved = pool.stats().reserved_bytes;
+        pool.set_limit(Some(reserved as usize));
+        Some(reserved)
+    } else {
+        None
+    };
+    let run = if c.bias {
         g.run_with_bias(&a_dev, &b_dev, &bias_dev, &mut c_dev)
     } else {
         g.run(&a_dev, &b_dev, &mut c_dev)
     }
-    .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    .and_then(|()| stream.synchronize());
+    if let Some(reserved) = reserved {
+        pool.set_limit(None);
+        assert_eq!(
+            pool.stats().reserved_bytes,
+            reserved,
+            "{c:?}: the GEMM reserved more memory"
+        );
+    }
+    run.unwrap_or_else(|e| panic!("{c:?}: {e}"));
     let out = c_dev.to_vec().unwrap();
 
     // `size` is the magnitude of what each element sums (|alpha| sum |a||b| + |beta c| + |bias|):

@@ -75,8 +75,9 @@ pub(crate) struct Choice {
     /// The blocks of a thread block cluster that share one output tile, each summing a share of
     /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
     pub cluster_k: u32,
-    /// What runs instead when a copy that only speeds the GEMM up (f32 on the CUDA cores: `align`,
-    /// `transpose_y`) finds no memory: the choice for the operands as they are.
+    /// What runs instead when a copy that only speeds the GEMM up (`align`, `pack`,
+    /// `transpose_y`) finds no memory: the choice for the operands as they are (for the tensor-core
+    /// types, on the CUDA cores). `None` where nothing is copied, or the kernel was forced.
     pub fallback: Option<Box<Choice>>,
 }
 
@@ -701,6 +702,32 @@ pub(crate) fn choose_on<T: GemmType, S>(
     };
     let pick = |params: &GemmParams, aligned: bool| pick_tile(g.tile, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);
+    // A choice that copies or packs an operand gives way, without the memory for the copy, to
+    // the CUDA-core kernels on the operands as they are (automatic kernel only: a forced one
+    // reports the failed allocation).
+    let with_fallback = |mut choice: Choice| -> Choice {
+        let copies = choice.align.iter().chain(&choice.pack).any(|&c| c);
+        if copies && choice.fallback.is_none() && g.kernel == Kernel::Auto {
+            choice.fallback = choose_kernel(
+                T::NAME,
+                T::TENSOR_CORES,
+                g.math,
+                Kernel::Simt,
+                g.tile,
+                split,
+                plan,
+                ok[0] && ok[1],
+                false,
+                cc,
+                sms,
+                g.batch,
+                g.activation.op().is_some(),
+            )
+            .ok()
+            .map(Box::new);
+        }
+        choice
+    };
     let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32);
     let flop = 2 * plan.m as u128 * plan.n as u128 * plan.k as u128 * g.batch as u128;
     // An unaligned operand is copied into an aligned buffer when a tensor-core kernel is forced,
@@ -720,7 +747,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
         if let Some(choice) = f32_aligned_copy(g, plan, params, ok, &pick)? {
             return Ok(choice);
         }
-        return pick(params, ok[0] && ok[1]);
+        return pick(params, ok[0] && ok[1]).map(with_fallback);
     }
     let align = [!ok[0], !ok[1]];
     let mut choice = pick(&aligned_params(plan, params, align, vec), true)?;
@@ -755,5 +782,5 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
     // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
     choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];
-    Ok(choice)
+    Ok(with_fallback(choice))
 }

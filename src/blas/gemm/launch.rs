@@ -73,9 +73,23 @@ pub(crate) fn run_choice<T: GemmType>(
         } else {
             None
         };
-        Ok((aligned, transposed))
+        // tf32 operands the wgmma kernels read k-contiguous (batch 1).
+        let mut packed = Vec::new();
+        if choice.pack[0] {
+            let (buf, ld) = pack_tf32(stream, params.x, params.m, params.k, params.ldx)?;
+            (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, 0);
+            packed.push(buf);
+        }
+        if choice.pack[1] {
+            let (buf, ld) = pack_tf32(stream, params.y, params.n, params.k, params.ldy)?;
+            (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+            packed.push(buf);
+        }
+        Ok((aligned, transposed, packed))
     });
-    let (aligned, transposed) = match copies {
+    // The copies live until the GEMM is queued; their frees are ordered on the same stream
+    // after it.
+    let (aligned, transposed, packed) = match copies {
         Err(e) if is_out_of_memory(&e) => match choice.fallback.as_deref() {
             Some(fallback) => return run_choice::<T>(stream, fallback, plan, given, batch, activation),
             None => return Err(e),
@@ -89,6 +103,7 @@ pub(crate) fn run_choice<T: GemmType>(
     };
     drop(aligned);
     drop(transposed);
+    drop(packed);
     run
 }
 
@@ -281,8 +296,8 @@ fn copy_transposed(
     Ok(out)
 }
 
-/// Runs a wgmma choice: packs tf32 operands if asked, builds the two tensor maps per launch and
-/// launches `(tx, ty, params)`.
+/// Runs a wgmma choice (its tf32 operands already packed by [`run_choice`]): builds the two
+/// tensor maps per launch and launches `(tx, ty, params)`.
 pub(crate) fn run_wgmma<T: GemmType>(
     stream: &Arc<Stream>,
     choice: &Choice,
@@ -307,19 +322,6 @@ pub(crate) fn run_wgmma<T: GemmType>(
         .op()
         .filter(|_| has_act_twin(choice.tile))
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
-    // Packed operands (tf32, batch 1) live until the GEMM is queued; their frees are ordered on
-    // the same stream after it.
-    let mut packed = Vec::new();
-    if choice.pack[0] {
-        let (buf, ld) = pack_tf32(stream, params.x, params.m, params.k, params.ldx)?;
-        (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, 0);
-        packed.push(buf);
-    }
-    if choice.pack[1] {
-        let (buf, ld) = pack_tf32(stream, params.y, params.n, params.k, params.ldy)?;
-        (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
-        packed.push(buf);
-    }
     let xk = choice.name.ends_with('n');
     let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
     // tf32 nn: the kernel computes D^T = Y^T X^T (the m-contiguous operand as X, stored
@@ -461,7 +463,6 @@ pub(crate) fn run_wgmma<T: GemmType>(
         drop(scratch);
         done += count;
     }
-    drop(packed);
     Ok(())
 }
 

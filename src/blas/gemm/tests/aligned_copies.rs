@@ -115,3 +115,34 @@ fn f32_copies_unaligned_operands_for_w_where_that_pays() {
     let c = choice(&Gemm::new(n, n, 4095, 4097, 1023).tile(Tile::Large), 0, 0);
     assert_eq!((c.name.as_str(), c.align), ("gemm_simt_f32_l_nn", [false, false]));
 }
+
+/// The tensor-core types' copies (aligned copies, tf32's packs) give way to the CUDA-core
+/// kernels on the operands as they are when there is no memory for them: the automatic kernel
+/// only (tests/gpu_blas.rs runs these two under a full pool).
+#[test]
+fn tensor_core_copies_fall_back_to_the_cuda_cores() {
+    use crate::blas::gemm::dispatch::choose_on;
+    let (n, t) = (Transpose::N, Transpose::T);
+    // f16 2049 x 64 x 2800, lda 2049: A (the kernels' Y) copied aligned.
+    let g = Gemm::<f32>::new(n, n, 2049, 64, 2800);
+    let plan = g.plan([1 << 30; 3], None).unwrap();
+    let p = g.params(&plan, [0, 0, 0], 0);
+    let c = choose_on::<half::f16, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    assert_eq!(c.align, [false, true], "{c:?}");
+    let f = c.fallback.as_deref().expect("fallback");
+    assert_eq!(
+        (f.name.as_str(), f.align, f.pack),
+        ("gemm_simt_f16_s_nn", [false; 2], [false; 2])
+    );
+    // tf32 NT 64 x 1024 x 2800: B packed k-contiguous for wgmma; the fallback is exact f32.
+    let g = Gemm::<f32>::new(n, t, 64, 1024, 2800).math(MathMode::Tf32);
+    let (plan, p) = params(&g, [1 << 30; 3], 0, 0);
+    let c = choose_on::<f32, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    assert!(c.pack.iter().any(|&p| p) && c.name.starts_with("gemm_wg_"), "{c:?}");
+    let f = c.fallback.as_deref().expect("fallback");
+    assert!(f.name.starts_with("gemm_simt_f32_") && f.pack == [false; 2], "{f:?}");
+    // Forced onto the tensor cores: no fallback (the allocation's error is the answer).
+    let g = g.kernel(Kernel::TensorCore);
+    let c = choose_on::<f32, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    assert!(c.fallback.is_none(), "{c:?}");
+}
