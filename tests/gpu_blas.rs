@@ -709,7 +709,6 @@ fn gemm_f32_scratch_falls_back_without_memory() {
     let stream = ctx.new_stream().unwrap();
     let seed = gpu::fresh_seed();
     let mut rng = Rng::new(seed);
-    let pool = ctx.memory_pool();
     // TN with 1600 rows of C: B (11.5 MB) copied transposed; NN forced to u in 4 parts: 16.8 MB
     // of partial tiles. Both above the pool's 10 MiB threshold for a segment of their own.
     let (t, n) = (Transpose::T, Transpose::N);
@@ -728,14 +727,8 @@ fn gemm_f32_scratch_falls_back_without_memory() {
         let b = DeviceBuffer::from_slice(&stream, &b_host).unwrap();
         let mut c = DeviceBuffer::from_slice(&stream, &vec![f32::NAN; m * nn]).unwrap();
         let g = Gemm::<f32>::new(ta, Transpose::N, m, nn, k).tile(tile).split_k(split);
-        stream.synchronize().unwrap();
-        pool.empty_cache();
-        let reserved = pool.stats().reserved_bytes;
-        pool.set_limit(Some(reserved as usize));
-        let run = g.run(&a, &b, &mut c).and_then(|()| stream.synchronize());
-        pool.set_limit(None);
-        run.unwrap_or_else(|e| panic!("{ta:?}N {m} x {nn} x {k} under a full pool (seed {seed:#x}): {e}"));
-        assert_eq!(pool.stats().reserved_bytes, reserved, "the GEMM reserved more memory");
+        let what = format!("{ta:?}N {m} x {nn} x {k} under a full pool (seed {seed:#x})");
+        on_full_pool(&stream, &what, || g.run(&a, &b, &mut c)).unwrap_or_else(|e| panic!("{what}: {e}"));
         let out = c.to_vec().unwrap();
         assert!(
             out.iter().all(|v| v.is_finite()),

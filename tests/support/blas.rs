@@ -292,30 +292,18 @@ pub fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
         .kernel(c.kernel)
         .tile(c.tile)
         .split_k(c.split);
-    let pool = stream.context().memory_pool();
-    let reserved = if c.full_pool {
-        stream.synchronize().unwrap();
-        pool.empty_cache();
-        let reserved = pool.stats().reserved_bytes;
-        pool.set_limit(Some(reserved as usize));
-        Some(reserved)
-    } else {
-        None
+    let mut gemm = || {
+        if c.bias {
+            g.run_with_bias(&a_dev, &b_dev, &bias_dev, &mut c_dev)
+        } else {
+            g.run(&a_dev, &b_dev, &mut c_dev)
+        }
     };
-    let run = if c.bias {
-        g.run_with_bias(&a_dev, &b_dev, &bias_dev, &mut c_dev)
+    let run = if c.full_pool {
+        on_full_pool(stream, &format!("{c:?}"), gemm)
     } else {
-        g.run(&a_dev, &b_dev, &mut c_dev)
-    }
-    .and_then(|()| stream.synchronize());
-    if let Some(reserved) = reserved {
-        pool.set_limit(None);
-        assert_eq!(
-            pool.stats().reserved_bytes,
-            reserved,
-            "{c:?}: the GEMM reserved more memory"
-        );
-    }
+        gemm().and_then(|()| stream.synchronize())
+    };
     run.unwrap_or_else(|e| panic!("{c:?}: {e}"));
     let out = c_dev.to_vec().unwrap();
 
@@ -363,6 +351,26 @@ pub fn run_case<T: El>(stream: &Arc<Stream>, rng: &mut Rng, c: &Case) -> f64 {
     // out near zero): there the error is measured against half the terms' size, since rounding
     // the inputs (to tf32, f16, bf16) errs in proportion to the terms, not to their sum.
     rel_err_floor(&got, &want, size.sqrt() / 2.0)
+}
+
+/// Runs `gemm` with `stream`'s pool emptied and capped at what it holds (copies and scratch
+/// above the pool's threshold for a segment of their own find no memory), then lifts the cap;
+/// asserts that the pool holds as much as before (`what` names the GEMM) and returns the GEMM's
+/// result once the stream has synchronized.
+pub fn on_full_pool(stream: &Arc<Stream>, what: &str, gemm: impl FnOnce() -> cudrv::Result<()>) -> cudrv::Result<()> {
+    let pool = stream.context().memory_pool();
+    stream.synchronize().unwrap();
+    pool.empty_cache();
+    let reserved = pool.stats().reserved_bytes;
+    pool.set_limit(Some(reserved as usize));
+    let run = gemm().and_then(|()| stream.synchronize());
+    pool.set_limit(None);
+    assert_eq!(
+        pool.stats().reserved_bytes,
+        reserved,
+        "{what}: the GEMM reserved more memory"
+    );
+    run
 }
 
 pub fn sweep<T: El>(stream: &Arc<Stream>, rng: &mut Rng, cases: &[Case]) {

@@ -683,13 +683,14 @@ pub(crate) fn choose_on<T: GemmType, S>(
         SplitK::Partials(_) => SplitK::Off,
         s => s,
     };
-    let pick_tile = |tile: Tile, params: &GemmParams, aligned: bool| {
+    // The tiled kernel of `kernel` (the asked one, or the CUDA cores' for a fallback).
+    let pick_on = |kernel: Kernel, params: &GemmParams, aligned: bool| {
         choose_kernel(
             T::NAME,
             T::TENSOR_CORES,
             g.math,
-            g.kernel,
-            tile,
+            kernel,
+            g.tile,
             split,
             plan,
             aligned,
@@ -700,7 +701,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
             g.activation.op().is_some(),
         )
     };
-    let pick = |params: &GemmParams, aligned: bool| pick_tile(g.tile, params, aligned);
+    let pick = |params: &GemmParams, aligned: bool| pick_on(g.kernel, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);
     // A choice that copies or packs an operand gives way, without the memory for the copy, to
     // the CUDA-core kernels on the operands as they are (automatic kernel only: a forced one
@@ -708,23 +709,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     let with_fallback = |mut choice: Choice| -> Choice {
         let copies = choice.align.iter().chain(&choice.pack).any(|&c| c);
         if copies && choice.fallback.is_none() && g.kernel == Kernel::Auto {
-            choice.fallback = choose_kernel(
-                T::NAME,
-                T::TENSOR_CORES,
-                g.math,
-                Kernel::Simt,
-                g.tile,
-                split,
-                plan,
-                ok[0] && ok[1],
-                false,
-                cc,
-                sms,
-                g.batch,
-                g.activation.op().is_some(),
-            )
-            .ok()
-            .map(Box::new);
+            choice.fallback = pick_on(Kernel::Simt, params, ok[0] && ok[1]).ok().map(Box::new);
         }
         choice
     };

@@ -104,13 +104,17 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     if !automatic(g, plan) {
         return None;
     }
-    let pow2_below = |x: f64| {
+    // The power of two at or below x, or nearest to it (0 below 1).
+    let pow2 = |x: f64, nearest: bool| {
         if x < 1.0 {
             0
+        } else if nearest {
+            1usize << (x.log2().round() as u32)
         } else {
             1usize << (x.log2().floor() as u32)
         }
     };
+    let pow2_below = |x: f64| pow2(x, false);
     let two_per_sm = |tile| 2.0 * sms as f64 / tiles2(plan.m, plan.n, tile).max(1) as f64;
     let tf32 = T::NAME == "f32" && g.math == MathMode::Tf32;
     let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
@@ -123,13 +127,8 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         // 34.8; 256 x 256 x 16384 in 32 parts of 512 lost 4% to 16 of 1024;
         // docs/kernels/gemm.md, "f32: partial products by the parts' tiles").
         ("f32", MathMode::Exact) if plan.m.min(plan.n) >= 256 && plan.k >= 8192 => {
-            let x = two_per_sm((128, 128));
-            let round = if x < 1.0 {
-                0
-            } else {
-                1usize << (x.log2().round() as u32)
-            };
-            (round.min(pow2_below((plan.k / 1024) as f64)).min(128), 4)
+            let parts = pow2(two_per_sm((128, 128)), true);
+            (parts.min(pow2_below((plan.k / 1024) as f64)).min(128), 4)
         }
         ("f32", MathMode::Exact) => (pow2_below(two_per_sm((64, 64))).min(128), 16),
         // tf32 on the thin tiles (a decode step): as f16 below, from 4 parts, so only where the
@@ -143,12 +142,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         }
         ("f32", MathMode::Tf32) => {
             let t = tiles2(plan.m, plan.n, (128, 128)).max(1) as f64;
-            let x = sms as f64 / 2.0 / t.powf(2.0 / 3.0);
-            let parts = if x < 1.0 {
-                0
-            } else {
-                1usize << (x.log2().round() as u32)
-            };
+            let parts = pow2(sms as f64 / 2.0 / t.powf(2.0 / 3.0), true);
             // Where the count comes to 4 with k >= 16384 (41-112 tiles) and both sides at least
             // a tile, 8 parts: 1024 x 1024 x 32768 (64 tiles) ran 0.87x cuBLAS unsplit, 1.02x in
             // 4 parts, 1.17-1.18x in 8 and 1.06x in 16 (H100, 2026-11-26 and 11-27;
