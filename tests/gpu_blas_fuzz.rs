@@ -378,25 +378,37 @@ fn gemm_fuzz_waves() {
             .collect();
         if ty == FuzzType::F32 {
             use Transpose::{N, T};
-            for (i, (ops, dims)) in [((N, N), (22016, 128, 4096)), ((T, N), (11008, 256, 4096))]
-                .into_iter()
-                .enumerate()
-            {
-                let case = plain_case(ty, ops, dims, 0.5);
+            // Past a wave of tiles: aligned operands split k over w tiles (3 parts on the H100),
+            // leading dimensions one longer over v tiles (3 parts).
+            let cases = [
+                ((N, N), (22016, 128, 4096), [0; 3]),
+                ((T, N), (11008, 256, 4096), [0; 3]),
+                ((N, N), (22016, 128, 4096), [1, 1, 0]),
+                ((T, N), (11008, 256, 4096), [1, 1, 0]),
+            ];
+            for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
+                let case = GemmCase {
+                    ld_pad,
+                    ..plain_case(ty, ops, dims, 0.5)
+                };
                 reports.push(fuzz::gemm_case(&stream, &case, 2, 0x3A7E + i as u64).expect("case"));
             }
         }
-        let v_split = reports.iter().any(|r| {
-            r.kernels
-                .keys()
-                .any(|k| k.starts_with("gemm_simt_f32_v_") && k.contains("/split"))
-        });
+        let split_over = |tile: &str| {
+            reports.iter().any(|r| {
+                r.kernels
+                    .keys()
+                    .any(|k| k.starts_with(&format!("gemm_simt_f32_{tile}_")) && k.contains("/split"))
+            })
+        };
+        let (v_split, w_split) = (split_over("v"), split_over("w"));
         check(
             &format!("gemm_fuzz_waves {} ({:.1} s)", ty.name(), start.elapsed().as_secs_f64()),
             reports,
         );
         if ty == FuzzType::F32 {
             assert!(v_split, "f32: no case split k over v tiles");
+            assert!(w_split, "f32: no case split k over w tiles");
         }
     }
 }

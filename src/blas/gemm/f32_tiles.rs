@@ -58,7 +58,7 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// blocks of four warps then count as the deep split's fit has them (two at a time, a pair
 /// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
 /// the fitted rate), and so do s's and u's against it; a split must leave 3% less work than
-/// the best unsplit tile. w splits only within a wave of its blocks. Of equal candidates the
+/// the best unsplit tile. Of equal candidates the
 /// larger, unsplit tile wins. Last, u in 2-4 parts of at least [`U_PART_MIN_K`] of k, by its
 /// own fit ([`u_time`]) scaled to the model's figure for u whole: it must leave 3% less work
 /// than u whole, or 10% less than another tile.
@@ -74,7 +74,11 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// 0.985, 14 shapes changed: 8192 x 8192 x 64 +11%, attention 128 x 2048 x 2048 x 32 NN +18%.
 /// u in parts (H100, 2026-11-27, "f32: the 32 x 64 tile split"): 2053 x 67 x 1999 11.9 -> 15.3
 /// TFLOP/s (u whole -> 4 parts), 1000 x 50 x 3000 5.3 -> 12.0 (v in 4 -> u in 4), 1024 x 96 x
-/// 2048 9.1 -> 15.7, 11008 x 16 x 4097 10.2 -> 14.1 (u in 3).
+/// 2048 9.1 -> 15.7, 11008 x 16 x 4097 10.2 -> 14.1 (u in 3). w in parts past a wave of its
+/// tiles (H100, 2026-11-28, docs/kernels/gemm.md, "f32: w split past a wave"; until then w split
+/// only within one), TFLOP/s: 5120 x 2048 x 13824 TN 37.8 -> 47.8 and NN 38.8 -> 49.3, 5120 x
+/// 2048 x 5120 37.7 -> 46.5 (TN), 4097^3 38.6 -> 41.4, 6000 x 3000 x 4096 +5-6%, NN 11008 x
+/// 256 x 4096 40.9 -> 47.0, NN 22016 x 128 x 4096 40.8 -> 46.3; 39 other shapes within 1.6%.
 ///
 /// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
 /// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
@@ -148,15 +152,15 @@ pub(crate) fn f32_auto(
         least = work(best.0, 1, true);
     }
     let unsplit = least;
-    let w_tiles = tiles2(m, n, f32_tile("w").0);
     for parts in 2..=4usize {
         if k / parts < F32_PART_MIN_K {
             break;
         }
-        // w splits only within a wave of its blocks.
-        let w_fits = aligned && w_tiles.saturating_mul(parts) <= sms;
+        // w (aligned operands) splits wherever the model has it ahead, past a wave of its tiles
+        // too, whose last round the parts' blocks even out (H100, 2026-11-28: 5120 x 2048 x
+        // 13824 TN, 320 tiles in 2.4 waves, 37.8 -> 47.8 TFLOP/s).
         for size in ["v", "w"] {
-            if size == "w" && !w_fits {
+            if size == "w" && !aligned {
                 continue;
             }
             let w = work(size, parts, size == "v");

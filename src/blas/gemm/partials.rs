@@ -136,9 +136,25 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
         // 0.799 -> 0.848x cuBLAS at k 4096, 0.820 -> 0.948x at 11008, 0.788 -> 0.959x at 14336;
         // 96 tiles in 2 parts lost, 0.959 -> 0.793x; H100, 2026-11-27, docs/kernels/gemm.md,
         // "Thin mma.sync tiles on unaligned operands").
+        //
+        // With more thin tiles than SMs, 4 parts where they cut the busiest SM's excess share
+        // (its blocks over the mean) by at least a fifth (H100, 2026-11-28, 16 tokens, TN, k 4096
+        // unless noted, 4 parts against unsplit, x cuBLAS: 136 tiles 0.82 -> 0.92, 172 0.82 ->
+        // 0.85 and 0.79 -> 0.87 at an odd offset, 172 at k 11008 0.80 -> 0.90, 192 0.89 -> 0.91,
+        // 320 0.88 -> 0.94; left unsplit: 208 0.93 (0.91 in 4), 264 1.01 (0.92), 344 0.89 (0.97),
+        // 448 1.05 (0.99); docs/kernels/gemm.md, "tf32 decode steps over one to three waves").
         ("f32", MathMode::Tf32) if tf32_thin => {
             let tile = tc_thin_tile(plan).unwrap_or((64, 64));
-            (pow2_below(two_per_sm(tile)).min(64), 4)
+            let t = tiles2(plan.m, plan.n, tile).max(1);
+            let excess = |parts: usize| {
+                let mean = (t * parts) as f64 / sms.max(1) as f64;
+                mean.ceil() / mean
+            };
+            if t > sms && excess(1) >= 1.2 * excess(4) {
+                (4, 4)
+            } else {
+                (pow2_below(two_per_sm(tile)).min(64), 4)
+            }
         }
         ("f32", MathMode::Tf32) => {
             let t = tiles2(plan.m, plan.n, (128, 128)).max(1) as f64;
@@ -188,20 +204,23 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
 /// The automatic split of an f16 / bf16 GEMM that [`auto_parts`] leaves alone because it has
 /// more than [`HALF_MAX_TILES`] tiles of 64 x 64 with both sides longer than [`THIN_MAX`], on
 /// the wgmma kernels (compute capability 9.0; the caller checks): up to
-/// [`WG_PARTIALS_MAX_TILES`] tiles of 128 x 128, the most parts (a power of two from 8 to 32,
-/// the measured range) whose blocks fill more than half a wave and at most one, on the tile the parts'
-/// batch takes (`wg_auto_tile`) when that is not the 128 x 256 one, each part keeping at least
-/// [`WG_PARTIALS_MIN_KPER`] of k, and for sides that are not multiples of 64 only from k =
-/// [`WG_PARTIALS_RAGGED_MIN_K`]. The parts read their operands fewer times over than the wgmma
-/// kernels' own split of the 128 x 64 tile in 16 parts, and hand off through the scratch rather
-/// than by one block per tile reading every part. Measured on an H200 (2026-11-27,
-/// docs/kernels/gemm.md, "f16 and bf16 through partial products on wgmma"), f16 NN against the
-/// wgmma split the automatic choice took before: 256 x 256 x 65536 0.60x -> 0.83x cuBLAS (32
-/// parts; 16: 0.85x; 0.80-0.86x in every op pair, bf16 alike), 256 x 128 x 65536 0.56x -> 0.77x (32),
-/// 128 x 256 x 32768 0.55x -> 0.90x (32), 192 x 320 x 65536 0.55x -> 0.73x (16), 384 x 256 x
-/// 65536 0.65x -> 0.80x (16), 320 x 320 x 32768 0.51x -> 0.76x (8), 256 x 512 x 65536 0.57x ->
-/// 0.85x (16), 256 x 256 x 16384 0.68x -> 0.87x (16); 512 x 512 x 32768 (16 tiles) gained
-/// nothing (0.70x either way).
+/// [`WG_PARTIALS_MAX_TILES`] tiles of 128 x 128 (more than 12 only from k = 16384), each part
+/// keeping at least [`WG_PARTIALS_MIN_KPER`] of k, a power of two from 8 to 32 (the measured
+/// range), counting the blocks on the tile the parts' batch takes (`wg_auto_tile`) unless that
+/// is 128 x 256 or 128 x 192. Sides that are multiples of 64: the fewest parts whose blocks
+/// fill 0.45 of a wave and at most one, else 8 parts. Other sides, only from k =
+/// [`WG_PARTIALS_RAGGED_MIN_K`]: the most parts whose blocks fill more than half a wave and at
+/// most one. The parts read their operands fewer times over than the wgmma kernels' own split
+/// of the 128 x 64 tile in 16 parts, and hand off through the scratch rather than by one block
+/// per tile reading every part. Measured on the H100 (2026-11-28, docs/kernels/gemm.md, "f16
+/// and bf16 partial products: fewer parts, more tiles"), f16 NN, x cuBLAS: 256 x 256 x 65536
+/// 0.82 in 32 parts (the rule before) -> 0.87-0.91 in 8, 256 x 128 x 65536 0.88 (32) -> 0.91
+/// (16), 128 x 256 x 32768 1.01 (32) -> 1.06 (16), 192 x 320 x 65536 0.84 (16) -> 0.91 (8),
+/// 256 x 512 x 65536 0.89 (16) -> 0.92 (8), 512 x 256 x 32768 0.80 (16) -> 0.86 (8), 384 x 256
+/// x 65536 0.88 (16) and 0.86 (8); bf16 alike. Before that, on an H200 (2026-11-27, "f16 and
+/// bf16 through partial products on wgmma"), the split against the wgmma kernels' own: 256 x
+/// 256 x 65536 0.60x -> 0.83x cuBLAS, 256 x 128 x 65536 0.56x -> 0.77x, 384 x 256 x 65536 0.65x
+/// -> 0.80x, 200 x 200 x 65536 121 -> 188 TFLOP/s.
 pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize) -> Option<usize> {
     if !automatic(g, plan) || plan.m.min(plan.n) <= THIN_MAX {
         return None;
@@ -216,21 +235,41 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     if (m % 64 != 0 || n % 64 != 0) && plan.k < WG_PARTIALS_RAGGED_MIN_K {
         return None;
     }
+    let ragged = m % 64 != 0 || n % 64 != 0;
+    // More than 12 tiles of 128 x 128 only from k = 16384 (the measured range).
+    let wide = tiles2(m, n, (128, 128)) > 12;
+    if wide && plan.k < 16384 {
+        return None;
+    }
     let mut best = None;
     let mut parts = 8;
     while parts <= 32 && plan.k / parts >= WG_PARTIALS_MIN_KPER {
         let (letter, tile) = wg_auto_tile(type_name, (m, n), parts, plan.k / parts, sms);
         let units = tiles2(m, n, tile) * parts;
-        if !matches!(letter, 'w' | 'b') && units * 2 > sms && units <= sms {
-            best = Some(parts);
+        if !matches!(letter, 'w' | 'b') && units <= sms {
+            // Sides that are multiples of 64: the fewest parts whose blocks fill 0.45 of a wave.
+            if !ragged && units * 20 >= sms * 9 {
+                return Some(parts);
+            }
+            if units * 2 > sms {
+                best = Some(parts);
+            }
         }
         parts *= 2;
+    }
+    // 13 to WG_PARTIALS_MAX_TILES tiles of 128 x 128 at k from 16384: 8 parts even where
+    // their blocks make more than a wave (H100, 2026-11-28, f16 NN, x cuBLAS against the
+    // wgmma kernels' own split: 512 x 512 x 32768 0.72 -> 0.88-0.91, 640 x 512 x 16384 0.70 ->
+    // 0.80, 768 x 512 x 16384 0.60 -> 0.82, 640 x 640 x 16384 0.61 -> 0.76, 640 x 512 x 32768
+    // 0.79 -> 0.87).
+    if best.is_none() && wide && !ragged && plan.k / 8 >= WG_PARTIALS_MIN_KPER {
+        return Some(8);
     }
     best
 }
 
 /// Most 128 x 128 output tiles of an f16 / bf16 GEMM [`auto_wgmma_parts`] splits.
-const WG_PARTIALS_MAX_TILES: usize = 12;
+const WG_PARTIALS_MAX_TILES: usize = 25;
 /// The least k for which [`auto_wgmma_parts`] splits a GEMM whose sides are not multiples of 64.
 const WG_PARTIALS_RAGGED_MIN_K: usize = 65536;
 /// The least k a part of [`auto_wgmma_parts`]'s split keeps.

@@ -124,16 +124,32 @@ fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
 fn tf32_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
     // H100, 2026-11-27 (docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned operands"):
     // 4096 outputs (64 thin tiles) in 4 parts, 0.79-0.82 -> 0.85-0.96x cuBLAS; 6144 (96 tiles)
-    // in 2 parts lost (0.959 -> 0.793x), so it and longer outputs stay unsplit.
+    // in 2 parts lost (0.959 -> 0.793x), so it stays unsplit.
     let tn = |m, k| parts::<f32>(&Gemm::<f32>::new(Transpose::T, Transpose::N, m, 16, k).math(MathMode::Tf32));
     assert_eq!(tn(4096, 4096), Some(4));
     assert_eq!(tn(4096, 11008), Some(4));
     assert_eq!(tn(4096, 14336), Some(4));
     assert_eq!(tn(2048, 8192), Some(8));
     assert_eq!(tn(6144, 4096), None);
-    assert_eq!(tn(11008, 4096), None);
     assert_eq!(tn(28672, 4096), None);
     assert_eq!(tn(4096, 4095), None);
+    // More tiles than SMs (H100, 2026-11-28): 4 parts where they even out the busiest SM's
+    // share (136, 172, 192 and 320 tiles: +2 to +12%), none where it is even already (208,
+    // 264, 344, 448 and 2004 tiles; 128 is under a wave).
+    for (m, want) in [
+        (8704, Some(4)),
+        (11008, Some(4)),
+        (12288, Some(4)),
+        (20480, Some(4)),
+        (13312, None),
+        (16896, None),
+        (22016, None),
+        (28672, None),
+        (128256, None),
+        (8192, None),
+    ] {
+        assert_eq!(tn(m, 4096), want, "{m} x 16 x 4096");
+    }
 }
 
 #[test]
@@ -146,22 +162,32 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
         assert_eq!(parts::<half::f16>(&g), None, "{m} x {n} x {k}");
         auto_wgmma_parts(&g, &plan, "f16", 132)
     };
-    // The most parts whose blocks (on the tile the parts' batch takes, not 128 x 256) fill more
-    // than half a wave and at most one; each part keeps 1024 of k (H200, 2026-11-27).
-    assert_eq!(wg(256, 256, 65536), Some(32));
-    assert_eq!(wg(256, 256, 16384), Some(16));
-    assert_eq!(wg(256, 128, 65536), Some(32));
-    assert_eq!(wg(128, 256, 32768), Some(32));
-    assert_eq!(wg(192, 320, 65536), Some(16));
-    assert_eq!(wg(384, 256, 65536), Some(16));
+    // Sides that are multiples of 64: the fewest parts whose blocks (on the tile the parts'
+    // batch takes, not 128 x 256 nor 128 x 192) fill 0.45 of a wave and at most one; each part
+    // keeps 1024 of k (H100, 2026-11-28: the measured best but for 384 x 256, 2% off 16 parts).
+    assert_eq!(wg(256, 256, 65536), Some(8));
+    assert_eq!(wg(256, 256, 16384), Some(8));
+    assert_eq!(wg(256, 128, 65536), Some(16));
+    assert_eq!(wg(128, 256, 32768), Some(16));
+    assert_eq!(wg(192, 320, 65536), Some(8));
+    assert_eq!(wg(384, 256, 65536), Some(8));
     assert_eq!(wg(320, 320, 32768), Some(8));
-    assert_eq!(wg(256, 512, 65536), Some(16));
-    // Sides that end inside a tile: only from k = 65536.
+    assert_eq!(wg(256, 512, 65536), Some(8));
+    assert_eq!(wg(512, 256, 32768), Some(8));
+    // 13-25 tiles of 128 x 128 from k = 16384: 8 parts (512 x 512 x 32768: 0.72x cuBLAS on the
+    // wgmma kernels' own split, 0.88-0.91x; 768 x 512 x 16384 0.60x -> 0.82x; 640 x 640 x 16384,
+    // 200 blocks, 0.61x -> 0.76x).
+    assert_eq!(wg(512, 512, 32768), Some(8));
+    assert_eq!(wg(768, 512, 16384), Some(8));
+    assert_eq!(wg(640, 640, 16384), Some(8));
+    assert_eq!(wg(512, 512, 8192), None);
+    assert_eq!(wg(768, 768, 16384), None);
+    // Sides that end inside a tile: only from k = 65536, the most parts whose blocks fill more
+    // than half a wave and at most one (200 x 200 x 65536: 0.80x in 8 parts, 0.97x in 16-32).
     assert_eq!(wg(200, 200, 65536), Some(32));
     assert_eq!(wg(200, 120, 40000), None);
     assert_eq!(wg(300, 200, 30000), None);
-    // More than 12 tiles of 128 x 128, k too short for 8 parts, forced knobs: no split here.
-    assert_eq!(wg(512, 512, 32768), None);
+    // More than 25 tiles of 128 x 128, k too short for 8 parts, forced knobs: no split here.
     assert_eq!(wg(1024, 1024, 32768), None);
     assert_eq!(wg(256, 256, 4096), None);
     let plan = nn::<f32>(256, 256, 65536).plan([1 << 30; 3], None).expect("plan");
