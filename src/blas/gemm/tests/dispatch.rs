@@ -94,10 +94,12 @@ fn dispatch_by_type_alignment_and_size() {
     // 512: k / 256 = 2 parts of 8 tiles would fill 16 multiprocessors: no split.
     assert_eq!(f32(512, Tile::Wide, true), w(1));
     // 1536: 72 tiles of 128 x 256 (two blocks on none, but 128 outputs per block-k at the w
-    // rate), 144 of 128 x 128 (two on some SMs): v in 3 parts (H100, 2026-11-27: 36.7 TFLOP/s
-    // against s 34.8, w 25.0; unaligned 1535 x 1537 x 1539 33.1 against l 22.1).
+    // rate), 144 of 128 x 128 (two on some SMs): split in 3 parts, w's where the operands are
+    // aligned, else v's (H100, 2026-11-27: v/3 36.7 TFLOP/s against s 34.8, w whole 25.0;
+    // unaligned 1535 x 1537 x 1539 33.1 against l 22.1; 2026-11-28: w/3 36.1 against v/3 36.6,
+    // 1280 x 1536 x 2048 w/3 39.6 against v/3 36.6).
     let v3 = k("v", (128, 64), 128, 0, Some(3));
-    assert_eq!(f32(1536, Tile::Auto, true), v3);
+    assert_eq!(f32(1536, Tile::Auto, true), w(3));
     assert_eq!(f32(1536, Tile::Auto, false), v3);
     // s against u by the blocks on the busiest SM: 768 and 896 (144 / 196 s tiles, 2 per
     // SM, against 288 / 392 u tiles, 3 per SM) take u; 1024 keeps s.
@@ -187,12 +189,14 @@ fn dispatch_by_type_alignment_and_size() {
     // 64 v tiles in 2 parts: one block per SM (40.9 TFLOP/s against 4 parts 39.6).
     assert_eq!(f32k(128, 8192, 8192), vk(2));
     // Past a wave of v tiles: 22016 x 128 and 11008 x 256 (688 s tiles, 6 on the busiest SM
-    // against 5.2 on average) take v in 3 parts (1.18-1.20x s on the H100, 2026-11-27), 12288 x
-    // 128 in 4 (39.3 TFLOP/s against s 38.5), and so do unaligned operands (22015 x 128 x
-    // 4096: v in 3 parts 40.1, l 27.5).
-    assert_eq!(f32k(22016, 128, 4096), vk(3));
-    assert_eq!(f32k(11008, 256, 16384), vk(3));
-    assert_eq!(f32k(11008, 256, 3072), vk(3));
+    // against 5.2 on average) split k in 3 parts (v: 1.18-1.20x s on the H100, 2026-11-27), on
+    // w's tiles where the operands are aligned (NN, 2026-11-28: 46.3 and 47.0 TFLOP/s against v's
+    // 40.8 and 40.9), 12288 x 128 on v in 4 (39.3 TFLOP/s against s 38.5), and unaligned
+    // operands on v (22015 x 128 x 4096: v in 3 parts 40.1, l 27.5).
+    let wk = |split| ("gemm_simt_f32_w_nn".to_string(), Some(split));
+    assert_eq!(f32k(22016, 128, 4096), wk(3));
+    assert_eq!(f32k(11008, 256, 16384), wk(3));
+    assert_eq!(f32k(11008, 256, 3072), wk(3));
     assert_eq!(f32k(12288, 128, 4096), vk(4));
     assert_eq!(nn(22016, 128, 4096, false), vk(3));
     // 300 columns of 512 in two w tiles leave them 59% full: v in 2 parts (37.1 TFLOP/s
