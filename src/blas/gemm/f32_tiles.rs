@@ -58,10 +58,9 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// blocks of four warps then count as the deep split's fit has them (two at a time, a pair
 /// taking 1.747 times a lone block, so an SM left with one block, or an odd count, runs below
 /// the fitted rate), and so do s's and u's against it; a split must leave 3% less work than
-/// the best unsplit tile. Of equal candidates the
-/// larger, unsplit tile wins. Last, u in 2-4 parts of at least [`U_PART_MIN_K`] of k, by its
-/// own fit ([`u_time`]) scaled to the model's figure for u whole: it must leave 3% less work
-/// than u whole, or 10% less than another tile.
+/// the best unsplit tile. Of equal candidates the larger, unsplit tile wins. Last, u in 2-4
+/// parts of at least [`U_PART_MIN_K`] of k, by its own fit ([`u_time`]) scaled to the model's
+/// figure for u whole: it must leave 3% less work than u whole, or 10% less than another tile.
 ///
 /// Measured (H100, 2026-11-27, docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"):
 /// over the 49 suite shapes that take the tiles, forced to each tile and to v in 2-4 parts,

@@ -232,13 +232,14 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     // Sides that end inside a 64-wide tile only from k = 65536: at shorter k the wgmma
     // kernels' own split was faster (200 x 120 x 40000: 79 against 70 TFLOP/s, 300 x 200 x
     // 30000: 77 against 61-66; 150 x 250 x 50000 tied; 200 x 200 x 65536: 121 -> 188).
-    if (m % 64 != 0 || n % 64 != 0) && plan.k < WG_PARTIALS_RAGGED_MIN_K {
+    let ragged = m % 64 != 0 || n % 64 != 0;
+    if ragged && plan.k < WG_PARTIALS_RAGGED_MIN_K {
         return None;
     }
-    let ragged = m % 64 != 0 || n % 64 != 0;
-    // More than 12 tiles of 128 x 128 only from k = 16384 (the measured range).
-    let wide = tiles2(m, n, (128, 128)) > 12;
-    if wide && plan.k < 16384 {
+    // More than WG_PARTIALS_FEW_TILES tiles only from k = WG_PARTIALS_MANY_TILES_MIN_K (the
+    // measured range).
+    let wide = tiles2(m, n, (128, 128)) > WG_PARTIALS_FEW_TILES;
+    if wide && plan.k < WG_PARTIALS_MANY_TILES_MIN_K {
         return None;
     }
     let mut best = None;
@@ -257,7 +258,7 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
         }
         parts *= 2;
     }
-    // 13 to WG_PARTIALS_MAX_TILES tiles of 128 x 128 at k from 16384: 8 parts even where
+    // More than WG_PARTIALS_FEW_TILES tiles (to WG_PARTIALS_MAX_TILES): 8 parts even where
     // their blocks make more than a wave (H100, 2026-11-28, f16 NN, x cuBLAS against the
     // wgmma kernels' own split: 512 x 512 x 32768 0.72 -> 0.88-0.91, 640 x 512 x 16384 0.70 ->
     // 0.80, 768 x 512 x 16384 0.60 -> 0.82, 640 x 640 x 16384 0.61 -> 0.76, 640 x 512 x 32768
@@ -270,6 +271,11 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
 
 /// Most 128 x 128 output tiles of an f16 / bf16 GEMM [`auto_wgmma_parts`] splits.
 const WG_PARTIALS_MAX_TILES: usize = 25;
+/// Most 128 x 128 output tiles [`auto_wgmma_parts`] splits at any k from 4096 (more only from
+/// [`WG_PARTIALS_MANY_TILES_MIN_K`]).
+const WG_PARTIALS_FEW_TILES: usize = 12;
+/// The least k for which [`auto_wgmma_parts`] splits more than [`WG_PARTIALS_FEW_TILES`] tiles.
+const WG_PARTIALS_MANY_TILES_MIN_K: usize = 16384;
 /// The least k for which [`auto_wgmma_parts`] splits a GEMM whose sides are not multiples of 64.
 const WG_PARTIALS_RAGGED_MIN_K: usize = 65536;
 /// The least k a part of [`auto_wgmma_parts`]'s split keeps.

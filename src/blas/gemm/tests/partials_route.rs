@@ -121,7 +121,7 @@ fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
 }
 
 #[test]
-fn tf32_decode_steps_split_only_under_half_a_wave_of_thin_tiles() {
+fn tf32_decode_steps_split_under_half_a_wave_and_over_uneven_waves_of_thin_tiles() {
     // H100, 2026-11-27 (docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned operands"):
     // 4096 outputs (64 thin tiles) in 4 parts, 0.79-0.82 -> 0.85-0.96x cuBLAS; 6144 (96 tiles)
     // in 2 parts lost (0.959 -> 0.793x), so it stays unsplit.
