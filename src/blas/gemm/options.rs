@@ -116,13 +116,14 @@ pub enum Tile {
 /// each sum a share of k, and their partial tiles are added in a fixed order, so the result does
 /// not depend on timing. f64 on compute capability 9.0 and later splits inside a thread block
 /// cluster, whose blocks add their partial tiles in each other's shared memory; f32 on the CUDA
-/// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is
-/// long enough for every block to keep at least 1024 of it), its 128 x 64 tile (long k over
-/// few rows or columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) and its 32 x 64 tile
-/// (problems whose 32 x 64 tiles fill less than the multiprocessors hold, such as 2053 x 67 x
-/// 1999, or [`SplitK::Parts`] with [`Tile::Narrow`]) through a scratch buffer; f16, bf16 and tf32 on the Hopper wgmma kernels split their 128 x 64 and 128 x 128
-/// tiles in 2-64 parts through a scratch buffer (automatically up to 16, when the tiles leave
-/// multiprocessors idle: decode steps, long k over few tiles).
+/// cores splits its 128 x 256 tile (a forced [`Tile::Wide`], or the automatic tile when k is long
+/// enough for every block to keep at least 1024 of it), its 128 x 64 tile (long k over few rows or
+/// columns, such as 64 x 8192 x 8192, or [`SplitK::Parts`]) and its 32 x 64 tile (problems whose
+/// 32 x 64 tiles fill less than the multiprocessors hold, such as 2053 x 67 x 1999, or
+/// [`SplitK::Parts`] with [`Tile::Narrow`]) through a scratch buffer; f16, bf16 and tf32 on the
+/// Hopper wgmma kernels split their 128 x 64 and 128 x 128 tiles in 2-64 parts through a scratch
+/// buffer (automatically up to 16, when the tiles leave multiprocessors idle: decode steps, long k
+/// over few tiles).
 ///
 /// ```
 /// use cudrv::blas::{Gemm, SplitK, Tile, Transpose};
@@ -139,14 +140,13 @@ pub enum SplitK {
     Auto,
     /// Never split k.
     Off,
-    /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the
-    /// 64 x 64 tile ([`Tile::Small`]) or the automatic one; 2-64 for f32 on the CUDA cores, on
-    /// the 128 x 64 tile ([`Tile::Auto`]) or the 32 x 64 tile ([`Tile::Narrow`]), batch 1;
-    /// 2-64 for f16, bf16 and
-    /// tf32 on the wgmma kernels (compute capability 9.0), on the 128 x 64 and 128 x 128 tiles
+    /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the 64 x 64
+    /// tile ([`Tile::Small`]) or the automatic one; 2-64 for f32 on the CUDA cores, on the 128 x 64
+    /// tile ([`Tile::Auto`]) or the 32 x 64 tile ([`Tile::Narrow`]), batch 1; 2-64 for f16, bf16
+    /// and tf32 on the wgmma kernels (compute capability 9.0), on the 128 x 64 and 128 x 128 tiles
     /// ([`Tile::Auto`], [`Tile::Narrow`], [`Tile::Large`]; at most one part per 128 bytes of k:
-    /// more are reduced to that); other kernels and tiles
-    /// have no forced split, and asking for one is an `InvalidArgument`. 0 and 1 mean no split.
+    /// more are reduced to that); other kernels and tiles have no forced split, and asking for one
+    /// is an `InvalidArgument`. 0 and 1 mean no split.
     Parts(u32),
     /// Split k in this many parts (2-256) that run as one strided batch of the ordinary
     /// kernels, each writing its partial product into a scratch buffer in the accumulator type,
