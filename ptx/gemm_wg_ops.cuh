@@ -191,6 +191,15 @@ template <int N> __device__ __forceinline__ void bulk_wait_read() {
 }
 // Waits until every bulk group has completed.
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// A 4-byte cp.async (zero-filled when `ok` is false, reading nothing), and the arrive-on of the
+// mbarrier at `bar` that fires once this thread's earlier cp.asyncs have landed (.noinc: it is
+// one of the arrivals the barrier was initialised with).
+__device__ __forceinline__ void cp_async4_zfill(unsigned dst, const float* src, bool ok) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 // Makes this thread's shared-memory writes visible to the TMA (the async proxy).
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void named_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }

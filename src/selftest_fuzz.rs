@@ -752,10 +752,26 @@ pub fn waves(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Res
     run_drawn(stream, seed, rng, cases, |rng| random_wave_case(rng, ty))
 }
 
+/// `cases` random tf32 GEMMs whose register-fed operand is read in place by the wgmma kernels
+/// from `seed` ([`random_in_place_case`]), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz;
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::in_place(&stream, 0xbeef, 20)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ 53u64.wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, random_in_place_case)
+}
+
 #[path = "selftest_fuzz_draw.rs"]
 mod draw;
 #[path = "selftest_fuzz_gemv.rs"]
 mod gemv_fuzz;
 use draw::range;
-pub use draw::{random_deep_case, random_gemm_case, random_skinny_case, random_wave_case};
+pub use draw::{random_deep_case, random_gemm_case, random_in_place_case, random_skinny_case, random_wave_case};
 pub use gemv_fuzz::gemv;

@@ -410,3 +410,76 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         tf32_exact_inputs: rng.next_u64() % 2 == 0,
     }
 }
+
+/// Draws a tf32 GEMM whose m- or n-contiguous operand (the one the wgmma kernels take into
+/// registers) has rows that are not 16 bytes apart, or starts off a 16-byte boundary: column-
+/// major NN (A), TT and NT (B), or the row-major problems of the same storage (NN, TT, TN). The wgmma kernel
+/// is forced, its tile one of the automatic choice, 128 x 64, 128 x 256, 128 x 192, 64 x 64 and
+/// 64 x 96, the 128 x 64 tile also with a split of k; batches (a shared operand included),
+/// scalars and bias vary. These run the kernels that read that operand in place (reported
+/// with `/x-in-place`); the tile of 128 x 128 copies it aligned first.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_in_place_case(&mut Rng::new(3));
+/// assert_eq!(case.ty, fuzz::FuzzType::Tf32);
+/// assert!(case.ld_pad[0] % 4 != 0 || case.ld_pad[1] % 4 != 0 || case.offsets != [0; 3]);
+/// ```
+pub fn random_in_place_case(rng: &mut Rng) -> GemmCase {
+    use Transpose::{N, T};
+    // The column-major problem: NN reads A m-contiguous, TT and NT read B n-contiguous.
+    let col_ops = rng.pick(&[(N, N), (T, T), (N, T)]);
+    let layout = rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]);
+    // A row-major problem is the column-major one of the operands swapped (and their ops).
+    let (ops, a_side) = match layout {
+        Layout::ColMajor => (col_ops, col_ops == (N, N)),
+        Layout::RowMajor => ((col_ops.1, col_ops.0), col_ops != (N, N)),
+    };
+    let (m, n, k) = match rng.next_u64() % 3 {
+        0 => (range(rng, 1, 400), range(rng, 1, 400), range(rng, 1, 600)),
+        1 => (range(rng, 500, 3000), range(rng, 1, 200), range(rng, 200, 2500)),
+        _ => (range(rng, 1, 200), range(rng, 500, 3000), range(rng, 200, 2500)),
+    };
+    let mut ld_pad = [0usize; 3];
+    let mut offsets = [0usize; 3];
+    let i = usize::from(!a_side);
+    if rng.next_u64() % 4 == 0 {
+        offsets[i] = range(rng, 1, 3);
+        ld_pad[i] = rng.pick(&[0, 4, 8]);
+    } else {
+        ld_pad[i] = rng.pick(&[1, 2, 3, 5, 7, 13]);
+    }
+    // The other operand: aligned, or copied aligned first.
+    ld_pad[1 - i] = rng.pick(&[0, 0, 1, 8]);
+    ld_pad[2] = rng.pick(&[0, 0, 3]);
+    let tile = rng.pick(&[
+        Tile::Auto,
+        Tile::Auto,
+        Tile::Narrow,
+        Tile::Wide,
+        Tile::Broad,
+        Tile::Half,
+        Tile::Medium,
+    ]);
+    let split = match tile {
+        Tile::Auto | Tile::Narrow => rng.pick(&[SplitK::Auto, SplitK::Off, SplitK::Parts(2), SplitK::Parts(5)]),
+        _ => SplitK::Auto,
+    };
+    let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
+    let stride = |rng: &mut Rng| if rng.next_u64() % 4 == 0 { Some(0) } else { None };
+    GemmCase {
+        ty: FuzzType::Tf32,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad,
+        batch,
+        strides: (stride(rng), stride(rng), 0),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: Activation::None,
+        knobs: (Kernel::Wgmma, tile, split),
+        tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}

@@ -412,3 +412,40 @@ fn gemm_fuzz_waves() {
         }
     }
 }
+
+/// tf32 GEMMs whose m- or n-contiguous operand has rows that are not 16 bytes apart
+/// (`fuzz::in_place`), on the wgmma kernels that read it in place: each of the tiles 128 x 64
+/// (also split), 128 x 256, 128 x 192, 64 x 64 and 64 x 96 must have read it in place, in the
+/// `tt` kernels and the swapped `nn` ones. Needs compute capability 9.0.
+#[test]
+fn gemm_fuzz_tf32_in_place() {
+    let Some(ctx) = gpu!("gemm_fuzz_tf32_in_place") else {
+        return;
+    };
+    if ctx.compute_capability() != (9, 0) {
+        println!("gemm_fuzz_tf32_in_place: skipped (the wgmma kernels need compute capability 9.0)");
+        return;
+    }
+    let stream = ctx.new_stream().expect("stream");
+    let start = Instant::now();
+    let reports: Vec<Report> = seeds()
+        .into_iter()
+        .map(|seed| fuzz::in_place(&stream, seed, cases() / 2).expect("fuzz run"))
+        .collect();
+    let ran = |what: &str| {
+        reports
+            .iter()
+            .any(|r| r.kernels.keys().any(|k| k.contains(what) && k.ends_with("/x-in-place")))
+    };
+    let missing: Vec<String> = ["n", "w", "b", "h", "m"]
+        .iter()
+        .flat_map(|t| [format!("gemm_wg_tf32_{t}_tt"), format!("gemm_wg_tf32_{t}_nn")])
+        .chain(["/split".to_string()])
+        .filter(|w| !ran(w))
+        .collect();
+    check(
+        &format!("gemm_fuzz_tf32_in_place ({:.1} s)", start.elapsed().as_secs_f64()),
+        reports,
+    );
+    assert!(missing.is_empty(), "never read X in place: {missing:?}");
+}

@@ -401,7 +401,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
         p.d += done as u64 * params.sd as u64 * dsz;
         p.batch = count as i32;
         let [x, y] = tma_operands(&p, element, xk, yk, count);
-        let tx = if xk {
+        // X read in place (`choice.x_in_place`) goes through no map.
+        let tx = if choice.x_in_place {
+            TensorMap::unused()
+        } else if xk {
             x.encode(bk, bm as u32)?
         } else {
             x.encode(bk, bk)?
@@ -439,14 +442,18 @@ pub(crate) fn run_wgmma<T: GemmType>(
             Some(name) if dstore => kernel(name)?,
             _ => kernel(&choice.name)?,
         };
-        let dstore = i32::from(dstore);
+        // Bit 0: td is valid; bit 1: X is read in place (ptx/gemm_wg.cuh, the launch contract).
+        let flags = i32::from(dstore) | (i32::from(choice.x_in_place) << 1);
         let mut l = stream.launch_builder(&f);
-        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&dstore).arg(&split);
+        l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&flags).arg(&split);
         // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
         // GemmParams, i32, WgSplit) by value; with parts > 1 `ws` holds parts partial tiles of
         // bm x bn floats for each of the launch's tiles and `counters` two per tile, as the
         // kernel indexes them. The maps of X and Y cover exactly the operands' m x k and
-        // k x n extents (TMA bounds zero-fill the rest of each box); the map of D, when dstore
+        // k x n extents (TMA bounds zero-fill the rest of each box); X read in place (flags bit
+        // 1, only for the kernels that take it: `x_in_place_applies`) is read by the kernel at
+        // rows < m and k < k of each batch entry at ldx / sx, which `plan` checked lie inside
+        // the operand, from a 4-byte aligned address (`choose`); the map of D, when dstore
         // is 1, covers exactly D's rows < m and cols < n of each of `count` matrices at ldd / sd
         // (transposed for the swapped kernels; TMA stores are clipped there); with dstore 0 the
         // kernel never reads td; `plan` checked that every element of D (rows < m, cols < n of

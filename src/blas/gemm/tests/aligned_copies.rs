@@ -146,3 +146,69 @@ fn tensor_core_copies_fall_back_to_the_cuda_cores() {
     let c = choose_on::<f32, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
     assert!(c.fallback.is_none(), "{c:?}");
 }
+
+/// tf32 on wgmma reads its register-fed operand (the m-contiguous one: A of NN, B of TT and NT)
+/// in place where its rows are not 16 bytes apart and D is at most 2048 wide, and copies only
+/// the other one; not on the 128 x 128 tile, nor with an activation (the twin kernels read
+/// through the TMA only).
+#[test]
+fn tf32_reads_the_register_operand_in_place() {
+    use crate::blas::gemm::dispatch::choose_on;
+    let choice = |g: &Gemm<f32>, a: u64, b: u64| {
+        let (plan, p) = params(g, [1 << 30; 3], a, b);
+        choose_on::<f32, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
+    };
+    let (n, t) = (Transpose::N, Transpose::T);
+    // NN 2053 x 67 x 1999: A (m-contiguous, lda 2053) in place, B (ldb 1999) copied.
+    let c = choice(&Gemm::new(n, n, 2053, 67, 1999).math(MathMode::Tf32), 0, 0);
+    assert!(c.x_in_place && c.swap && c.align == [true, false], "{c:?}");
+    assert!(
+        c.reported_name::<f32>().starts_with("gemm_pack_b32+gemm_wg_tf32_"),
+        "{c:?}"
+    );
+    let name = c.reported_name::<f32>();
+    assert!(name.contains("_nn") && name.ends_with("/x-in-place"), "{name}");
+    // lda 2056 with A one element in: the start is off 16 bytes, read in place too.
+    let c = choice(
+        &Gemm::new(n, n, 2053, 64, 2048)
+            .ld(2056, 2048, 2053)
+            .math(MathMode::Tf32),
+        4,
+        0,
+    );
+    assert!(c.x_in_place && c.align == [false, false], "{c:?}");
+    // TT with ldb odd: B is X, in place; A (k-contiguous Y, lda 1999) copied.
+    let c = choice(&Gemm::new(t, t, 67, 2053, 1999).math(MathMode::Tf32), 0, 0);
+    assert!(c.x_in_place && !c.swap && c.align == [false, true], "{c:?}");
+    // NT: B in place, A packed k-contiguous.
+    let c = choice(&Gemm::new(n, t, 64, 2053, 1999).math(MathMode::Tf32), 0, 0);
+    assert!(
+        c.x_in_place && c.pack == [false, true] && c.align == [false, false],
+        "{c:?}"
+    );
+    // D wider than 2048 (the kernels' n): A copied, as before; TT 12345 x 321 (X = B, D 12345
+    // wide) likewise.
+    let c = choice(&Gemm::new(n, n, 4095, 4097, 1023).math(MathMode::Tf32), 0, 0);
+    assert!(!c.x_in_place && c.align == [true, true], "{c:?}");
+    let c = choice(&Gemm::new(t, t, 12345, 321, 4567).math(MathMode::Tf32), 0, 0);
+    assert!(!c.x_in_place && c.align == [true, true], "{c:?}");
+    let c = choice(&Gemm::new(n, n, 12345, 321, 4567).math(MathMode::Tf32), 0, 0);
+    assert!(c.x_in_place && c.align == [true, false], "{c:?}");
+    // Aligned operands: nothing to read in place.
+    let c = choice(&Gemm::new(n, n, 2048, 64, 2048).math(MathMode::Tf32), 0, 0);
+    assert!(!c.x_in_place && c.align == [false, false], "{c:?}");
+    // The 128 x 128 tile and activations copy, as before.
+    let g = Gemm::new(n, n, 2053, 2053, 1999).math(MathMode::Tf32).tile(Tile::Large);
+    let c = choice(&g, 0, 0);
+    assert!(!c.x_in_place && c.align == [true, true], "{c:?}");
+    let g = Gemm::new(n, n, 2053, 67, 1999)
+        .math(MathMode::Tf32)
+        .activation(crate::blas::Activation::Relu);
+    let c = choice(&g, 0, 0);
+    assert!(!c.x_in_place, "{c:?}");
+    // f16 (SS kernels) is not read in place.
+    let g = Gemm::<f32>::new(n, n, 2053, 67, 1999);
+    let (plan, p) = params(&g, [1 << 30; 3], 0, 0);
+    let c = choose_on::<half::f16, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    assert!(!c.x_in_place, "{c:?}");
+}
