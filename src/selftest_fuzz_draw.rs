@@ -413,7 +413,8 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
 
 /// Draws a tf32 GEMM whose m- or n-contiguous operand (the one the wgmma kernels take into
 /// registers) has rows that are not 16 bytes apart, or starts off a 16-byte boundary: column-
-/// major NN (A), TT and NT (B), or the row-major problems of the same storage (NN, TT, TN). The wgmma kernel
+/// major NN (A), TT (B) and NT (the operand of more rows; the other is packed), or the row-major
+/// problems of the same storage (NN, TT, TN). The wgmma kernel
 /// is forced, its tile one of the automatic choice, 128 x 64, 128 x 256, 128 x 192, 64 x 64 and
 /// 64 x 96, the 128 x 64 tile also with a split of k; batches (a shared operand included),
 /// scalars and bias vary. These run the kernels that read that operand in place (reported
@@ -442,7 +443,12 @@ pub fn random_in_place_case(rng: &mut Rng) -> GemmCase {
     };
     let mut ld_pad = [0usize; 3];
     let mut offsets = [0usize; 3];
-    let i = usize::from(!a_side);
+    // NT packs the operand of fewer rows k-contiguous and reads the other in place: either.
+    let i = if col_ops == (N, T) {
+        (rng.next_u64() % 2) as usize
+    } else {
+        usize::from(!a_side)
+    };
     if rng.next_u64() % 4 == 0 {
         offsets[i] = range(rng, 1, 3);
         ld_pad[i] = rng.pick(&[0, 4, 8]);

@@ -361,13 +361,15 @@ pub(crate) fn choose_kernel(
             let t = tc_name.unwrap_or("f16");
             // wgmma reads tf32 from shared memory only k-contiguous. An m-contiguous X is loaded
             // into registers as wgmma's A operand (`tt`); for `nn` (n-contiguous Y) the problem is
-            // transposed so that Y becomes that operand (`swap`); `nt` packs Y first and runs `tt`.
+            // transposed so that Y becomes that operand (`swap`); `nt` packs the operand of fewer
+            // rows k-contiguous first (nt_packs_x) and runs `tt` (Y packed) or `nn` (X packed).
             let xk = plan.ops.ends_with('n');
             let yk = plan.ops.starts_with('t');
             let (ops, pack, swap) = match (t, xk, yk) {
                 ("tf32", true, true) => ("tn", [false; 2], false),
                 ("tf32", false, true) => ("tt", [false; 2], false),
                 ("tf32", true, false) => ("nn", [false; 2], true),
+                ("tf32", false, false) if nt_packs_x(plan) => ("nn", [true, false], true),
                 ("tf32", false, false) => ("tt", [false, true], false),
                 _ => (plan.ops, [false; 2], false),
             };
@@ -651,6 +653,14 @@ pub(crate) fn tma_operands(
     ]
 }
 
+/// tf32 `nt` (both operands m/n-contiguous, one packed k-contiguous first): whether X is packed
+/// (then the swapped `nn` kernel runs, Y in registers) rather than Y (`tt`, X in registers):
+/// where X has fewer rows than Y, so that the smaller operand is copied (H100, NT 2053 x 67 x
+/// 1999: docs/kernels/gemm.md, "tf32 nt: the smaller operand packed").
+fn nt_packs_x(plan: &Plan) -> bool {
+    plan.m < plan.n
+}
+
 /// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
 /// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
 /// tf32 with both operands m/n-contiguous, after packing Y (batch 1 only).
@@ -669,8 +679,9 @@ fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, b
     let yk = plan.ops.starts_with('t');
     let [x, y] = tma_operands(params, element, xk, yk, batch);
     if element == TmaElement::F32 && !xk && !yk {
-        // tf32 nt: Y is packed into a fresh, tight, 16-byte aligned buffer; X must fit as given.
-        return batch == 1 && x.fits();
+        // tf32 nt: one operand is packed into a fresh, tight, 16-byte aligned buffer; the other
+        // must fit as given.
+        return batch == 1 && if nt_packs_x(plan) { y.fits() } else { x.fits() };
     }
     x.fits() && y.fits()
 }

@@ -194,6 +194,11 @@ fn tf32_reads_the_register_operand_in_place() {
     assert!(!c.x_in_place && c.align == [true, true], "{c:?}");
     let c = choice(&Gemm::new(n, n, 12345, 321, 4567).math(MathMode::Tf32), 0, 0);
     assert!(c.x_in_place && c.align == [true, false], "{c:?}");
+    // NT 2053 x 67: B (67 rows) is the one packed k-contiguous, the swapped kernel takes A into
+    // registers, in place.
+    let c = choice(&Gemm::new(n, t, 2053, 67, 1999).math(MathMode::Tf32), 0, 0);
+    assert!(c.x_in_place && c.swap && c.pack == [true, false], "{c:?}");
+    assert!(c.name.ends_with("_nn") && c.align == [false, false], "{c:?}");
     // Aligned operands: nothing to read in place.
     let c = choice(&Gemm::new(n, n, 2048, 64, 2048).math(MathMode::Tf32), 0, 0);
     assert!(!c.x_in_place && c.align == [false, false], "{c:?}");
