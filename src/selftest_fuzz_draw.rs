@@ -414,11 +414,11 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
 /// Draws a tf32 GEMM whose m- or n-contiguous operand (the one the wgmma kernels take into
 /// registers) has rows that are not 16 bytes apart, or starts off a 16-byte boundary: column-
 /// major NN (A), TT (B) and NT (the operand of more rows; the other is packed), or the row-major
-/// problems of the same storage (NN, TT, TN). The wgmma kernel
-/// is forced, its tile one of the automatic choice, 128 x 64, 128 x 256, 128 x 192, 64 x 64 and
-/// 64 x 96, the 128 x 64 tile also with a split of k; batches (a shared operand included),
-/// scalars and bias vary. These run the kernels that read that operand in place (reported
-/// with `/x-in-place`); the tile of 128 x 128 copies it aligned first.
+/// problems of the same storage (NN, TT, TN). The wgmma kernel is forced, its tile one of the
+/// automatic choice, 128 x 64, 128 x 256, 128 x 192, 64 x 64 and 64 x 96, the 128 x 64 tile
+/// also with a split of k; batches (a shared operand included), scalars and bias vary. These
+/// run the kernels that read that operand in place (reported with `/x-in-place`); the tile of
+/// 128 x 128 copies it aligned first.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
