@@ -254,3 +254,18 @@ template <> struct Wg<float> {
         else wgmma_tf32_rs_n64(d, a[0], a[1], a[2], a[3], b, scale);
     }
 };
+
+// The tile a block works on: batch entry bz, first row m0 and column n0 of D. Tiles are numbered
+// batch-major; within a batch entry they are rasterised in groups of 8 row-tiles that share
+// their column tiles in L2.
+struct TileCoord {
+    int bz, m0, n0;
+};
+template <int BM, int BN>
+__device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n) {
+    const int per_batch = tiles_m * tiles_n;
+    const int bz = t / per_batch, tile = t % per_batch;
+    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+    const int tm = rc.m, tn = rc.n;
+    return TileCoord{bz, tm * BM, tn * BN};
+}

@@ -12,6 +12,7 @@ use super::f32_tiles::{
     F32_X_SMEM,
 };
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
+use super::tf32_operands::{nt_packs_x, read_x_in_place};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
     half_rows, has_act_twin, odd_line_rows, short_sides, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts,
@@ -64,7 +65,7 @@ pub(crate) struct Choice {
     /// wgmma tf32 `tt` / `nn` (not the 128 x 128 tile) only: the kernel's X (the caller's
     /// m-contiguous operand; Y after `swap`) is read where it lies, by the producer's 4-byte
     /// copies instead of the TMA, so its rows need not be 16 bytes apart and it is not copied
-    /// aligned first (ptx/gemm_wg.cuh, "x_in_place"). Set by [`choose`] only.
+    /// aligned first (ptx/gemm_wg_x_in_place.cuh). Set by [`choose`] only.
     pub x_in_place: bool,
     /// f32 on the CUDA cores only: the k-contiguous Y is copied transposed first
     /// (`gemm_transpose_b32`), and `name` is the kernel for an n-contiguous Y, which it reads
@@ -182,22 +183,6 @@ fn f32_aligned_copy<S>(
     choice.align = [align[0], align[1] && !choice.transpose_y];
     choice.fallback = Some(Box::new(pick(params, false)?));
     Ok(Some(choice))
-}
-
-/// The widest D (columns of the kernels' row-major D, the Y side) for which tf32 reads an
-/// unaligned X in place rather than copy it aligned first (H100, forced A/B: D 1024 and 2048
-/// wide +39% and +10%, 4097 wide -7%, 12345 wide -13%).
-const X_IN_PLACE_MAX_N: i64 = 2048;
-
-/// Whether `choice` runs a wgmma kernel that can read its X in place (flags bit 1 of
-/// ptx/gemm_wg.cuh): tf32 `tt` or `nn` (X m-contiguous, into registers), not the 128 x 128 tile,
-/// not an activation (whose twin kernels lack the copies).
-fn x_in_place_applies(choice: &Choice, activation: bool) -> bool {
-    choice.family == Family::Wgmma
-        && choice.name.starts_with("gemm_wg_tf32_")
-        && (choice.name.ends_with("_tt") || choice.name.ends_with("_nn"))
-        && choice.tile != (128, 128)
-        && !activation
 }
 
 /// The least work (`2 m n k batch` flops) for which the automatic choice copies unaligned
@@ -653,14 +638,6 @@ pub(crate) fn tma_operands(
     ]
 }
 
-/// tf32 `nt` (both operands m/n-contiguous, one packed k-contiguous first): whether X is packed
-/// (then the swapped `nn` kernel runs, Y in registers) rather than Y (`tt`, X in registers):
-/// where X has fewer rows than Y, so that the smaller operand is copied (H100, NT 2053 x 67 x
-/// 1999: docs/kernels/gemm.md, "tf32 nt: the smaller operand packed").
-fn nt_packs_x(plan: &Plan) -> bool {
-    plan.m < plan.n
-}
-
 /// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
 /// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
 /// tf32 with both operands m/n-contiguous, after packing Y (batch 1 only).
@@ -804,23 +781,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
     // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
     choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];
-    // The tf32 wgmma kernels that take X (the m-contiguous operand) into registers read it in
-    // place where its rows are not 16 bytes apart and D is at most X_IN_PLACE_MAX_N wide: the
-    // copy reads and writes the whole operand, which the kernel then reads again, once per
-    // column tile (2053 x 67 x 1999: the copy 14 of 31 us), and costs less than the 4-byte
-    // copies' slower stages only while D has few column tiles (H100, docs/kernels/gemm.md,
-    // "tf32: the m-contiguous operand read in place").
-    if x_in_place_applies(&choice, g.activation.op().is_some()) {
-        let i = usize::from(choice.swap);
-        let (address, width) = if choice.swap {
-            (params.y, params.m)
-        } else {
-            (params.x, params.n)
-        };
-        if choice.align[i] && address % 4 == 0 && width <= X_IN_PLACE_MAX_N {
-            choice.align[i] = false;
-            choice.x_in_place = true;
-        }
-    }
+    // tf32's register-fed X is read where it lies rather than copied (tf32_operands.rs).
+    read_x_in_place(&mut choice, params, g.activation.op().is_some());
     Ok(with_fallback(choice))
 }

@@ -14,6 +14,7 @@ mod options;
 mod params;
 mod partials;
 mod skinny;
+mod tf32_operands;
 mod thin;
 mod types;
 mod vector;
