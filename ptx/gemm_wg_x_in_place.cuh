@@ -57,6 +57,8 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
                 mbar_expect_tx(bar, Y_BYTES);
                 tma_load(ys, ty, bar, k0, tc.n0, zy);
             }
+            // Where this thread's copies of k row pw + 4 j land in the stage.
+            auto dst_of = [&](int j) { return xs + (j & 1 ? d_odd : d_even) + (j / 2) * 1024; };
             const float* src = xr + (long long)(k0 + pw) * p.ldx;
             // The copies' issue rate, not their bytes, bounds this producer: a tile inside X
             // takes one instruction per copy (with a bounds test on every copy the wgmma
@@ -64,14 +66,14 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
             if (k0 + BK <= p.k && rows_full) {
 #pragma unroll
                 for (int j = 0; j < BK / 4; ++j, src += step) {
-                    const unsigned dst = xs + (j & 1 ? d_odd : d_even) + (j / 2) * 1024;
+                    const unsigned dst = dst_of(j);
 #pragma unroll
                     for (int b = 0; b < BM / 32; ++b) cp_async4_zfill(dst + b * 4096, src + 32 * b, true);
                 }
             } else if (k0 + BK <= p.k) {
 #pragma unroll
                 for (int j = 0; j < BK / 4; ++j, src += step) {
-                    const unsigned dst = xs + (j & 1 ? d_odd : d_even) + (j / 2) * 1024;
+                    const unsigned dst = dst_of(j);
 #pragma unroll
                     for (int b = 0; b < BM / 32; ++b)
                         cp_async4_zfill(dst + b * 4096, src + min(32 * b, last), 32 * b <= last);
@@ -80,7 +82,7 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
 #pragma unroll 1
                 for (int j = 0; j < BK / 4; ++j, src += step) {
                     const bool ok = k0 + pw + 4 * j < p.k;
-                    const unsigned dst = xs + (j & 1 ? d_odd : d_even) + (j / 2) * 1024;
+                    const unsigned dst = dst_of(j);
 #pragma unroll
                     for (int b = 0; b < BM / 32; ++b)
                         cp_async4_zfill(dst + b * 4096, ok ? src + min(32 * b, last) : X, ok && 32 * b <= last);

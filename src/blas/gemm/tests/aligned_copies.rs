@@ -1,7 +1,7 @@
 //! The aligned copies of unaligned operands: their storage, padding and strides.
 
 use super::*;
-use crate::blas::gemm::dispatch::{aligned_params, operand_storage};
+use crate::blas::gemm::dispatch::{aligned_params, choose_on, operand_storage};
 use crate::blas::gemm::params::GemmParams;
 
 /// The kernels' form of `g` on buffers of the given lengths, A at address `a`, B at `b`.
@@ -9,6 +9,13 @@ fn params(g: &Gemm<f32>, lens: [usize; 3], a: u64, b: u64) -> (Plan, GemmParams)
     let plan = g.plan(lens, None).unwrap();
     let p = g.params(&plan, [a, b, 0], 0);
     (plan, p)
+}
+
+/// The choice for `g` in element type `T` on an H100 (compute capability 9.0, 132
+/// multiprocessors), A at address `a`, B at `b`, on buffers long enough for every problem here.
+fn h100_choice<T: GemmType>(g: &Gemm<f32>, a: u64, b: u64) -> Choice {
+    let (plan, p) = params(g, [1 << 30; 3], a, b);
+    choose_on::<T, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
 }
 
 #[test]
@@ -71,11 +78,7 @@ fn copies_are_tight_padded_to_whole_vectors_or_lines_and_keep_shared_operands_sh
 /// its fallback. Below that, or with a knob forced, the unaligned kernel runs with no copy.
 #[test]
 fn f32_copies_unaligned_operands_for_w_where_that_pays() {
-    use crate::blas::gemm::dispatch::choose_on;
-    let choice = |g: &Gemm<f32>, a: u64, b: u64| {
-        let (plan, p) = params(g, [1 << 30; 3], a, b);
-        choose_on::<f32, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
-    };
+    let choice = h100_choice::<f32>;
     let (n, t) = (Transpose::N, Transpose::T);
     // 4095 x 4097 x 1023, both operands unaligned: both copied, w; l if there is no memory.
     let c = choice(&Gemm::new(n, n, 4095, 4097, 1023), 0, 0);
@@ -121,13 +124,10 @@ fn f32_copies_unaligned_operands_for_w_where_that_pays() {
 /// only (tests/gpu_blas.rs runs these two under a full pool).
 #[test]
 fn tensor_core_copies_fall_back_to_the_cuda_cores() {
-    use crate::blas::gemm::dispatch::choose_on;
     let (n, t) = (Transpose::N, Transpose::T);
     // f16 2049 x 64 x 2800, lda 2049: A (the kernels' Y) copied aligned.
     let g = Gemm::<f32>::new(n, n, 2049, 64, 2800);
-    let plan = g.plan([1 << 30; 3], None).unwrap();
-    let p = g.params(&plan, [0, 0, 0], 0);
-    let c = choose_on::<half::f16, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    let c = h100_choice::<half::f16>(&g, 0, 0);
     assert_eq!(c.align, [false, true], "{c:?}");
     let f = c.fallback.as_deref().expect("fallback");
     assert_eq!(
@@ -136,14 +136,12 @@ fn tensor_core_copies_fall_back_to_the_cuda_cores() {
     );
     // tf32 NT 64 x 1024 x 2800: B packed k-contiguous for wgmma; the fallback is exact f32.
     let g = Gemm::<f32>::new(n, t, 64, 1024, 2800).math(MathMode::Tf32);
-    let (plan, p) = params(&g, [1 << 30; 3], 0, 0);
-    let c = choose_on::<f32, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    let c = h100_choice::<f32>(&g, 0, 0);
     assert!(c.pack.iter().any(|&p| p) && c.name.starts_with("gemm_wg_"), "{c:?}");
     let f = c.fallback.as_deref().expect("fallback");
     assert!(f.name.starts_with("gemm_simt_f32_") && f.pack == [false; 2], "{f:?}");
     // Forced onto the tensor cores: no fallback (the allocation's error is the answer).
-    let g = g.kernel(Kernel::TensorCore);
-    let c = choose_on::<f32, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    let c = h100_choice::<f32>(&g.kernel(Kernel::TensorCore), 0, 0);
     assert!(c.fallback.is_none(), "{c:?}");
 }
 
@@ -153,11 +151,7 @@ fn tensor_core_copies_fall_back_to_the_cuda_cores() {
 /// through the TMA only).
 #[test]
 fn tf32_reads_the_register_operand_in_place() {
-    use crate::blas::gemm::dispatch::choose_on;
-    let choice = |g: &Gemm<f32>, a: u64, b: u64| {
-        let (plan, p) = params(g, [1 << 30; 3], a, b);
-        choose_on::<f32, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
-    };
+    let choice = h100_choice::<f32>;
     let (n, t) = (Transpose::N, Transpose::T);
     // NN 2053 x 67 x 1999: A (m-contiguous, lda 2053) in place, B (ldb 1999) copied.
     let c = choice(&Gemm::new(n, n, 2053, 67, 1999).math(MathMode::Tf32), 0, 0);
@@ -212,8 +206,6 @@ fn tf32_reads_the_register_operand_in_place() {
     let c = choice(&g, 0, 0);
     assert!(!c.x_in_place, "{c:?}");
     // f16 (SS kernels) is not read in place.
-    let g = Gemm::<f32>::new(n, n, 2053, 67, 1999);
-    let (plan, p) = params(&g, [1 << 30; 3], 0, 0);
-    let c = choose_on::<half::f16, f32>(&g, &plan, &p, (9, 0), 132).expect("choice");
+    let c = h100_choice::<half::f16>(&Gemm::new(n, n, 2053, 67, 1999), 0, 0);
     assert!(!c.x_in_place, "{c:?}");
 }
