@@ -159,7 +159,7 @@ const NR_MIN_COLS: usize = 2048;
 /// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
 /// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
 /// fit in one wave (one block per multiprocessor; 3/4 of one for 16-bit types' 4-byte lanes) and
-/// at least 3/8 of the multiprocessors busy; the narrowest lanes that fit are taken (the most
+/// at least 3/8 of the multiprocessors busy (more than half for 16-bit types' 4-byte lanes); the narrowest lanes that fit are taken (the most
 /// blocks); f32 columns not 8-byte aligned take one element per lane. The
 /// strips read A with the evict-first hint, so they are kept for an A larger than the L2 cache:
 /// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
@@ -195,13 +195,19 @@ pub(crate) fn row_strip_kernel<T: GemvType>(
         // (and 48.1-48.3 in 64 strips of 8-byte lanes). f32's one-element lanes take a whole
         // wave: the alternative is the element-wise split kernel (f32 4095 x 4097 at lda 4095,
         // 67 MB: 36.7 us against cuBLAS's 26.9, H100, 2026-11-25).
-        let most = if bytes < 8 && size_of::<T>() < 4 {
-            3 * sms / 4
-        } else {
-            sms
-        };
+        let narrow16 = bytes < 8 && size_of::<T>() < 4;
+        let most = if narrow16 { 3 * sms / 4 } else { sms };
         if blocks <= most {
-            return (8 * blocks >= 3 * sms).then_some((bytes, blocks));
+            // At least 3/8 of the SMs, and for 16-bit types' 4-byte lanes more than half: H100,
+            // 2026-11-28 (docs/kernels/gemv.md, "16-bit 4-byte strips over half the SMs"), f16
+            // and bf16 4096 x 11008 in 64 such strips 39.1-39.2 us against 37.0-37.1 on the
+            // split kernels; 6144^2 in 96 strips 30.1-30.3 against 32.8-32.9.
+            let least = if narrow16 {
+                2 * blocks > sms
+            } else {
+                8 * blocks >= 3 * sms
+            };
+            return least.then_some((bytes, blocks));
         }
     }
     None
@@ -546,6 +552,14 @@ mod tests {
             Some((16, 96))
         );
         assert_eq!(row_strip_kernel::<half::bf16>(6144, 6144, 2, 6144, 132, L2), None);
+        // 16-bit 4-byte lanes over more than half the SMs: 4096 rows (64 strips) take the
+        // split kernels, 4288 rows (67 strips) the strips.
+        assert_eq!(row_strip_kernel::<half::f16>(4096, 11008, 256, 4096, 132, L2), None);
+        assert_eq!(row_strip_kernel::<half::bf16>(4096, 11008, 256, 4096, 132, L2), None);
+        assert_eq!(
+            row_strip_kernel::<half::f16>(4288, 11008, 256, 4288, 132, L2),
+            Some((4, 67))
+        );
     }
 
     #[test]
