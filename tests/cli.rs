@@ -373,6 +373,43 @@ fn selftest_with_bad_arguments_is_a_usage_error() {
     assert!(line.starts_with("cudrv: unexpected arguments"), "{run}");
 }
 
+/// `bench gemm --suite --names` ends each row with the kernels cudrv ran, after the `sel`
+/// column where there is one (on the null driver: plans, launches and times nothing real).
+#[test]
+fn suite_rows_name_their_kernels() {
+    let test = "suite_rows_name_their_kernels";
+    let Some(null) = fake_driver::build(test, Fixture::NullDriver) else {
+        return;
+    };
+    let args = [
+        "bench", "gemm", "--suite", "--names", "--types", "f32", "--shapes", "64x64x64", "--trials", "1",
+    ];
+    for (extra, last) in [
+        (&[][..], "gemm_simt_f32_"),
+        (&["--tiles", "s"][..], "gemm_simt_f32_s_nn"),
+    ] {
+        let output = Command::new(cudrv_bin())
+            .args(args)
+            .args(extra)
+            .env(cudrv::sys::loader::LIBCUDA_ENV, null.path())
+            .env("CUDRV_LIBCUBLAS", "/nonexistent/libcublas.so")
+            .output()
+            .expect("run the cudrv binary");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{extra:?}: {stdout}");
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with("f32 ") && l.contains("64x64x64"))
+            .unwrap_or_else(|| panic!("{extra:?}: no f32 row in {stdout}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let name = fields.last().unwrap();
+        assert!(name.starts_with(last), "{extra:?}: {row}");
+        if !extra.is_empty() {
+            assert_eq!(fields[fields.len() - 2], "s", "{row}");
+        }
+    }
+}
+
 #[test]
 fn bad_bench_arguments_are_usage_errors() {
     let missing = fake_driver::nonexistent_library();
@@ -395,6 +432,11 @@ fn bad_bench_arguments_are_usage_errors() {
         (
             &["bench", "gemm", "--suite", "--only", "nosuch"],
             "--only nosuch: no suite case's group or MxNxK contains it",
+        ),
+        (&["bench", "gemm", "--names"], "--names goes with bench gemm --suite"),
+        (
+            &["bench", "gemv", "--suite", "--names"],
+            "--names goes with bench gemm --suite",
         ),
         (&["bench", "tune", "--fast"], "unexpected arguments"),
         (&["profile", "--runs", "0"], "--runs takes a number"),

@@ -11,7 +11,7 @@
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
 //! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
-//! summary), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
+//! summary; `--names` ends each of its rows with the kernels cudrv ran), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
 //! the skinny ones; with `--suite`, `MxNxKxB` adds a strided batch of B and the shapes run
 //! as suite rows in place of the suite's cases), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t`
 //! (gemm: force block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force
@@ -69,6 +69,8 @@ struct Opts {
     suite: bool,
     /// gemm --suite: keep only the cases whose group or `MxNxK` contains one of these.
     only: Vec<String>,
+    /// gemm --suite: end each row with the kernels cudrv ran (`Gemm::kernel_name`).
+    names: bool,
 }
 
 /// A fused GEMM epilogue of the bench: the bias (added to each row of the column-major C) and an
@@ -139,6 +141,9 @@ pub fn options(what: &str, args: &[String]) -> Result<Options> {
         "f32".to_string()
     };
     let mut o = parse(args, &default_types, sizes)?;
+    if o.names && !(what == "gemm" && o.suite) {
+        return Err(err("--names goes with bench gemm --suite".into()));
+    }
     if what == "gemv" && o.suite && !args.iter().any(|a| a == "--types") {
         o.types = types.iter().map(|t| t.to_string()).collect();
     }
@@ -167,6 +172,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
         epilogues: vec![Epilogue::NONE],
         suite: false,
         only: Vec::new(),
+        names: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -176,6 +182,7 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
             "--sizes" => o.sizes = list(&value()?, |s| s.parse().map_err(|_| err(format!("bad size {s:?}"))))?,
             "--no-skinny" => o.skinny = false,
             "--suite" => o.suite = true,
+            "--names" => o.names = true,
             "--only" => {
                 o.only = value()?.split(',').map(String::from).collect();
                 crate::bench_suite::check_only(&o.only)?;
@@ -305,6 +312,7 @@ fn gemm_bench(
             only: &o.only,
             sels: &sels,
             trials: o.trials,
+            names: o.names,
         };
         return crate::bench_suite::run_gemm(stream, cublas, h100, &o.types, &suite);
     }

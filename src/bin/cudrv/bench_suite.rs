@@ -208,6 +208,8 @@ pub(crate) struct SuiteOpts<'a> {
     pub sels: &'a [(Tile, Kernel, SplitK)],
     /// Timed batches per figure.
     pub trials: usize,
+    /// End each row with the kernels cudrv ran (`Gemm::kernel_name`).
+    pub names: bool,
 }
 
 /// The forced choice as the `sel` column writes it: tile letter, kernel, `/parts` or `/pN`.
@@ -288,7 +290,7 @@ pub(crate) fn run_gemm(
             let letter = |t| if t == N { 'n' } else { 't' };
             let cells = ratio_cells(ty, h100, ours, theirs, r.diff);
             println!(
-                "{:<5} {:<10} {:<3} {:>18} {:>5} {:>9} {:>4} {:>9.2} {:>9} {:>7} {:>6} {:>9}{}{}",
+                "{:<5} {:<10} {:<3} {:>18} {:>5} {:>9} {:>4} {:>9.2} {:>9} {:>7} {:>6} {:>9}{}{}{}",
                 ty,
                 c.group,
                 format!("{}{}", letter(c.ops.0), letter(c.ops.1)),
@@ -305,6 +307,11 @@ pub(crate) fn run_gemm(
                     String::new()
                 } else {
                     format!(" {}", sel_name(sel))
+                },
+                if opts.names {
+                    format!(" {}", r.kernel)
+                } else {
+                    String::new()
                 },
                 if good { "" } else { "  MISMATCH" }
             );
@@ -323,11 +330,13 @@ pub(crate) fn run_gemm(
     Ok(ok)
 }
 
-/// Seconds per call of cudrv and of cuBLAS, and the relative difference of their results.
+/// Seconds per call of cudrv and of cuBLAS, the relative difference of their results, and the
+/// kernels cudrv ran.
 struct Measured {
     ours: f64,
     theirs: Option<f64>,
     diff: Option<f64>,
+    kernel: String,
 }
 
 /// The stored extent (rows, columns) of `op(X)`'s operand for `op(X)` of `rows x cols`.
@@ -366,6 +375,11 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
         .kernel(kernel)
         .split_k(split);
     let (av, bv) = (a.slice(off..)?, b.slice(off..)?);
+    // For `--names`: the planning and dispatch of `run` alone, so it fails only where `run`
+    // fails too (the error then in the name, and `run`'s below).
+    let kernel = g
+        .kernel_name(&av, &bv, &c1.slice(off..)?)
+        .unwrap_or_else(|e| format!("(no kernel name: {e})"));
     let ours = |c1: &mut DeviceBuffer<T>| -> Result<()> { g.run(&av, &bv, &mut c1.slice_mut(off..)?) };
     let Some(cb) = cublas else {
         let t = crate::timing::time(stream, trials, || ours(&mut c1))?;
@@ -373,6 +387,7 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
             ours: t.device,
             theirs: None,
             diff: None,
+            kernel,
         });
     };
     let c2 = DeviceBuffer::<T>::zeroed(stream, off + sc * c.batch)?;
@@ -414,6 +429,7 @@ fn one<T: BenchType + FromF64 + ValidAsZeroBits>(
         ours: t_ours.device,
         theirs: Some(t_theirs.device),
         diff: Some(diff),
+        kernel,
     })
 }
 

@@ -73,6 +73,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --only LIST       gemm --suite: only the cases whose group or MxNxK contains an item
                     (e.g. attention,768x1024); with --tiles, --kernels or --splits each case
                     runs once per forced choice (the sel column)
+  --names           gemm --suite: end each row with the kernels cudrv ran (after the sel
+                    column, where there is one)
   --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes; with
                     --suite, MxNxK or MxNxKxB (a strided batch of B) in place of the
                     suite's cases, each op of --ops
