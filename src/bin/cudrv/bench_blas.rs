@@ -9,21 +9,21 @@
 //! cudrv's figures alone.
 //!
 //! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
-//! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384),
-//! `--no-skinny`, `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type
-//! summary; `--names` ends each of its rows with the kernels cudrv ran), `--shapes 8192x8192x64,...` (gemm: m x n x k shapes instead of `--sizes` and
-//! the skinny ones; with `--suite`, `MxNxKxB` adds a strided batch of B and the shapes run
-//! as suite rows in place of the suite's cases), `--trials N` (timed batches, median reported), `--tiles auto,s,n,l,b,w,t`
-//! (gemm: force block tiles, one row each), `--kernels auto,simt,tc,mma,wgmma` (gemm: force
-//! kernel families, one row each per tile; a combination that does not apply prints `n/a`),
-//! `--splits auto,off,2,4,p16` (gemm: force how k is split between blocks, one row each, `pN`
-//! through N partial products; the tile column shows `/parts`),
-//! `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn), `--beta B`
-//! (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls stay
-//! bounded and both converge to the same C), `--epilogue bias,relu,gelu,sigmoid,tanh` (gemm: one
-//! row each; cudrv runs `C = act(A B + bias)` fused, cuBLAS the plain `C = A B`, which a fused
-//! epilogue can at best match; diff then compares cudrv's C with act(cuBLAS's C + bias) computed on
-//! the host; `none`, the default, is the plain product in both).
+//! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384), `--no-skinny`,
+//! `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type summary; `--names` ends
+//! each of its rows with the kernels cudrv ran), `--shapes 8192x8192x64,...` (gemm: m x n x k
+//! shapes instead of `--sizes` and the skinny ones; with `--suite`, `MxNxKxB` adds a strided batch
+//! of B and the shapes run as suite rows in place of the suite's cases), `--trials N` (timed
+//! batches, median reported), `--tiles auto,s,n,l,b,w,t` (gemm: force block tiles, one row each),
+//! `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one row each per tile; a
+//! combination that does not apply prints `n/a`), `--splits auto,off,2,4,p16` (gemm: force how k
+//! is split between blocks, one row each, `pN` through N partial products; the tile column shows
+//! `/parts`), `--ops nn,nt,tn,tt` (gemm: op(A) op(B), column-major, one row each; default nn),
+//! `--beta B` (gemm: C = A B + B C in both libraries, default 0; with |B| < 1 the repeated calls
+//! stay bounded and both converge to the same C), `--epilogue bias,relu,gelu,sigmoid,tanh` (gemm:
+//! one row each; cudrv runs `C = act(A B + bias)` fused, cuBLAS the plain `C = A B`, which a fused
+//! epilogue can at best match; diff then compares cudrv's C with act(cuBLAS's C + bias) computed
+//! on the host; `none`, the default, is the plain product in both).
 
 use std::ffi::c_void;
 use std::sync::Arc;
