@@ -12,6 +12,11 @@ two models of the register file: banks by register number mod 2 and mod 4. Such 
 candidate cause of the dispatch stalls ncu reports on the CUDA-core GEMM kernels
 (docs/kernels/gemm.md, "f32 on the CUDA cores: where cuBLAS's lead comes from").
 
+The cubin is ptxas 12.0's (the development machine's); the driver's compiler on the GPU machine
+(CUDA 13) allocates registers differently (gemm_simt_f32_v_nn: the same instruction count, 17%
+of the FFMA register tuples in common, similar bank rates), so the counts show a direction,
+not the GPU's figures: `cuobjdump -sass` there gives those.
+
 What it relies on (sm_70 to sm_90 instructions are 16 bytes; checked against `cuobjdump -sass`
 of gemm_simt_f32_v_nn on sm_90, 2026-11-28): opcode in bits 0-11 (FFMA with three registers:
 0x223), destination register bits 16-23, sources A 24-31, B 32-39, C 64-71, reuse flags of
