@@ -419,13 +419,9 @@ fn gemm_fuzz_waves() {
 /// `tt` kernels and the swapped `nn` ones. Needs compute capability 9.0.
 #[test]
 fn gemm_fuzz_tf32_in_place() {
-    let Some(ctx) = gpu!("gemm_fuzz_tf32_in_place") else {
+    let Some(ctx) = gpu::sm90("gemm_fuzz_tf32_in_place", "the wgmma kernels") else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        println!("gemm_fuzz_tf32_in_place: skipped (the wgmma kernels need compute capability 9.0)");
-        return;
-    }
     let stream = ctx.new_stream().expect("stream");
     let start = Instant::now();
     let reports: Vec<Report> = seeds()

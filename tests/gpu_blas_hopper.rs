@@ -20,13 +20,9 @@ use half::{bf16, f16};
 /// capability 9.0 only.
 #[test]
 fn gemm_wgmma_hopper() {
-    let Some(ctx) = gpu!("gemm_wgmma_hopper") else {
+    let Some(ctx) = gpu::sm90("gemm_wgmma_hopper", "the wgmma kernels") else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        println!("SKIPPED gemm_wgmma_hopper: the wgmma kernels need compute capability 9.0");
-        return;
-    }
     let stream = ctx.new_stream().unwrap();
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
@@ -45,13 +41,9 @@ fn gemm_wgmma_hopper() {
 /// long-k problems. Compute capability 9.0 only.
 #[test]
 fn gemm_wgmma_split_k() {
-    let Some(ctx) = gpu!("gemm_wgmma_split_k") else {
+    let Some(ctx) = gpu::sm90("gemm_wgmma_split_k", "the wgmma kernels") else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        println!("SKIPPED gemm_wgmma_split_k: the wgmma kernels need compute capability 9.0");
-        return;
-    }
     let stream = ctx.new_stream().unwrap();
     for (ty, math, ld_align) in [
         ("f16", MathMode::Exact, 8),
@@ -109,13 +101,12 @@ fn wg_split_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
 /// The f16 mma.sync kernels forced on a Hopper device (where wgmma is the default), both tiles.
 #[test]
 fn gemm_mma_sync_f16_on_hopper() {
-    let Some(ctx) = gpu!("gemm_mma_sync_f16_on_hopper") else {
+    let Some(ctx) = gpu::sm90(
+        "gemm_mma_sync_f16_on_hopper",
+        "a Hopper device, where wgmma is the default",
+    ) else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        println!("SKIPPED gemm_mma_sync_f16_on_hopper: compute capability 9.0 only");
-        return;
-    }
     let stream = ctx.new_stream().unwrap();
     sweep::<f16>(
         &stream,
@@ -238,13 +229,9 @@ fn odd_c_stride_cases() -> Vec<Case> {
 /// and on mma.sync forced on the same device. Compute capability 9.0 only.
 #[test]
 fn gemm_wgmma_hopper_tf32() {
-    let Some(ctx) = gpu!("gemm_wgmma_hopper_tf32") else {
+    let Some(ctx) = gpu::sm90("gemm_wgmma_hopper_tf32", "the wgmma kernels") else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        println!("SKIPPED gemm_wgmma_hopper_tf32: the wgmma kernels need compute capability 9.0");
-        return;
-    }
     let stream = ctx.new_stream().unwrap();
     sweep::<f32>(
         &stream,

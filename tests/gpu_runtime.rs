@@ -272,16 +272,9 @@ const TEST_FATBIN_SM90: &[u8] = include_bytes!("data/test_kernels.sm_90.fatbin")
 
 #[test]
 fn cubin_images_load_and_run() {
-    let Some(ctx) = gpu!("cubin_images_load_and_run") else {
+    let Some(ctx) = gpu::sm90("cubin_images_load_and_run", "the images are sm_90 cubin and fatbin") else {
         return;
     };
-    if ctx.compute_capability() != (9, 0) {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stdout().lock(),
-            b"SKIPPED (needs sm_90): cubin_images_load_and_run\n",
-        );
-        return;
-    }
     let s = ctx.new_stream().unwrap();
     let m = Module::from_image(&ctx, TEST_CUBIN_SM90, "test_kernels.cubin").unwrap();
     let f = m.function("test_add_one").unwrap();

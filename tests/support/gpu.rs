@@ -28,6 +28,20 @@ pub fn context(test: &str) -> Option<Arc<Context>> {
     }
 }
 
+/// Device 0's context when it has compute capability 9.0 (the sm_90 / sm_90a kernels), else
+/// `None` after printing `SKIPPED (needs compute capability 9.0): <test>: <why>` (or the no-GPU
+/// skip of [`context`]). `REQUIRE_GPU=1` asks for a GPU, not for this one.
+#[allow(dead_code)] // only the files with sm_90 tests call it
+pub fn sm90(test: &str, why: &str) -> Option<Arc<Context>> {
+    let ctx = context(test)?;
+    if ctx.compute_capability() == (9, 0) {
+        return Some(ctx);
+    }
+    let line = format!("SKIPPED (needs compute capability 9.0): {test}: {why}\n");
+    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    None
+}
+
 /// `let Some(ctx) = gpu!("name") else { return };`
 #[macro_export]
 macro_rules! gpu {
