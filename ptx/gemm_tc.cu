@@ -42,6 +42,7 @@
 
 #include "gemm_common.cuh"
 #include "gemm_cp_async.cuh"
+#include "mma_sync.cuh"
 
 // Bytes of a stage's slot for an operand tile of `rows` rows and `bkb` bytes of k: the larger of
 // its k-contiguous layout, rows x (bkb + 16) bytes, and its other one, (bkb / sz) x (rows + 8)
@@ -49,50 +50,6 @@
 __host__ __device__ constexpr int tc_slot(int rows, int bkb, int sz) {
     return rows * (bkb + 16) > (bkb / sz) * (rows + 8) * sz ? rows * (bkb + 16) : (bkb / sz) * (rows + 8) * sz;
 }
-
-template <typename T> struct Tc;
-template <> struct Tc<__half> {
-    enum { KSTEP = 16, B16 = 1 };
-    static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-    static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
-    static __device__ __forceinline__ void store2(__half* p, float a, float b) {
-        *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-    }
-    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-};
-template <> struct Tc<__nv_bfloat16> {
-    enum { KSTEP = 16, B16 = 1 };
-    static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-    static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
-    static __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-    }
-    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-};
-template <> struct Tc<float> {
-    enum { KSTEP = 8, B16 = 0 };
-    static __device__ __forceinline__ float to_f(float v) { return v; }
-    static __device__ __forceinline__ float from_f(float v) { return v; }
-    static __device__ __forceinline__ void store2(float* p, float a, float b) {
-        *reinterpret_cast<float2*>(p) = make_float2(a, b);
-    }
-    static __device__ __forceinline__ void mma(float c[4], const unsigned a[4], const unsigned b[2]) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-};
 
 __device__ __forceinline__ unsigned to_tf32(unsigned bits) {
     unsigned r;
