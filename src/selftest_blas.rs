@@ -390,6 +390,53 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
     }
 }
 
+/// The sm_90 decode-step kernels for f16 and bf16 (`gemm_skinny90_<t>_k256`, TMA-fed
+/// mma.sync), which GEMMs with one side of at most 16, both operands k-contiguous (TN) and
+/// aligned to the TMA's rules run on compute capability 9.0: 1000 x 9 x 4100 (the short side is
+/// C's columns, few tiles and long k; k ends inside a 16-byte vector and inside a stage) with
+/// gelu, and 12 x 3000 x 776 (C's rows), each with beta and a bias, on leading dimensions of
+/// whole vectors.
+fn skinny90_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    let ops = (Transpose::T, Transpose::N);
+    let auto = (Tile::Auto, SplitK::Auto);
+    for ((m, n, k), pads, act) in [
+        ((1000, 9, 4100), [4, 4, 3], Activation::Gelu),
+        ((12, 3000, 776), [0, 0, 0], Activation::None),
+    ] {
+        for ty in ["f16", "bf16"] {
+            let name = (|| {
+                let [pa, pb, pc] = pads;
+                let (la, lb, lc) = ((k + pa) * m, (k + pb) * n, (m + pc) * n);
+                let g = Gemm::<f32>::new(ops.0, ops.1, m, n, k).ld(k + pa, k + pb, m + pc);
+                if ty == "f16" {
+                    let z = |len: usize| DeviceBuffer::<half::f16>::zeroed(stream, len);
+                    g.kernel_name(&z(la)?, &z(lb)?, &z(lc)?)
+                } else {
+                    let z = |len: usize| DeviceBuffer::<half::bf16>::zeroed(stream, len);
+                    g.kernel_name(&z(la)?, &z(lb)?, &z(lc)?)
+                }
+            })()
+            .unwrap_or_default();
+            let (e, kn) = (MathMode::Exact, Kernel::Auto);
+            let result = if ty == "f16" {
+                gemm_case::<half::f16>(stream, rng, ops, (m, n, k), pads, e, kn, auto, act)
+            } else {
+                gemm_case::<half::bf16>(stream, rng, ops, (m, n, k), pads, e, kn, auto, act)
+            };
+            let check = Check::new(
+                format!("gemm {name} tn"),
+                format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
+                2e-2,
+                result,
+            );
+            if check.passed && name.starts_with("gemm_skinny90_") {
+                covered.insert(name);
+            }
+            out.push(check);
+        }
+    }
+}
+
 /// The sum of a split of k through partial products (`gemm_partials_<t>` of every type but tf32,
 /// which shares f32's):
 /// 70 x 50 x 3001 in 5 parts (four batched, a shorter last one) on leading dimensions one
@@ -627,6 +674,9 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
     }
     small_matrices(s, r, &mut out, &mut covered);
     skinny_products(s, r, &mut out, &mut covered);
+    if tc && stream.context().compute_capability() >= (9, 0) {
+        skinny90_products(s, r, &mut out, &mut covered);
+    }
     partial_products(s, r, &mut out, &mut covered);
     if tc && stream.context().compute_capability() >= (9, 0) {
         // The sm_90 f64 DMMA kernels (module gemm_dmma90): DMMA90_SWEEP.

@@ -177,7 +177,9 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// decode step's linear layer, column-major TN or row-major NT): the shapes of the skinny kernel
 /// (`gemm_skinny_<t>`), both orientations, with and without its split of k, batches, bias,
 /// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
-/// vector (and so runs on the tiled kernels). The other types draw any op pair, and one case in
+/// vector (and so runs on the tiled kernels). For f16 and bf16 one case in six is a decode step
+/// their sm_90 TMA kernel (`gemm_skinny90_<t>`) takes: k-contiguous operands of whole 16-byte
+/// vectors, the short side C's rows, at least 2^21 weights. The other types draw any op pair, and one case in
 /// six forces [`Tile::Thin`]: they run such products on their thin tensor-core tiles (f64 also
 /// long k through partial products), which take every layout. For f64 one case in four has a
 /// short side of 17 to 80, which its thin tiles also take where 16-wide strips fit it better
@@ -227,12 +229,32 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         Layout::ColMajor => (Transpose::T, Transpose::N),
         Layout::RowMajor => (Transpose::N, Transpose::T),
     };
-    // A's and B's leading dimension is k plus this: whole 16-byte vectors of f32 (and so of f64),
-    // or one element more.
-    let whole = k.next_multiple_of(4) - k + 4 * range(rng, 0, 2);
+    // A's and B's leading dimension is k plus this: whole 16-byte vectors (of f32, and so of
+    // f64; of f16 and bf16, the TMA's rule for their sm_90 decode kernel), or one element more.
+    let vec = if matches!(ty, FuzzType::F16 | FuzzType::Bf16) {
+        8
+    } else {
+        4
+    };
+    let whole = k.next_multiple_of(vec) - k + vec * range(rng, 0, 2);
     let pad = if rng.next_u64() % 6 == 0 { whole + 1 } else { whole };
     let both = |rng: &mut Rng| rng.pick(&[None, None, Some(0)]);
     let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
+    // f16 and bf16: one case in six a decode step for their sm_90 TMA kernel (k-contiguous
+    // operands of whole 16-byte vectors, the short side C's rows, at least 2^21 weights).
+    let tma = matches!(ty, FuzzType::F16 | FuzzType::Bf16) && rng.next_u64() % 6 == 0;
+    let (ops, layout, m, n, k, pad) = if tma {
+        let long = range(rng, 600, 12000);
+        let k = range(rng, (1 << 21) / long + 1, (20_000_000 / long).max((1 << 21) / long + 2));
+        let pad = k.next_multiple_of(8) - k + 8 * range(rng, 0, 1);
+        if rng.next_u64() % 2 == 0 {
+            ((Transpose::T, Transpose::N), Layout::ColMajor, short, long, k, pad)
+        } else {
+            ((Transpose::N, Transpose::T), Layout::RowMajor, long, short, k, pad)
+        }
+    } else {
+        (ops, layout, m, n, k, pad)
+    };
     GemmCase {
         ty,
         ops,
@@ -251,13 +273,15 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
             } else {
                 [rng.pick(&[0, 4, 0, 1, 3]), rng.pick(&[0, 4, 0, 2]), range(rng, 0, 3)]
             }
+        } else if tma {
+            [rng.pick(&[0, 8]), rng.pick(&[0, 8]), range(rng, 0, 3)]
         } else {
-            [rng.pick(&[0, 4, 1]), rng.pick(&[0, 4, 1]), range(rng, 0, 3)]
+            [rng.pick(&[0, 8, 4, 1]), rng.pick(&[0, 8, 4, 1]), range(rng, 0, 3)]
         },
         scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
         bias: rng.next_u64() % 3 == 0,
         act: activation(rng),
-        knobs: if ty != FuzzType::F32 && rng.next_u64() % 6 == 0 {
+        knobs: if ty != FuzzType::F32 && !tma && rng.next_u64() % 6 == 0 {
             (Kernel::Auto, Tile::Thin, SplitK::Auto)
         } else {
             (Kernel::Auto, Tile::Auto, SplitK::Auto)

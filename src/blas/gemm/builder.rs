@@ -4,7 +4,7 @@
 use super::dispatch::choose;
 use super::launch::run_choice;
 use super::params::GemmParams;
-use super::{partials, skinny, vector};
+use super::{partials, skinny, skinny90, vector};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
@@ -270,6 +270,7 @@ fn ops_suffix(first: Transpose, second: Transpose) -> &'static str {
 /// How a checked GEMM runs: the skinny kernel, or the tiled kernels' choice.
 enum Path {
     Skinny(skinny::SkinnyRoute),
+    Skinny90(skinny90::Skinny90Route),
     Partials(partials::PartialsRoute),
     Tiles(std::sync::Arc<super::dispatch::Choice>),
 }
@@ -469,8 +470,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// The kernel this GEMM would run on `C`'s stream for these operands, after the same checks
     /// as [`Gemm::run`] (so a call that would be refused is an error here too), without queueing
     /// anything: e.g. `gemm_wg_f16_w_nn`, `gemm_simt_f32_v_nt`, `gemm_dmma90_f64_s2_tn`,
-    /// `gemm_small_f32` (m, n, k <= 32) or `gemm_skinny_f32_r2s2` (an f32 side of at most 16, both
-    /// operands k-contiguous). A split of k over blocks shows as `/splitN` (the f32 `w` and `v`
+    /// `gemm_small_f32` (m, n, k <= 32), `gemm_skinny_f32_r2s2` (an f32 side of at most 16, both
+    /// operands k-contiguous) or `gemm_skinny90_f16_k256` (such an f16 or bf16 decode step on
+    /// compute capability 9.0). A split of k over blocks shows as `/splitN` (the f32 `w` and `v`
     /// tiles, the wgmma `n` and `l` tiles, the skinny kernel), a tf32 operand packed first as a
     /// `gemm_wg_pack_tf32+` prefix, an unaligned operand copied into an aligned buffer first (for
     /// the tensor-core kernels) as a `gemm_pack_b<bits>+` prefix, an f32 B copied transposed
@@ -510,6 +512,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         let ctx = c.stream().context();
         let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
         if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
+            return Ok(route.name());
+        }
+        if let Some(route) = skinny90::route::<T, S>(self, &plan, &params, sms, cc) {
             return Ok(route.name());
         }
         if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
@@ -603,6 +608,8 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         // Every check (including the kernel choice) comes before anything is queued.
         let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
             Path::Skinny(route)
+        } else if let Some(route) = skinny90::route::<T, S>(self, &plan, &params, sms, cc) {
+            Path::Skinny90(route)
         } else if let Some(route) = partials::route::<T, S>(self, &plan, &params, &stream)? {
             Path::Partials(route)
         } else {
@@ -615,6 +622,7 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         }
         let choice = match path {
             Path::Skinny(route) => return skinny::run::<T>(&stream, &route),
+            Path::Skinny90(route) => return skinny90::run(&stream, &route),
             Path::Partials(route) => return partials::run::<T>(&stream, &route, &params),
             Path::Tiles(choice) => choice,
         };

@@ -14,6 +14,7 @@ mod options;
 mod params;
 mod partials;
 mod skinny;
+mod skinny90;
 mod tf32_operands;
 mod thin;
 mod types;

@@ -192,6 +192,7 @@ mod choice_memo;
 mod dispatch;
 mod partials_route;
 mod selftest_names;
+mod skinny90_route;
 mod skinny_route;
 mod vector_route;
 mod wg_dispatch;
