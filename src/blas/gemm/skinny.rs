@@ -103,6 +103,40 @@ fn variant(name: &str) -> Option<(usize, usize)> {
     (name == "f32").then_some((2, 2))
 }
 
+/// A problem with a short side seen from its long side: the long operand G and the short one H
+/// (address, leading dimension, batch stride, all k-contiguous) and the strides of D(l, s);
+/// `short_rows` when the short side is D's rows (X, the long side Y's columns), else its columns
+/// (Y). Shared by the skinny kernels of every type.
+pub(crate) struct Sides {
+    pub short_rows: bool,
+    pub g: (u64, usize, usize),
+    pub h: (u64, usize, usize),
+    pub dl: usize,
+    pub ds: usize,
+}
+
+/// `plan`'s [`Sides`] (the shorter of its m and n, D's rows on a tie).
+pub(crate) fn sides(plan: &Plan, params: &GemmParams) -> Sides {
+    let (x, y) = ((params.x, plan.ldx, plan.sx), (params.y, plan.ldy, plan.sy));
+    if plan.m <= plan.n {
+        Sides {
+            short_rows: true,
+            g: y,
+            h: x,
+            dl: 1,
+            ds: plan.ldd,
+        }
+    } else {
+        Sides {
+            short_rows: false,
+            g: x,
+            h: y,
+            dl: plan.ldd,
+            ds: 1,
+        }
+    }
+}
+
 /// The skinny form of the kernels' problem (`plan`, `params`: row-major D = X Y), when it has one
 /// and nothing asks for another kernel: f32 (any math mode: the kernel's exact f32 is at least as
 /// accurate as tf32); both operands k-contiguous (`xk`, `yk`), aligned to their element, the long
@@ -135,13 +169,13 @@ pub(crate) fn route<T: GemmType, S>(
     if long <= 32 && k <= 32 {
         return None;
     }
-    // The short side is D's rows (X; the long side is Y's columns) or its columns (Y).
-    let short_rows = m <= n;
-    let (g_ptr, ldg, sg, h_ptr, ldh, sh, dl, ds) = if short_rows {
-        (params.y, plan.ldy, plan.sy, params.x, plan.ldx, plan.sx, 1, plan.ldd)
-    } else {
-        (params.x, plan.ldx, plan.sx, params.y, plan.ldy, plan.sy, plan.ldd, 1)
-    };
+    let Sides {
+        short_rows,
+        g: (g_ptr, ldg, sg),
+        h: (h_ptr, ldh, sh),
+        dl,
+        ds,
+    } = sides(plan, params);
     // The long operand G keeps 16-byte loads: its rows whole vectors apart, its start rounded
     // down to 16 bytes by `shift` elements (an unaligned view of the weights: 11008 x 16 x 4096
     // at an odd offset, which the tiled kernels ran at 0.72x cuBLAS after copying it, and an

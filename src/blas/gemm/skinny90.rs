@@ -15,7 +15,7 @@ use super::builder::{Gemm, Plan};
 use super::dispatch::tma_element;
 use super::params::GemmParams;
 use super::partials;
-use super::skinny::SKINNY_MAX;
+use super::skinny::{sides, Sides, SKINNY_MAX};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::TmaMatrix;
 use crate::error::Result;
@@ -137,12 +137,13 @@ pub(crate) fn route<T: GemmType, S>(
     if !knobs_auto || !xk || !yk || k == 0 || short > SKINNY_MAX || long.saturating_mul(k) < MIN_ELEMENTS {
         return None;
     }
-    let short_rows = m <= n;
-    let (g_ptr, ldg, sg, h_ptr, ldh, sh, dl, ds) = if short_rows {
-        (params.y, plan.ldy, plan.sy, params.x, plan.ldx, plan.sx, 1, plan.ldd)
-    } else {
-        (params.x, plan.ldx, plan.sx, params.y, plan.ldy, plan.sy, plan.ldd, 1)
-    };
+    let Sides {
+        short_rows,
+        g: (g_ptr, ldg, sg),
+        h: (h_ptr, ldh, sh),
+        dl,
+        ds,
+    } = sides(plan, params);
     // Which products it takes (H100 and H200, 2026-11-28, against the tiles in one run): a
     // short side that is the caller's m (D's columns here: the 64 x 16 thin tile or a wgmma
     // split otherwise; 16 x 4096 x 4096 +18%, 16 x 11008 x 4096 +7% on the H100, +21% on the
