@@ -1,7 +1,7 @@
 //! f16 and bf16 GEMMs with one short side (at most 16: a decode step's tokens) whose operands are
 //! both contiguous along k (a linear layer `y = x W^T` over row-major activations: cuBLAS's TN)
-//! run on `gemm_skinny90_<t>_k<KB>` (ptx/gemm_skinny90.cu) on compute capability 9.0: the long
-//! operand's rows arrive in shared memory by bulk copies and the tensor cores read them there,
+//! run on `gemm_skinny90_<t>_k<KB>` (ptx/gemm_skinny90.cu) on compute capability 9.0: both
+//! operands arrive in shared memory as TMA boxes and the tensor cores read them there,
 //! every block taking the same share of the work along k (stream-k), so a decode step streams its
 //! weights at the memory's rate whatever its tile count.
 
@@ -144,26 +144,26 @@ pub(crate) fn route<T: GemmType, S>(
         dl,
         ds,
     } = sides(plan, params);
+    // Batches whose matrices share an operand (a zero stride: the tensor map without a batch
+    // coordinate) were not yet run through the kernel on a GPU: they stay on the tiles. So a
+    // batch here has a batch coordinate in both maps, and its weights are batch matrices.
+    if batch > 1 && (sg == 0 || sh == 0) {
+        return None;
+    }
     // Which products it takes (H100 and H200, 2026-11-28, against the tiles in one run): a
     // short side that is the caller's m (D's columns here: the 64 x 16 thin tile or a wgmma
     // split otherwise; 16 x 4096 x 4096 +18%, 16 x 11008 x 4096 +7% on the H100, +21% on the
     // H200), large weights (MIN_WHOLE_BYTES), and one matrix the thin tiles would split
     // through partial products (4096 x 16 x 4096 +12%, 4096 x 16 x 11008 +3% on the H100; a
     // batch of four such -3.5%).
-    let per_matrix = long.saturating_mul(k).saturating_mul(size_of::<T>());
-    let weights = if batch > 1 && sg != 0 {
-        per_matrix.saturating_mul(batch)
-    } else {
-        per_matrix
-    };
-    let split = batch == 1 && partials::auto_parts::<T, S>(g, plan, sms).is_some();
-    // Batches whose matrices share an operand (a zero stride: the tensor map without a batch
-    // coordinate) were not yet run through the kernel on a GPU: they stay on the tiles.
-    if batch > 1 && (sg == 0 || sh == 0) {
-        return None;
-    }
-    if short_rows && weights < MIN_WHOLE_BYTES && !split {
-        return None;
+    if short_rows {
+        let weights = long
+            .saturating_mul(k)
+            .saturating_mul(size_of::<T>())
+            .saturating_mul(batch);
+        if weights < MIN_WHOLE_BYTES && (batch > 1 || partials::auto_parts::<T, S>(g, plan, sms).is_none()) {
+            return None;
+        }
     }
     let element = tma_element::<T>()?;
     let matrix = |address: u64, outer: usize, ld: usize, stride: usize| TmaMatrix {
@@ -205,8 +205,8 @@ pub(crate) fn route<T: GemmType, S>(
             tiles: tiles as i32,
             batch: batch as i32,
             nk: nk as i32,
-            gz: i32::from(batch > 1 && sg != 0),
-            hz: i32::from(batch > 1 && sh != 0),
+            gz: i32::from(batch > 1),
+            hz: i32::from(batch > 1),
             pad: 0,
         },
         g: gm,
