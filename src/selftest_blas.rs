@@ -345,41 +345,14 @@ pub(crate) fn element_pads((ta, tb): (Transpose, Transpose)) -> [usize; 3] {
 /// kernel); and 333 x 7 x 501 on leading dimensions one longer, which stays on the tiled
 /// kernels.
 fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
-    for ((m, n, k), pads, act) in [
+    for (dims, pads, act) in [
         ((1000, 16, 700), [0; 3], Activation::Gelu),
         ((16, 300, 4096), [0; 3], Activation::None),
         ((333, 7, 501), [1; 3], Activation::Tanh),
         // The short operand one element longer per row: the `u` kernel (element-wise H).
         ((1000, 16, 700), [0, 1, 1], Activation::Relu),
     ] {
-        let name = (|| {
-            let zeros = |len: usize| DeviceBuffer::from_slice(stream, &vec![0.0f32; len]);
-            let [pa, pb, pc] = pads;
-            let (a, b, c) = (zeros((k + pa) * m)?, zeros((k + pb) * n)?, zeros((m + pc) * n)?);
-            Gemm::<f32>::new(Transpose::T, Transpose::N, m, n, k)
-                .ld(k + pa, k + pb, m + pc)
-                .kernel_name(&a, &b, &c)
-        })()
-        .unwrap_or_default();
-        let auto = (Tile::Auto, SplitK::Auto);
-        let ops = (Transpose::T, Transpose::N);
-        let result = gemm_case::<f32>(
-            stream,
-            rng,
-            ops,
-            (m, n, k),
-            pads,
-            MathMode::Exact,
-            Kernel::Auto,
-            auto,
-            act,
-        );
-        let check = Check::new(
-            format!("gemm {name} tn"),
-            format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
-            1e-5,
-            result,
-        );
+        let (name, check) = tn_check::<f32>(stream, rng, dims, pads, act, 1e-5);
         if check.passed && name.starts_with("gemm_skinny_") {
             if name.contains("/split") {
                 covered.insert("gemm_skinny_finish_f32".to_string());
@@ -390,6 +363,51 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
     }
 }
 
+/// One column-major TN GEMM of `dims` (leading dimensions `pads` longer than the tightest) with
+/// automatic knobs, a bias and `act`, checked against the CPU with `tol`, and the kernel it ran
+/// (`kernel_name`, empty when it could not say).
+fn tn_check<T: Element>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    pads: [usize; 3],
+    act: Activation,
+    tol: f64,
+) -> (String, Check)
+where
+    T::Scalar: From<f32>,
+{
+    let ops = (Transpose::T, Transpose::N);
+    let [pa, pb, pc] = pads;
+    let name = (|| {
+        let zeros = |len: usize| DeviceBuffer::from_slice(stream, &vec![T::from_f64(0.0); len]);
+        let (a, b, c) = (zeros((k + pa) * m)?, zeros((k + pb) * n)?, zeros((m + pc) * n)?);
+        Gemm::<T::Scalar>::new(ops.0, ops.1, m, n, k)
+            .ld(k + pa, k + pb, m + pc)
+            .kernel_name(&a, &b, &c)
+    })()
+    .unwrap_or_default();
+    let auto = (Tile::Auto, SplitK::Auto);
+    let result = gemm_case::<T>(
+        stream,
+        rng,
+        ops,
+        (m, n, k),
+        pads,
+        MathMode::Exact,
+        Kernel::Auto,
+        auto,
+        act,
+    );
+    let check = Check::new(
+        format!("gemm {name} tn"),
+        format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
+        tol,
+        result,
+    );
+    (name, check)
+}
+
 /// The sm_90 decode-step kernels for f16 and bf16 (`gemm_skinny90_<t>_k256`, TMA-fed
 /// mma.sync), which GEMMs with one side of at most 16, both operands k-contiguous (TN) and
 /// aligned to the TMA's rules run on compute capability 9.0: 1000 x 9 x 4100 (the short side is
@@ -397,38 +415,14 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
 /// gelu, and 12 x 3000 x 776 (C's rows), each with beta and a bias, on leading dimensions of
 /// whole vectors.
 fn skinny90_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
-    let ops = (Transpose::T, Transpose::N);
-    let auto = (Tile::Auto, SplitK::Auto);
-    for ((m, n, k), pads, act) in [
+    for (dims, pads, act) in [
         ((1000, 9, 4100), [4, 4, 3], Activation::Gelu),
         ((12, 3000, 776), [0, 0, 0], Activation::None),
     ] {
-        for ty in ["f16", "bf16"] {
-            let name = (|| {
-                let [pa, pb, pc] = pads;
-                let (la, lb, lc) = ((k + pa) * m, (k + pb) * n, (m + pc) * n);
-                let g = Gemm::<f32>::new(ops.0, ops.1, m, n, k).ld(k + pa, k + pb, m + pc);
-                if ty == "f16" {
-                    let z = |len: usize| DeviceBuffer::<half::f16>::zeroed(stream, len);
-                    g.kernel_name(&z(la)?, &z(lb)?, &z(lc)?)
-                } else {
-                    let z = |len: usize| DeviceBuffer::<half::bf16>::zeroed(stream, len);
-                    g.kernel_name(&z(la)?, &z(lb)?, &z(lc)?)
-                }
-            })()
-            .unwrap_or_default();
-            let (e, kn) = (MathMode::Exact, Kernel::Auto);
-            let result = if ty == "f16" {
-                gemm_case::<half::f16>(stream, rng, ops, (m, n, k), pads, e, kn, auto, act)
-            } else {
-                gemm_case::<half::bf16>(stream, rng, ops, (m, n, k), pads, e, kn, auto, act)
-            };
-            let check = Check::new(
-                format!("gemm {name} tn"),
-                format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
-                2e-2,
-                result,
-            );
+        for (name, check) in [
+            tn_check::<half::f16>(stream, rng, dims, pads, act, 2e-2),
+            tn_check::<half::bf16>(stream, rng, dims, pads, act, 2e-2),
+        ] {
             if check.passed && name.starts_with("gemm_skinny90_") {
                 covered.insert(name);
             }
