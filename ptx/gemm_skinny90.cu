@@ -87,7 +87,6 @@ __device__ __forceinline__ uint4 lds128(unsigned addr) {
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
     return v;
 }
-__device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
 
 // 32 elements of k: two m16n8k16 per 8 columns of H (see the module comment).
 template <typename T> __device__ __forceinline__ void sk90_step(float (&acc)[2][4], uint4 a0, uint4 a1, uint4 h0, uint4 h1) {
@@ -176,7 +175,7 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
             __stcg(reinterpret_cast<float4*>(mine), make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]));
             __stcg(reinterpret_cast<float4*>(mine) + 1, make_float4(acc[1][0], acc[1][1], acc[1][2], acc[1][3]));
             __threadfence();
-            consumers_bar();
+            named_bar(1);  // the 128 consumer threads
             if (tid == 0) asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(flags + b), "l"(p.seq) : "memory");
         } else {
             if (u1 < first + nk) {
@@ -191,7 +190,7 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
                     }
                     __threadfence();
                 }
-                consumers_bar();
+                named_bar(1);  // the 128 consumer threads
                 for (long long bb = b + 1; bb <= last; ++bb) {
                     const float* other = ws + (bb * SK90_CONSUMERS + warp) * 256 + lane * 8;
                     const float4 x = __ldcg(reinterpret_cast<const float4*>(other));
