@@ -159,10 +159,10 @@ const NR_MIN_COLS: usize = 2048;
 /// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
 /// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
 /// fit in one wave (one block per multiprocessor; 3/4 of one for 16-bit types' 4-byte lanes) and
-/// at least 3/8 of the multiprocessors busy (more than half for 16-bit types' 4-byte lanes); the narrowest lanes that fit are taken (the most
-/// blocks); f32 columns not 8-byte aligned take one element per lane. The
-/// strips read A with the evict-first hint, so they are kept for an A larger than the L2 cache:
-/// a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
+/// at least 3/8 of the multiprocessors busy (more than half for 16-bit types' 4-byte lanes); the
+/// narrowest lanes that fit are taken (the most blocks); f32 columns not 8-byte aligned take one
+/// element per lane. The strips read A with the evict-first hint, so they are kept for an A
+/// larger than the L2 cache: a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
 /// 32 MiB, called back to back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
 /// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
 /// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
