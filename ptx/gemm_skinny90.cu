@@ -19,13 +19,16 @@
 //   read.
 //
 // Kernels: gemm_skinny90_<t>_k<KB>, block = 160 threads (4 consumer warps, 1 producer warp),
-// grid = (blocks, 1, 1) for any 1 <= blocks <= units (the host uses min(units, SMs): one block
-// per SM), dynamic shared memory skinny90_smem(KB, STAGES) bytes (below). ws: blocks * (1024
-// floats + one u64), any contents; seq: a number no earlier launch gave.
+// grid = (blocks, 1, 1) for any 1 <= blocks <= units (whole: blocks <= tiles * batch), dynamic
+// shared memory skinny90_smem(KB, STAGES) bytes (below). ws: blocks * (1024 floats + one u64),
+// any contents (whole: unused); seq: a number the flags in ws do not hold (a fresh one per
+// launch, or flags zeroed before it and seq != 0: a replayed graph).
 //
-// Work: the row tiles of 64 rows (t = z * tiles + row tile) are cut along k into units of KB
-// elements; unit u = t * nk + c (nk = ceil(k / KB)), and block b takes the units
-// [b * units / blocks, (b + 1) * units / blocks) in order (stream-k: every block the same share,
+// Work: the row tiles of 64 rows (t = z * tiles + row tile, T = tiles * batch of them) are cut
+// along k into units of KB elements; unit u = t * nk + c (nk = ceil(k / KB)), and block b takes
+// the units [first(b), first(b + 1)) in order. With `whole`, first(b) = (b * T / blocks) * nk:
+// whole tiles, each finished by the block that holds it (the host's choice where that keeps
+// most SMs busy). Otherwise first(b) = b * units / blocks (stream-k: every block the same share,
 // whatever the tile count). A tile whose units one block holds is finished by it; otherwise its
 // units run on consecutive blocks, and the first of them (the fixer, which reaches the tile at
 // the end of its share, the others at the start of theirs) adds the others' partial sums to its
@@ -33,7 +36,8 @@
 // `ws` (64 x 16 f32, in fragment order) and then its flag to `seq`; the fixer waits for the flags
 // of the blocks after it that share the tile (written at the start of their run), then adds the
 // slots in block order, so the result does not depend on timing. No counter needs zeroing: no
-// memset, no second launch. A block only waits for blocks with a higher index, each of which
+// memset, no second launch (but in a graph, whose replays share seq and ws: the host zeroes the
+// flags in the graph first). A block only waits for blocks with a higher index, each of which
 // writes its flag before it waits for anything; with every block resident (one wave) none waits
 // long, and with fewer SMs free the blocks that run finish and make room for the rest.
 //
@@ -63,7 +67,7 @@ struct Skinny90Params {
     int act, bias_on_l;
     int tiles, batch, nk;
     int gz, hz;  // G's / H's tensor maps have a batch coordinate (else every matrix reads 0)
-    int pad;
+    int whole;   // blocks take whole tiles (see Work above)
 };
 
 constexpr int SK90_ROWS = 64, SK90_S = 16, SK90_CONSUMERS = 4;
@@ -75,9 +79,11 @@ __host__ __device__ constexpr int skinny90_stage(int kb) { return kb / 64 * (SK9
 // barriers.
 __host__ __device__ constexpr int skinny90_smem(int kb, int stages) { return stages * skinny90_stage(kb) + 16 * stages + 1024; }
 
-// The first unit of block b, and the block that holds unit u (the largest b whose first unit is
-// at most u).
-__device__ __forceinline__ long long sk90_first(long long b, long long units, long long blocks) { return b * units / blocks; }
+// The first unit of block b (whole tiles: of its first tile), and, in stream-k, the block that
+// holds unit u (the largest b whose first unit is at most u).
+__device__ __forceinline__ long long sk90_first(long long b, long long units, long long blocks, long long nk, bool whole) {
+    return whole ? b * (units / nk) / blocks * nk : b * units / blocks;
+}
 __device__ __forceinline__ long long sk90_block(long long u, long long units, long long blocks) {
     return ((u + 1) * blocks - 1) / units;
 }
@@ -108,7 +114,7 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
     const unsigned full = ring + STAGES * STAGE, empty = full + 8 * STAGES;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
     const long long nk = p.nk, units = (long long)p.tiles * p.batch * nk, blocks = gridDim.x;
-    const long long b = blockIdx.x, u0 = sk90_first(b, units, blocks), u1 = sk90_first(b + 1, units, blocks);
+    const long long b = blockIdx.x, u0 = sk90_first(b, units, blocks, nk, p.whole), u1 = sk90_first(b + 1, units, blocks, nk, p.whole);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -231,5 +237,5 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
                                   const Skinny90Params p) {                                                     \
         gemm_skinny90<T, KB, STAGES>(&tg, &th, p);                                                              \
     }
-SKINNY90(__half, f16, 256, 5)
-SKINNY90(__nv_bfloat16, bf16, 256, 5)
+SKINNY90(__half, f16, 256, 3)
+SKINNY90(__nv_bfloat16, bf16, 256, 3)

@@ -47,6 +47,34 @@ pub struct DeviceLimits {
     pub warp_size: u32,
     /// Size of the L2 cache (bytes); 0 if the driver does not report it.
     pub l2_cache_bytes: u32,
+    /// Peak memory clock (kHz); 0 if the driver does not report it.
+    pub memory_clock_khz: u32,
+    /// Width of the memory bus (bits); 0 if the driver does not report it.
+    pub memory_bus_bits: u32,
+}
+
+impl DeviceLimits {
+    /// The memory's peak bandwidth in bytes per second (two transfers per clock on every bit of
+    /// the bus), or `None` where the driver reports no clock or bus width.
+    ///
+    /// ```
+    /// # use cudrv::DeviceLimits;
+    /// // An H100 SXM: 2619 MHz on a 5120-bit bus.
+    /// let limits = DeviceLimits {
+    ///     max_threads_per_block: 1024, max_block_dim: [1024, 1024, 64],
+    ///     max_grid_dim: [i32::MAX as u32, 65535, 65535], max_shared_per_block: 49152,
+    ///     max_shared_per_block_optin: 232448, multiprocessor_count: 132, warp_size: 32,
+    ///     l2_cache_bytes: 50 << 20, memory_clock_khz: 2_619_000, memory_bus_bits: 5120,
+    /// };
+    /// let gbs = limits.peak_memory_bandwidth().unwrap() / 1e9;
+    /// assert!((gbs - 3352.3).abs() < 0.1, "{gbs}");
+    /// ```
+    pub fn peak_memory_bandwidth(&self) -> Option<f64> {
+        if self.memory_clock_khz == 0 || self.memory_bus_bits == 0 {
+            return None;
+        }
+        Some(2.0 * f64::from(self.memory_clock_khz) * 1e3 * f64::from(self.memory_bus_bits) / 8.0)
+    }
 }
 
 impl Device {
@@ -233,6 +261,9 @@ impl Device {
             warp_size: a(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             // Only a tuning input (GEMV's kernel choice): a driver that does not report it gives 0.
             l2_cache_bytes: a(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).unwrap_or(0),
+            // Tuning inputs too (GEMM's choices by memory bandwidth).
+            memory_clock_khz: a(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0),
+            memory_bus_bits: a(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0),
         })
     }
 }

@@ -410,14 +410,15 @@ where
 
 /// The sm_90 decode-step kernels for f16 and bf16 (`gemm_skinny90_<t>_k256`, TMA-fed
 /// mma.sync), which GEMMs with one side of at most 16, both operands k-contiguous (TN) and
-/// aligned to the TMA's rules run on compute capability 9.0: 1000 x 9 x 4100 (the short side is
+/// aligned to the TMA's rules run on compute capability 9.0: 1600 x 9 x 4100 (the short side is
 /// C's columns, few tiles and long k; k ends inside a 16-byte vector and inside a stage) with
-/// gelu, and 12 x 3000 x 776 (C's rows), each with beta and a bias, on leading dimensions of
-/// whole vectors.
+/// gelu, 12 x 3000 x 776 (C's rows) and 12 x 6144 x 1000 (96 tiles: whole tiles per block, the
+/// others stream-k), each with beta and a bias, on leading dimensions of whole vectors.
 fn skinny90_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
     for (dims, pads, act) in [
-        ((1000, 9, 4100), [4, 4, 3], Activation::Gelu),
+        ((1600, 9, 4100), [4, 4, 3], Activation::Gelu),
         ((12, 3000, 776), [0, 0, 0], Activation::None),
+        ((12, 6144, 1000), [0, 0, 5], Activation::None),
     ] {
         for (name, check) in [
             tn_check::<half::f16>(stream, rng, dims, pads, act, 2e-2),

@@ -258,3 +258,58 @@ fn gemm_wgmma_hopper_tf32() {
         &tile_cases(Kernel::MmaSync, MathMode::Tf32, 4),
     );
 }
+
+/// `gemm_skinny90` recorded in a graph: each replay after new inputs gives the new product, on
+/// both of its grids (whole tiles; stream-k, whose blocks hand partial sums over through flags
+/// that a replay must not find already set by the previous one). f16 TN decode steps, fresh
+/// inputs, C poisoned before each replay, 256 sampled entries against an f64 reference.
+#[test]
+fn gemm_skinny90_replays_in_a_graph() {
+    use cudrv::blas::Gemm;
+    use cudrv::memory::{DeviceSlice, DeviceSliceMut};
+    use cudrv::DeviceBuffer;
+    let Some(ctx) = gpu::sm90("gemm_skinny90_replays_in_a_graph", "gemm_skinny90") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let seed = gpu::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let mut draw = |len: usize| -> Vec<f16> {
+        (0..len)
+            .map(|_| f16::from_f64((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0))
+            .collect()
+    };
+    // (m, n, k): 96 tiles (whole tiles on 132 SMs), 64 and 32 tiles (stream-k).
+    for (m, n, k) in [(12, 6144, 1000), (16, 4096, 4096), (16, 2000, 8192)] {
+        let mut a = DeviceBuffer::from_slice(&stream, &draw(k * m)).unwrap();
+        let mut b = DeviceBuffer::from_slice(&stream, &draw(k * n)).unwrap();
+        let mut c = DeviceBuffer::from_slice(&stream, &vec![f16::NAN; m * n]).unwrap();
+        let g = Gemm::new(Transpose::T, Transpose::N, m, n, k);
+        let name = g.kernel_name(&a, &b, &c).unwrap();
+        assert!(name.starts_with("gemm_skinny90_"), "{m}x{n}x{k}: {name}");
+        let graph = stream.capture(|_| g.run(&a, &b, &mut c)).unwrap();
+        for round in 0..3 {
+            let (ha, hb) = (draw(k * m), draw(k * n));
+            a.copy_from_slice(&ha).unwrap();
+            b.copy_from_slice(&hb).unwrap();
+            c.copy_from_slice(&vec![f16::NAN; m * n]).unwrap();
+            graph.launch(&stream).unwrap();
+            let out = c.to_vec().unwrap();
+            for s in 0..256 {
+                let (i, j) = ((s * 7 + round) % m, (s * 7919 + round * 31) % n);
+                let (mut sum, mut abs) = (0.0f64, 0.0f64);
+                for p in 0..k {
+                    let x = ha[p + i * k].to_f64() * hb[p + j * k].to_f64();
+                    sum += x;
+                    abs += x.abs();
+                }
+                let got = out[i + j * m].to_f64();
+                let bound = 2e-3 * sum.abs() + 2e-4 * abs + 1e-3;
+                assert!(
+                    (got - sum).abs() <= bound,
+                    "seed {seed:#x}: {m}x{n}x{k} ({name}) replay {round}: C[{i},{j}] = {got}, expected {sum} (bound {bound})"
+                );
+            }
+        }
+    }
+}

@@ -306,6 +306,14 @@ fn info(memory: bool) -> Result<bool> {
         if l.l2_cache_bytes > 0 {
             println!("  L2 cache             {}", mib(l.l2_cache_bytes as usize));
         }
+        if let Some(bw) = l.peak_memory_bandwidth() {
+            println!(
+                "  memory bandwidth     {:.0} GB/s peak ({} MHz, {}-bit bus)",
+                bw / 1e9,
+                l.memory_clock_khz / 1000,
+                l.memory_bus_bits
+            );
+        }
         println!("  threads per block    {}", l.max_threads_per_block);
         println!("  block dims           {:?}", l.max_block_dim);
         println!("  grid dims            {:?}", l.max_grid_dim);

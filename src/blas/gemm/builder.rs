@@ -514,7 +514,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
             return Ok(route.name());
         }
-        if let Some(route) = skinny90::route::<T, S>(self, &plan, &params, sms, cc) {
+        if let Some(route) =
+            skinny90::route::<T, S>(self, &plan, &params, sms, cc, ctx.limits().peak_memory_bandwidth())
+        {
             return Ok(route.name());
         }
         if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
@@ -608,7 +610,9 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         // Every check (including the kernel choice) comes before anything is queued.
         let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
             Path::Skinny(route)
-        } else if let Some(route) = skinny90::route::<T, S>(self, &plan, &params, sms, cc) {
+        } else if let Some(route) =
+            skinny90::route::<T, S>(self, &plan, &params, sms, cc, ctx.limits().peak_memory_bandwidth())
+        {
             Path::Skinny90(route)
         } else if let Some(route) = partials::route::<T, S>(self, &plan, &params, &stream)? {
             Path::Partials(route)

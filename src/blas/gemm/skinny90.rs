@@ -20,13 +20,15 @@ use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::TmaMatrix;
 use crate::error::Result;
 use crate::launch::LaunchConfig;
-use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice};
+use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 
 /// Rows of the long side per block tile (the kernel's 4 consumer warps of 16 rows).
 const ROWS: usize = 64;
 /// Threads per block: 4 consumer warps and the producer warp.
 const THREADS: u32 = 160;
+/// f32 of a block's slot of parked partial sums (64 x 16, in fragment order).
+const SLOT_FLOATS: usize = ROWS * SKINNY_MAX;
 
 /// The kernel's parameter block (`struct Skinny90Params` in ptx/gemm_skinny90.cu).
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
@@ -51,7 +53,7 @@ pub(crate) struct Skinny90Params {
     nk: i32,
     gz: i32,
     hz: i32,
-    pad: i32,
+    whole: i32,
 }
 // SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then eight
 // i32s: no padding); every bit pattern is valid.
@@ -85,9 +87,12 @@ impl Skinny90Route {
 /// The ring the kernels are compiled with: elements of k per stage (KB) and stages. 256 of 5
 /// (200 KiB, one block per SM) against 128 of 10: 0-14% faster on decode steps of 16 tokens
 /// (H200, 2026-11-28 06:57 UTC); a 256-wide unswizzled box per stage (one TMA load per operand,
-/// 2-way bank conflicts) 2-20% slower (07:01 UTC).
+/// 2-way bank conflicts) 2-20% slower (07:01 UTC). 3 stages against 5: 0-13% faster (6144 x 16
+/// x 4096 45.2 against 39.9 TFLOP/s; 2 stages 42.4; 2 of 512 as 3 of 256 within 2%; H200
+/// 2026-11-28 09:33 UTC): 26 MB of loads at once from the whole grid queue behind each other,
+/// and each block's first stage arrived 1.2-2.6 us after its start.
 const KB: usize = 256;
-const STAGES: usize = 5;
+const STAGES: usize = 3;
 /// Fewest elements of the long operand (long side x k) the kernel takes: 1024 x 16 x 1024 (2
 /// MiB of weights) ran 17% slower than on the thin tiles, 768 x 16 x 3072 (4.5 MiB) 26% faster
 /// (H200, 2026-11-28 06:57-07:05 UTC).
@@ -99,6 +104,16 @@ const MIN_ELEMENTS: usize = 1 << 21;
 /// -11%, 12288 x 16 x 4096 and 8192 x 16 x 8192 -2.5%); on the H200 it gained 8-17% on every
 /// such shape measured (12288 to 128256 outputs).
 const MIN_WHOLE_BYTES: usize = 160 << 20;
+/// Peak memory bandwidth (bytes per second) from which the thin tiles, which stream at about 3
+/// TB/s, fall behind the memory: there the kernel takes whole products from
+/// [`FAST_MIN_WHOLE_BYTES`] instead. H200 (4.8 TB/s), 2026-11-28 09:40 UTC, f16 / bf16 against the
+/// thin tiles in one run: 6144 x 16 x 4096 +8% / +27%, 8192 x 16 x 4096 +11%, 12288 x 16 x 4096
+/// +11% / +16%, 22016 x 16 x 4096 +21% / +25%, 3072 x 16 x 4096 +14% / +17%, 2048 x 16 x 4096
+/// +2% / +8%; 1024 x 16 x 4096 -10% / -19%, 1536 x 16 x 1536 -7% (weights the L2 holds between
+/// calls, in few tiles). The H100 (3.35 TB/s) keeps [`MIN_WHOLE_BYTES`].
+const FAST_MEMORY: f64 = 4.0e12;
+/// Bytes of the long operand from which the kernel takes a product on [`FAST_MEMORY`].
+const FAST_MIN_WHOLE_BYTES: usize = 12 << 20;
 
 /// A number no other launch of this process gives the kernel (its blocks' flags), the first one
 /// from the clock and the process id, so that a buffer another process left does not hold it
@@ -117,15 +132,17 @@ fn next_seq() -> u64 {
 /// nothing asks for another kernel: f16 or bf16 on compute capability 9.0; both operands
 /// k-contiguous, 16-byte aligned, with leading dimensions and batch strides of whole 16-byte
 /// vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
-/// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m,
-/// [`MIN_WHOLE_BYTES`] of weights, or one matrix the thin tiles would split through partial
-/// products. Forced knobs (kernel, tile, split) leave it to the tiles.
+/// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
+/// memory of [`FAST_MEMORY`] (`bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
+/// weights, elsewhere [`MIN_WHOLE_BYTES`] or one matrix the thin tiles would split through
+/// partial products. Forced knobs (kernel, tile, split) leave it to the tiles.
 pub(crate) fn route<T: GemmType, S>(
     g: &Gemm<S>,
     plan: &Plan,
     params: &GemmParams,
     sms: usize,
     cc: (u32, u32),
+    bandwidth: Option<f64>,
 ) -> Option<Skinny90Route> {
     if !matches!(T::NAME, "f16" | "bf16") || cc < (9, 0) {
         return None;
@@ -153,15 +170,21 @@ pub(crate) fn route<T: GemmType, S>(
     // Which products it takes (H100 and H200, 2026-11-28, against the tiles in one run): a
     // short side that is the caller's m (D's columns here: the 64 x 16 thin tile or a wgmma
     // split otherwise; 16 x 4096 x 4096 +18%, 16 x 11008 x 4096 +7% on the H100, +21% on the
-    // H200), large weights (MIN_WHOLE_BYTES), and one matrix the thin tiles would split
-    // through partial products (4096 x 16 x 4096 +12%, 4096 x 16 x 11008 +3% on the H100; a
-    // batch of four such -3.5%).
+    // H200); on fast memory, weights from FAST_MIN_WHOLE_BYTES; elsewhere large weights
+    // (MIN_WHOLE_BYTES) and one matrix the thin tiles would split through partial products
+    // (4096 x 16 x 4096 +12%, 4096 x 16 x 11008 +3% on the H100; a batch of four such -3.5%).
     if short_rows {
         let weights = long
             .saturating_mul(k)
             .saturating_mul(size_of::<T>())
             .saturating_mul(batch);
-        if weights < MIN_WHOLE_BYTES && (batch > 1 || partials::auto_parts::<T, S>(g, plan, sms).is_none()) {
+        let fast = bandwidth.is_some_and(|b| b >= FAST_MEMORY);
+        let take = if fast {
+            weights >= FAST_MIN_WHOLE_BYTES
+        } else {
+            weights >= MIN_WHOLE_BYTES || (batch == 1 && partials::auto_parts::<T, S>(g, plan, sms).is_some())
+        };
+        if !take {
             return None;
         }
     }
@@ -185,6 +208,7 @@ pub(crate) fn route<T: GemmType, S>(
     if units > i32::MAX as usize {
         return None;
     }
+    let (blocks, whole) = grid(tiles * batch, nk, sms);
     Some(Skinny90Route {
         kernel: format!("gemm_skinny90_{}_k{KB}", T::NAME),
         params: Skinny90Params {
@@ -207,12 +231,30 @@ pub(crate) fn route<T: GemmType, S>(
             nk: nk as i32,
             gz: i32::from(batch > 1),
             hz: i32::from(batch > 1),
-            pad: 0,
+            whole: i32::from(whole),
         },
         g: gm,
         h: hm,
-        blocks: units.min(sms.max(1)),
+        blocks,
     })
+}
+
+/// The launch's blocks for `tiles` row tiles of `nk` units each on `sms` multiprocessors, and
+/// whether they take whole tiles: where whole tiles, as evenly spread as they go (at most
+/// ceil(tiles / sms) per block), keep at least 7 SMs in 10 busy, they do (no partial sums, no
+/// block waiting for another); otherwise stream-k over min(units, sms) blocks. H200 2026-11-28
+/// 09:33 UTC, f16 against stream-k on 132 blocks, both on 3 stages: 6144 x 16 x 4096 (96 tiles)
+/// 46.6 against 45.2 TFLOP/s, 8192 x 16 x 4096 (128) 46.0 / 43.6, 22016 x 16 x 4096 (344
+/// tiles, 115 blocks) 55.9 / 55.1, 12288 (192 tiles, 96 blocks) and 28672 x 16 x 4096 (448
+/// tiles, 112 blocks) within 1%; on 64 tiles (4096 x 16 x 14336: 64 blocks) 43.1 / 51.0.
+fn grid(tiles: usize, nk: usize, sms: usize) -> (usize, bool) {
+    let sms = sms.max(1);
+    let whole_blocks = tiles.div_ceil(tiles.div_ceil(sms).max(1));
+    if whole_blocks * 10 >= sms * 7 {
+        (whole_blocks, true)
+    } else {
+        (tiles.saturating_mul(nk).min(sms), false)
+    }
 }
 
 /// Queues `r` (from [`route`]) on `stream`, with its scratch: each block's parked partial sums
@@ -223,21 +265,34 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     if f.max_dynamic_shared_memory() < r.smem() {
         f.set_max_dynamic_shared_memory(r.smem())?;
     }
-    // SAFETY: a block reads another's slot only after that block's flag holds this launch's
-    // `seq`, which it stores after writing the slot; no launch before this one stored `seq`.
-    let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, r.blocks * (4 * 32 * 8 + 2)) }?;
     let mut params = r.params;
-    params.ws = ws.device_ptr();
-    params.seq = next_seq();
+    // Whole tiles need no scratch. Stream-k's: a block reads another's slot only after that
+    // block's flag holds this launch's `seq`, which it stores after writing the slot. Outside a
+    // graph no launch before this one stored `seq`; a graph replays one `seq` on one scratch, so
+    // there the flags are zeroed in the graph before each replay's launch (seq is never 0).
+    let ws = if r.params.whole == 0 {
+        let slots = r.blocks * SLOT_FLOATS;
+        // SAFETY: see above: no slot is read before its writer's flag says it was written, and
+        // a capture zeroes the flags.
+        let mut ws = unsafe { DeviceBuffer::<f32>::uninit(stream, slots + 2 * r.blocks) }?;
+        if stream.is_capturing() {
+            ws.slice_mut(slots..)?.memset_zero()?;
+        }
+        params.ws = ws.device_ptr();
+        Some(ws)
+    } else {
+        None
+    };
+    params.seq = next_seq().max(1);
     let (tg, th) = (r.g.encode(64, ROWS as u32)?, r.h.encode(64, SKINNY_MAX as u32)?);
     let mut launch = stream.launch_builder(&f);
     launch.arg(&tg).arg(&th).arg(&params);
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k
     // at ldg, sg) and H (S x k at ldh, sh) through their tensor maps (the TMA stays inside
     // their extents; route checked the TMA's alignment rules, and the buffers' spans were
-    // checked by Gemm's plan), writes D (L x S at dl, ds, sd) and
-    // the scratch of blocks * (1024 floats + a u64); block 160 threads, grid at most one block
-    // per unit of work, the shared memory of its ring.
+    // checked by Gemm's plan), writes D (L x S at dl, ds, sd) and, in stream-k, the scratch of
+    // blocks * (1024 floats + a u64); block 160 threads, grid at most one block per unit of work
+    // (whole: per tile), the shared memory of its ring.
     unsafe {
         launch.launch(LaunchConfig {
             grid_dim: (r.blocks as u32, 1, 1),
@@ -245,6 +300,7 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
             shared_mem_bytes: r.smem(),
         })
     }?;
+    drop(ws); // back to the pool behind the launch
     Ok(())
 }
 
@@ -256,6 +312,20 @@ mod tests {
     fn the_parameter_block_matches_the_kernels() {
         // 4 pointers, 6 i64, 2 f64, 8 i32 (ptx/gemm_skinny90.cu).
         assert_eq!(size_of::<Skinny90Params>(), 4 * 8 + 6 * 8 + 2 * 8 + 8 * 4);
+    }
+
+    #[test]
+    fn whole_tiles_where_they_keep_most_sms_busy() {
+        // 96 tiles on 132 SMs: one each; 344: 3 each on 115 blocks; 64: stream-k on every SM.
+        assert_eq!(grid(96, 16, 132), (96, true));
+        assert_eq!(grid(344, 16, 132), (115, true));
+        assert_eq!(grid(192, 16, 132), (96, true));
+        assert_eq!(grid(64, 56, 132), (132, false));
+        assert_eq!(grid(92, 16, 132), (132, false));
+        // Fewer units than SMs: a block per unit.
+        assert_eq!(grid(1, 4, 132), (4, false));
+        // One SM (or a count of 0): one block, every tile.
+        assert_eq!(grid(5, 1, 0), (1, true));
     }
 
     #[test]

@@ -4,11 +4,52 @@ use super::*;
 use crate::blas::gemm::skinny90::route;
 
 /// The kernel `g` routes to with A, B, C at 256-byte aligned addresses (plus `offsets` elements)
-/// on 132 multiprocessors of compute capability `cc`.
+/// on 132 multiprocessors of compute capability `cc` with an H100's memory (3.35 TB/s).
 fn routed<T: GemmType>(g: &Gemm<T::Scalar>, offsets: [u64; 3], cc: (u32, u32)) -> Option<String> {
+    routed_on::<T>(g, offsets, cc, 3.35e12)
+}
+
+/// [`routed`] on memory of `bandwidth` bytes per second.
+fn routed_on<T: GemmType>(g: &Gemm<T::Scalar>, offsets: [u64; 3], cc: (u32, u32), bandwidth: f64) -> Option<String> {
     let plan = g.plan([1 << 28; 3], None).expect("plan");
     let [a, b, c] = offsets.map(|o| 0x1000_0000 + o * std::mem::size_of::<T>() as u64);
-    route::<T, T::Scalar>(g, &plan, &g.params(&plan, [a, b, c], 0), 132, cc).map(|r| r.name())
+    route::<T, T::Scalar>(g, &plan, &g.params(&plan, [a, b, c], 0), 132, cc, Some(bandwidth)).map(|r| r.name())
+}
+
+#[test]
+fn on_fast_memory_it_takes_whole_products_from_12_mib() {
+    use Transpose::{N, T};
+    let on = |g: &Gemm<f32>, bw| routed_on::<half::f16>(g, [0; 3], (9, 0), bw).is_some();
+    let h200 = 4.8e12;
+    // 6144 x 4096 (48 MiB), 2048 x 4096 (16 MiB), a batch of four 4096 x 4096: taken on an
+    // H200's memory, left to the tiles on an H100's (and where the driver reports none).
+    for g in [
+        Gemm::new(T, N, 6144, 16, 4096),
+        Gemm::new(T, N, 12288, 16, 4096),
+        Gemm::new(T, N, 4096, 16, 4096).batched(4, 4096 * 4096, 16 * 4096, 4096 * 16),
+    ] {
+        assert!(on(&g, h200));
+        assert!(!on(&g, 3.35e12));
+    }
+    assert!(on(&Gemm::new(T, N, 2048, 16, 4096), h200));
+    // Weights the L2 keeps between calls (8 MiB, 4.5 MiB): the thin tiles.
+    assert!(!on(&Gemm::new(T, N, 1024, 16, 4096), h200));
+    assert!(!on(&Gemm::new(T, N, 1536, 16, 1536), h200));
+    // The short side as C's rows: taken on either.
+    assert!(on(&Gemm::new(T, N, 16, 1024, 4096), h200));
+    let plan_none = Gemm::<f32>::new(T, N, 12288, 16, 4096);
+    let plan = plan_none.plan([1 << 28; 3], None).expect("plan");
+    let params = plan_none.params(&plan, [0x1000_0000; 3], 0);
+    assert!(route::<half::f16, f32>(&plan_none, &plan, &params, 132, (9, 0), None).is_none());
+    // The self-test's products take it on both memories.
+    for (m, n, k, pads) in [
+        (1600, 9, 4100, [4, 4, 3]),
+        (12, 3000, 776, [0; 3]),
+        (12, 6144, 1000, [0, 0, 5]),
+    ] {
+        let g = Gemm::<f32>::new(T, N, m, n, k).ld(k + pads[0], k + pads[1], m + pads[2]);
+        assert!(on(&g, h200) && on(&g, 3.35e12), "{m}x{n}x{k}");
+    }
 }
 
 #[test]
