@@ -1,9 +1,10 @@
 //! f16 and bf16 GEMMs with one short side (at most 16: a decode step's tokens) whose operands are
 //! both contiguous along k (a linear layer `y = x W^T` over row-major activations: cuBLAS's TN)
 //! run on `gemm_skinny90_<t>_k<KB>` (ptx/gemm_skinny90.cu) on compute capability 9.0: both
-//! operands arrive in shared memory as TMA boxes and the tensor cores read them there,
-//! every block taking the same share of the work along k (stream-k), so a decode step streams its
-//! weights at the memory's rate whatever its tile count.
+//! operands arrive in shared memory as TMA boxes and the tensor cores read them there, one block
+//! per SM: whole row tiles per block where they spread over most SMs, else every block the same
+//! share of the work along k (stream-k), so a decode step streams its weights at the memory's
+//! rate whatever its tile count.
 
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
