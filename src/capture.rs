@@ -229,6 +229,13 @@ impl Stream {
         self.capturing.load(Ordering::Acquire)
     }
 
+    /// Whether this stream's work is being recorded into a graph: a capture begun by cudrv, or
+    /// one begun outside it (the driver's view). Work whose correctness depends on running once
+    /// (a kernel that trusts a per-launch number) asks this.
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.is_capturing() || crate::driver::stream_capturing(self.raw())
+    }
+
     /// Ends the driver's capture and takes the capture state; the graph is destroyed if the
     /// capture failed. Always leaves the stream out of capture mode.
     fn end_capture_raw(&self) -> Result<(sys::CUgraph, Vec<KeptAllocation>)> {

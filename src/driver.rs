@@ -137,3 +137,12 @@ pub fn driver_version() -> Result<DriverVersion> {
     unsafe { cu!(cuDriverGetVersion(&mut version))? };
     Ok(DriverVersion(version))
 }
+
+/// Whether the driver is recording `stream`'s work into a graph (`cuStreamIsCapturing`: covers
+/// captures begun outside cudrv). A stream the driver cannot answer for counts as not capturing.
+pub(crate) fn stream_capturing(stream: sys::CUstream) -> bool {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: writes one enum through a valid pointer; the caller passes a live stream handle.
+    let code = unsafe { sys::cuStreamIsCapturing(stream, &mut status) };
+    code == CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}

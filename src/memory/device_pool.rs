@@ -203,10 +203,7 @@ impl FenceSource for EventFences {
 /// Whether `stream` is recording a graph (the driver's view: covers captures begun outside
 /// cudrv too).
 fn is_capturing(stream: StreamId) -> bool {
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: the stream id is a live stream handle of this context; writes one enum.
-    let code = unsafe { sys::cuStreamIsCapturing(stream.0 as sys::CUstream, &mut status) };
-    code == CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    crate::driver::stream_capturing(stream.0 as sys::CUstream)
 }
 
 /// Runs `f` with this thread's capture mode relaxed, so that the pool's own `cuMemAlloc` and

@@ -276,7 +276,7 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
         // SAFETY: see above: no slot is read before its writer's flag says it was written, and
         // a capture zeroes the flags.
         let mut ws = unsafe { DeviceBuffer::<f32>::uninit(stream, slots + 2 * r.blocks) }?;
-        if stream.is_capturing() {
+        if stream.is_recorded() {
             ws.slice_mut(slots..)?.memset_zero()?;
         }
         params.ws = ws.device_ptr();
