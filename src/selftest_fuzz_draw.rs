@@ -179,11 +179,11 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// activation and scalars; one case in six has a leading dimension that is not a whole 16-byte
 /// vector (and so runs on the tiled kernels). For f16 and bf16 one case in six is a decode step
 /// their sm_90 TMA kernel (`gemm_skinny90_<t>`) takes: k-contiguous operands of whole 16-byte
-/// vectors, the short side C's rows, at least 2^21 weights. The other types draw any op pair, and one case in
-/// six forces [`Tile::Thin`]: they run such products on their thin tensor-core tiles (f64 also
-/// long k through partial products), which take every layout. For f64 one case in four has a
-/// short side of 17 to 80, which its thin tiles also take where 16-wide strips fit it better
-/// than 64-wide tiles.
+/// vectors, the short side C's rows, at least 2^21 weights. The other types draw any op pair,
+/// and one case in six forces [`Tile::Thin`]: they run such products on their thin tensor-core
+/// tiles (f64 also long k through partial products), which take every layout. For f64 one case
+/// in four has a short side of 17 to 80, which its thin tiles also take where 16-wide strips fit
+/// it better than 64-wide tiles.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
@@ -246,7 +246,7 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     let (ops, layout, m, n, k, pad) = if tma {
         let long = range(rng, 600, 12000);
         let k = range(rng, (1 << 21) / long + 1, (20_000_000 / long).max((1 << 21) / long + 2));
-        let pad = k.next_multiple_of(8) - k + 8 * range(rng, 0, 1);
+        let pad = k.next_multiple_of(vec) - k + vec * range(rng, 0, 1);
         if rng.next_u64() % 2 == 0 {
             ((Transpose::T, Transpose::N), Layout::ColMajor, short, long, k, pad)
         } else {

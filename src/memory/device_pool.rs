@@ -180,7 +180,8 @@ impl FenceSource for EventFences {
         let Some(event) = &fence.event else { return };
         // The null stream means the current context's: make it this pool's.
         let _ = bind_raw(self.ctx.0);
-        if is_capturing(stream) {
+        // The driver's view: covers captures begun outside cudrv too.
+        if crate::driver::stream_capturing(stream.0 as sys::CUstream) {
             // A capture cannot wait on an event recorded outside it (the wait would spoil the
             // capture, or become a wait node on a recycled event): finish the fence on the host,
             // once, before the recorded work is ever launched.
@@ -198,12 +199,6 @@ impl FenceSource for EventFences {
             let _ = unsafe { sys::cuEventSynchronize(event.0) };
         }
     }
-}
-
-/// Whether `stream` is recording a graph (the driver's view: covers captures begun outside
-/// cudrv too).
-fn is_capturing(stream: StreamId) -> bool {
-    crate::driver::stream_capturing(stream.0 as sys::CUstream)
 }
 
 /// Runs `f` with this thread's capture mode relaxed, so that the pool's own `cuMemAlloc` and

@@ -115,6 +115,33 @@ pub(crate) struct Sides {
     pub ds: usize,
 }
 
+/// A decode-shaped product as the skinny kernels of every type see it.
+pub(crate) struct Decode {
+    pub short: usize,
+    pub long: usize,
+    pub k: usize,
+    pub batch: usize,
+}
+
+/// `plan`'s [`Decode`] when nothing asks for another kernel (automatic kernel, tile and split),
+/// both operands are k-contiguous (X's rows, Y's columns), k > 0 and the short side is at most
+/// [`SKINNY_MAX`]; else `None`. Shared by the skinny kernels' routers.
+pub(crate) fn decode<S>(g: &Gemm<S>, plan: &Plan, params: &GemmParams) -> Option<Decode> {
+    let knobs_auto = g.kernel == Kernel::Auto && g.tile == Tile::Auto && g.split == SplitK::Auto;
+    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
+    let (m, n, k) = (plan.m, plan.n, params.k as usize);
+    let (short, long) = (m.min(n), m.max(n));
+    if !knobs_auto || !xk || !yk || k == 0 || short > SKINNY_MAX {
+        return None;
+    }
+    Some(Decode {
+        short,
+        long,
+        k,
+        batch: g.batch,
+    })
+}
+
 /// `plan`'s [`Sides`] (the shorter of its m and n, D's rows on a tie).
 pub(crate) fn sides(plan: &Plan, params: &GemmParams) -> Sides {
     let (x, y) = ((params.x, plan.ldx, plan.sx), (params.y, plan.ldy, plan.sy));
@@ -152,17 +179,13 @@ pub(crate) fn route<T: GemmType, S>(
     cc: (u32, u32),
 ) -> Option<SkinnyRoute> {
     let (rows, steps) = variant(T::NAME)?;
-    let knobs_auto = g.kernel == Kernel::Auto && g.tile == Tile::Auto && g.split == SplitK::Auto;
     // tf32 has tensor-core thin tiles for the shapes where they beat this kernel's exact f32
     // (11008 x 16 x 4096 TN: 0.86x cuBLAS's tf32 against 0.70x; H100, docs/kernels/gemm.md).
     if g.math == MathMode::Tf32 && cc >= (8, 0) && tc_thin(plan, T::NAME, g.math, g.batch, sms).is_some() {
         return None;
     }
-    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
-    let (m, n, k, batch) = (plan.m, plan.n, params.k as usize, g.batch);
-    let short = m.min(n);
-    let long = m.max(n);
-    if !knobs_auto || !xk || !yk || k == 0 || short > SKINNY_MAX || batch > MAX_BATCH_PER_LAUNCH {
+    let Decode { short, long, k, batch } = decode(g, plan, params)?;
+    if batch > MAX_BATCH_PER_LAUNCH {
         return None;
     }
     // Tiny products (every side at most 32) stay on the one-block kernel.

@@ -16,8 +16,8 @@ use super::builder::{Gemm, Plan};
 use super::dispatch::tma_element;
 use super::params::GemmParams;
 use super::partials;
-use super::skinny::{sides, Sides, SKINNY_MAX};
-use super::{GemmType, Kernel, SplitK, Tile};
+use super::skinny::{decode, sides, Decode, Sides, SKINNY_MAX};
+use super::GemmType;
 use crate::blas::tma::TmaMatrix;
 use crate::error::Result;
 use crate::launch::LaunchConfig;
@@ -148,11 +148,8 @@ pub(crate) fn route<T: GemmType, S>(
     if !matches!(T::NAME, "f16" | "bf16") || cc < (9, 0) {
         return None;
     }
-    let knobs_auto = g.kernel == Kernel::Auto && g.tile == Tile::Auto && g.split == SplitK::Auto;
-    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
-    let (m, n, k, batch) = (plan.m, plan.n, params.k as usize, g.batch);
-    let (short, long) = (m.min(n), m.max(n));
-    if !knobs_auto || !xk || !yk || k == 0 || short > SKINNY_MAX || long.saturating_mul(k) < MIN_ELEMENTS {
+    let Decode { short, long, k, batch } = decode(g, plan, params)?;
+    if long.saturating_mul(k) < MIN_ELEMENTS {
         return None;
     }
     let Sides {
@@ -205,11 +202,11 @@ pub(crate) fn route<T: GemmType, S>(
     }
     let tiles = long.div_ceil(ROWS);
     let nk = k.div_ceil(KB);
-    let units = tiles.checked_mul(batch)?.checked_mul(nk)?;
-    if units > i32::MAX as usize {
+    let all_tiles = tiles.checked_mul(batch)?;
+    if all_tiles.checked_mul(nk)? > i32::MAX as usize {
         return None;
     }
-    let (blocks, whole) = grid(tiles * batch, nk, sms);
+    let (blocks, whole) = grid(all_tiles, nk, sms);
     Some(Skinny90Route {
         kernel: format!("gemm_skinny90_{}_k{KB}", T::NAME),
         params: Skinny90Params {
