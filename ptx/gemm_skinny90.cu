@@ -1,17 +1,18 @@
-// cudrv module `gemm_skinny90`: f16 and bf16 GEMMs with one short side (at most 16: a decode
-// step's tokens) whose operands are both contiguous along k, on sm_90. Such a product is
+// cudrv module `gemm_skinny90`: f16, bf16 and tf32 GEMMs with one short side (at most 16: a
+// decode step's tokens) whose operands are both contiguous along k, on sm_90. Such a product is
 // memory-bound (16 FLOP per byte of the long operand), and what limits it is how fast the long
 // operand arrives: the thin mma.sync tiles (gemm_tc `t`, 16-byte cp.async) reached about 3 TB/s
 // on the H200, whose memory gives 4.8. Here the operands arrive in a ring of shared-memory stages
 // through the TMA (`cp.async.bulk.tensor`, 128-byte swizzled boxes) and the tensor cores
-// (mma.sync m16n8k16) read them there. (One plain bulk copy per row and stage, 256-1024 bytes
+// (mma.sync m16n8k16; m16n8k8 for tf32) read them there. (One plain bulk copy per row and stage, 256-1024 bytes
 // each, ran at a rate proportional to the copy's size: 0.3-0.6x the boxes; docs/kernels/gemm.md.)
 //
 // The problem, in the terms of src/blas/gemm/skinny90.rs (the kernels' row-major D = X Y with X
 // and Y both k-contiguous, seen from its long side):
 //   D(l, s) = act(alpha * sum_p G[l][p] * H[s][p] + beta * D(l, s) + bias)
 //   G[l][p] (l < L) and H[s][p] (s < S <= 16) through the tensor maps tg and th (3-D: {k, L or
-//   S, batch}; box {64, 64} and {64, 16}: 128 bytes of k per row, 128-byte swizzle; the TMA's
+//   S, batch}; box {EPB, 64} and {EPB, 16}: 128 bytes of k per row (EPB = 64 elements of 16
+//   bits, 32 of f32), 128-byte swizzle; the TMA's
 //   rules: 16-byte aligned starts, leading dimensions and batch strides), D(l, s) at
 //   d[l * dl + s * ds]; bias[l] when bias_on_l, else bias[s]; batch z adds z * sd to d and reads
 //   map coordinate z (or 0 when gz / hz is 0: a shared operand). Any k >= 1 and any D layout
@@ -47,11 +48,13 @@
 // (whole boxes: the TMA counts zero-filled bytes too), then issues the stage's boxes completing
 // on "full". Consumers read a stage only after its "full" phase completed.
 //
-// Consumers: warp w owns rows 16 w .. 16 w + 15 of the tile. For each 32 elements of k, lane
-// (g, q) = (lane / 4, lane % 4) reads one 16-byte chunk of G's rows g and g + 8 and of H's rows g
-// and g + 8, the same k in all four, and two m16n8k16 per 8 columns take words (0, 1) and (2, 3)
-// of them: that is the A and B fragment layout with k permuted the same way in both operands (a
-// sum over k may visit k in any order), so there are no shuffles and no ldmatrix. Of a 128-byte
+// Consumers: warp w owns rows 16 w .. 16 w + 15 of the tile. For each 64 bytes of k (32
+// elements of 16 bits, 16 of f32), lane (g, q) = (lane / 4, lane % 4) reads one 16-byte chunk of
+// G's rows g and g + 8 and of H's rows g and g + 8, the same k in all four, and two m16n8k16
+// (m16n8k8 for tf32) per 8 columns take words (0, 1) and (2, 3) of them: that is the A and B
+// fragment layout with k permuted the same way in both operands (a sum over k may visit k in any
+// order; each word is 2 elements of k in m16n8k16, 1 in m16n8k8, and words 0 and 1 fill the
+// k-slots q and q + 4 of both shapes), so there are no shuffles and no ldmatrix. Of a 128-byte
 // box row (chunks 0-7), lane q reads chunk 2 q in the first step and 2 q + 1 in the second; the
 // swizzle stores chunk c of row r at c ^ (r % 8), so the rows g, g + 1 of a quarter warp land on
 // even and odd chunks: distinct banks.
@@ -74,10 +77,10 @@ constexpr int SK90_ROWS = 64, SK90_S = 16, SK90_CONSUMERS = 4;
 // A box: 64 elements of k (one 128-byte swizzle row) of 64 rows of G or 16 rows of H.
 constexpr int SK90_GBOX = SK90_ROWS * 128, SK90_HBOX = SK90_S * 128;
 
-__host__ __device__ constexpr int skinny90_stage(int kb) { return kb / 64 * (SK90_GBOX + SK90_HBOX); }
+__host__ __device__ constexpr int skinny90_stage(int boxes) { return boxes * (SK90_GBOX + SK90_HBOX); }
 // Dynamic shared memory: the ring (1024-byte aligned: the swizzle's period), its 2 * STAGES
 // barriers.
-__host__ __device__ constexpr int skinny90_smem(int kb, int stages) { return stages * skinny90_stage(kb) + 16 * stages + 1024; }
+__host__ __device__ constexpr int skinny90_smem(int boxes, int stages) { return stages * skinny90_stage(boxes) + 16 * stages + 1024; }
 
 // The first unit of block b (whole tiles: of its first tile), and, in stream-k, the block that
 // holds unit u (the largest b whose first unit is at most u).
@@ -94,7 +97,7 @@ __device__ __forceinline__ uint4 lds128(unsigned addr) {
     return v;
 }
 
-// 32 elements of k: two m16n8k16 per 8 columns of H (see the module comment).
+// 64 bytes of k: two m16n8k16 (m16n8k8 for tf32) per 8 columns of H (see the module comment).
 template <typename T> __device__ __forceinline__ void sk90_step(float (&acc)[2][4], uint4 a0, uint4 a1, uint4 h0, uint4 h1) {
     const unsigned A0[4] = {a0.x, a1.x, a0.y, a1.y}, A1[4] = {a0.z, a1.z, a0.w, a1.w};
     const unsigned B00[2] = {h0.x, h0.y}, B01[2] = {h0.z, h0.w}, B10[2] = {h1.x, h1.y}, B11[2] = {h1.z, h1.w};
@@ -106,8 +109,9 @@ template <typename T> __device__ __forceinline__ void sk90_step(float (&acc)[2][
 
 template <typename T, int KB, int STAGES>
 __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorMap* th, const Skinny90Params& p) {
-    constexpr int BOXES = KB / 64, STAGE = skinny90_stage(KB), G_BYTES = BOXES * SK90_GBOX;
-    static_assert(KB % 64 == 0, "whole boxes");
+    // EPB elements of k per 128-byte box row: 64 of f16 / bf16, 32 of f32 (tf32).
+    constexpr int EPB = 128 / (int)sizeof(T), BOXES = KB / EPB, STAGE = skinny90_stage(BOXES), G_BYTES = BOXES * SK90_GBOX;
+    static_assert(KB % EPB == 0, "whole boxes");
     extern __shared__ unsigned char sk90_raw[];
     const unsigned raw = smem_addr(sk90_raw);
     const unsigned ring = (raw + 1023u) & ~1023u;
@@ -138,8 +142,8 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
                 mbar_expect_tx(bar, STAGE);
 #pragma unroll
                 for (int j = 0; j < BOXES; ++j) {
-                    tma_load(stage + j * SK90_GBOX, tg, bar, kc + 64 * j, r0, p.gz ? z : 0);
-                    tma_load(stage + G_BYTES + j * SK90_HBOX, th, bar, kc + 64 * j, 0, p.hz ? z : 0);
+                    tma_load(stage + j * SK90_GBOX, tg, bar, kc + EPB * j, r0, p.gz ? z : 0);
+                    tma_load(stage + G_BYTES + j * SK90_HBOX, th, bar, kc + EPB * j, 0, p.hz ? z : 0);
                 }
             }
         }
@@ -239,3 +243,4 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
     }
 SKINNY90(__half, f16, 256, 3)
 SKINNY90(__nv_bfloat16, bf16, 256, 3)
+SKINNY90(float, tf32, 128, 3)

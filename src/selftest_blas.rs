@@ -352,7 +352,7 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
         // The short operand one element longer per row: the `u` kernel (element-wise H).
         ((1000, 16, 700), [0, 1, 1], Activation::Relu),
     ] {
-        let (name, check) = tn_check::<f32>(stream, rng, dims, pads, act, 1e-5);
+        let (name, check) = tn_check::<f32>(stream, rng, dims, pads, (act, MathMode::Exact), 1e-5);
         if check.passed && name.starts_with("gemm_skinny_") {
             if name.contains("/split") {
                 covered.insert("gemm_skinny_finish_f32".to_string());
@@ -371,7 +371,7 @@ fn tn_check<T: Element>(
     rng: &mut Rng,
     (m, n, k): (usize, usize, usize),
     pads: [usize; 3],
-    act: Activation,
+    (act, math): (Activation, MathMode),
     tol: f64,
 ) -> (String, Check)
 where
@@ -384,21 +384,12 @@ where
         let (a, b, c) = (zeros((k + pa) * m)?, zeros((k + pb) * n)?, zeros((m + pc) * n)?);
         Gemm::<T::Scalar>::new(ops.0, ops.1, m, n, k)
             .ld(k + pa, k + pb, m + pc)
+            .math(math)
             .kernel_name(&a, &b, &c)
     })()
     .unwrap_or_default();
     let auto = (Tile::Auto, SplitK::Auto);
-    let result = gemm_case::<T>(
-        stream,
-        rng,
-        ops,
-        (m, n, k),
-        pads,
-        MathMode::Exact,
-        Kernel::Auto,
-        auto,
-        act,
-    );
+    let result = gemm_case::<T>(stream, rng, ops, (m, n, k), pads, math, Kernel::Auto, auto, act);
     let check = Check::new(
         format!("gemm {name} tn"),
         format!("{m}x{n}x{k} pads {pads:?} +bias {act:?}"),
@@ -408,7 +399,7 @@ where
     (name, check)
 }
 
-/// The sm_90 decode-step kernels for f16 and bf16 (`gemm_skinny90_<t>_k256`, TMA-fed
+/// The sm_90 decode-step kernels for f16, bf16 and tf32 (`gemm_skinny90_<t>_k<KB>`, TMA-fed
 /// mma.sync), which GEMMs with one side of at most 16, both operands k-contiguous (TN) and
 /// aligned to the TMA's rules run on compute capability 9.0: 1600 x 9 x 4100 (the short side is
 /// C's columns, few tiles and long k; k ends inside a 16-byte vector and inside a stage) with
@@ -421,8 +412,9 @@ fn skinny90_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
         ((12, 6144, 1000), [0, 0, 5], Activation::None),
     ] {
         for (name, check) in [
-            tn_check::<half::f16>(stream, rng, dims, pads, act, 2e-2),
-            tn_check::<half::bf16>(stream, rng, dims, pads, act, 2e-2),
+            tn_check::<half::f16>(stream, rng, dims, pads, (act, MathMode::Exact), 2e-2),
+            tn_check::<half::bf16>(stream, rng, dims, pads, (act, MathMode::Exact), 2e-2),
+            tn_check::<f32>(stream, rng, dims, pads, (act, MathMode::Tf32), 2e-2),
         ] {
             if check.passed && name.starts_with("gemm_skinny90_") {
                 covered.insert(name);

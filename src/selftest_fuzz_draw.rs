@@ -240,9 +240,9 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     let pad = if rng.next_u64() % 6 == 0 { whole + 1 } else { whole };
     let both = |rng: &mut Rng| rng.pick(&[None, None, Some(0)]);
     let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
-    // f16 and bf16: one case in six a decode step for their sm_90 TMA kernel (k-contiguous
-    // operands of whole 16-byte vectors, the short side C's rows, at least 2^21 weights).
-    let tma = matches!(ty, FuzzType::F16 | FuzzType::Bf16) && rng.next_u64() % 6 == 0;
+    // f16, bf16 and tf32: one case in six a decode step for their sm_90 TMA kernel
+    // (k-contiguous operands of whole 16-byte vectors, at least 2^21 weights).
+    let tma = matches!(ty, FuzzType::F16 | FuzzType::Bf16 | FuzzType::Tf32) && rng.next_u64() % 6 == 0;
     let (ops, layout, m, n, k, pad) = if tma {
         let long = range(rng, 600, 12000);
         let k = range(rng, (1 << 21) / long + 1, (20_000_000 / long).max((1 << 21) / long + 2));

@@ -218,7 +218,7 @@ fn gemm_fuzz_skinny() {
 /// (mma.sync), any op pair and layout, automatic and forced [`Tile::Thin`], f64 with and without
 /// a split of k through partial products, views at odd offsets: each type must have run both of
 /// its thin tiles (16 x 64 for a short m of the kernels' row-major D, 64 x 16 for a short n), f64
-/// also their variants for operands aligned only to their element; f16 and bf16 on compute
+/// also their variants for operands aligned only to their element; f16, bf16 and tf32 on compute
 /// capability 9.0 also the TMA-fed decode kernel (`gemm_skinny90_<t>`).
 #[test]
 fn gemm_fuzz_thin() {
@@ -248,10 +248,10 @@ fn gemm_fuzz_thin() {
         // The variants for operands aligned only to their element (f64: 8-byte copies; f16,
         // bf16, tf32: rows read from their start rounded down to 16 bytes).
         let unaligned = ran("tu") && ran("hu");
-        // f16 and bf16 on compute capability 9.0: decode steps with both operands k-contiguous
-        // and aligned for the TMA take the TMA-fed kernel (gemm_skinny90_<t>).
-        let sm90_16 = matches!(ty, FuzzType::F16 | FuzzType::Bf16) && ctx.compute_capability() >= (9, 0);
-        let tma = !sm90_16
+        // f16, bf16 and tf32 on compute capability 9.0: decode steps with both operands
+        // k-contiguous and aligned for the TMA take the TMA-fed kernel (gemm_skinny90_<t>).
+        let sm90 = ty != FuzzType::F64 && ctx.compute_capability() >= (9, 0);
+        let tma = !sm90
             || reports
                 .iter()
                 .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny90_")));
@@ -262,7 +262,7 @@ fn gemm_fuzz_thin() {
         assert!(
             rows && cols && unaligned && tma,
             "{}: the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}, unaligned {unaligned}; the TMA-fed \
-             decode kernel (sm_90 f16 / bf16) {tma}",
+             decode kernel (sm_90 f16 / bf16 / tf32) {tma}",
             ty.name()
         );
     }

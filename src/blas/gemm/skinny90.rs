@@ -1,10 +1,10 @@
-//! f16 and bf16 GEMMs with one short side (at most 16: a decode step's tokens) whose operands are
-//! both contiguous along k (a linear layer `y = x W^T` over row-major activations: cuBLAS's TN)
-//! run on `gemm_skinny90_<t>_k<KB>` (ptx/gemm_skinny90.cu) on compute capability 9.0: both
-//! operands arrive in shared memory as TMA boxes and the tensor cores read them there, one block
-//! per SM: whole row tiles per block where they spread over most SMs, else every block the same
-//! share of the work along k (stream-k), so a decode step streams its weights at the memory's
-//! rate whatever its tile count.
+//! f16, bf16 and tf32 GEMMs with one short side (at most 16: a decode step's tokens) whose
+//! operands are both contiguous along k (a linear layer `y = x W^T` over row-major activations:
+//! cuBLAS's TN) run on `gemm_skinny90_<t>_k<KB>` (ptx/gemm_skinny90.cu) on compute capability
+//! 9.0: both operands arrive in shared memory as TMA boxes and the tensor cores read them there,
+//! one block per SM: whole row tiles per block where they spread over most SMs, else every block
+//! the same share of the work along k (stream-k), so a decode step streams its weights at the
+//! memory's rate whatever its tile count.
 
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +19,7 @@ use super::partials;
 use super::skinny::{decode, sides, Decode, Sides, SKINNY_MAX};
 use super::GemmType;
 use crate::blas::tma::TmaMatrix;
+use crate::blas::MathMode;
 use crate::error::Result;
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
@@ -71,6 +72,8 @@ pub(crate) struct Skinny90Route {
     h: TmaMatrix,
     /// Blocks of the launch (at most one per multiprocessor, at most one per unit).
     blocks: usize,
+    /// Elements of k in a box row (128 bytes: the swizzle's span).
+    epb: u32,
 }
 
 impl Skinny90Route {
@@ -81,18 +84,19 @@ impl Skinny90Route {
 
     /// Dynamic shared memory (`skinny90_smem` in ptx/gemm_skinny90.cu).
     fn smem(&self) -> u32 {
-        (STAGES * KB / 64 * (ROWS + SKINNY_MAX) * 128 + 16 * STAGES + 1024) as u32
+        (STAGES * BOXES * (ROWS + SKINNY_MAX) * 128 + 16 * STAGES + 1024) as u32
     }
 }
 
-/// The ring the kernels are compiled with: elements of k per stage (KB) and stages. 256 of 5
+/// The ring the kernels are compiled with: 128-byte box rows of k per stage (4: KB = 256
+/// elements of f16 / bf16, 128 of tf32) and stages. 256 of 5
 /// (200 KiB, one block per SM) against 128 of 10: 0-14% faster on decode steps of 16 tokens
 /// (H200, 2026-11-28 06:57 UTC); a 256-wide unswizzled box per stage (one TMA load per operand,
 /// 2-way bank conflicts) 2-20% slower (07:01 UTC). 3 stages against 5: 0-13% faster (6144 x 16
 /// x 4096 45.2 against 39.9 TFLOP/s; 2 stages 42.4; 2 of 512 as 3 of 256 within 2%; H200
 /// 2026-11-28 09:33 UTC): 26 MB of loads at once from the whole grid queue behind each other,
 /// and each block's first stage arrived 1.2-2.6 us after its start.
-const KB: usize = 256;
+const BOXES: usize = 4;
 const STAGES: usize = 3;
 /// Fewest elements of the long operand (long side x k) the kernel takes: 1024 x 16 x 1024 (2
 /// MiB of weights) ran 17% slower than on the thin tiles, 768 x 16 x 3072 (4.5 MiB) 26% faster
@@ -130,7 +134,8 @@ fn next_seq() -> u64 {
 }
 
 /// The kernel's form of the problem (`plan`, `params`: row-major D = X Y), when it has one and
-/// nothing asks for another kernel: f16 or bf16 on compute capability 9.0; both operands
+/// nothing asks for another kernel: f16, bf16 or f32 in tf32 math on compute capability 9.0
+/// (tf32 with the short side as C's columns only on [`FAST_MEMORY`]); both operands
 /// k-contiguous, 16-byte aligned, with leading dimensions and batch strides of whole 16-byte
 /// vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
 /// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
@@ -145,7 +150,13 @@ pub(crate) fn route<T: GemmType, S>(
     cc: (u32, u32),
     bandwidth: Option<f64>,
 ) -> Option<Skinny90Route> {
-    if !matches!(T::NAME, "f16" | "bf16") || cc < (9, 0) {
+    let name = match (T::NAME, g.math) {
+        ("f16" | "bf16", _) => T::NAME,
+        ("f32", MathMode::Tf32) => "tf32",
+        _ => return None,
+    };
+    let fast = bandwidth.is_some_and(|b| b >= FAST_MEMORY);
+    if cc < (9, 0) {
         return None;
     }
     let Decode { short, long, k, batch } = decode(g, plan, params)?;
@@ -176,9 +187,11 @@ pub(crate) fn route<T: GemmType, S>(
             .saturating_mul(k)
             .saturating_mul(size_of::<T>())
             .saturating_mul(batch);
-        let fast = bandwidth.is_some_and(|b| b >= FAST_MEMORY);
         let take = if fast {
             weights >= FAST_MIN_WHOLE_BYTES
+        } else if name == "tf32" {
+            // Not yet measured against the thin tiles on slower memory.
+            false
         } else {
             weights >= MIN_WHOLE_BYTES || (batch == 1 && partials::auto_parts::<T, S>(g, plan, sms).is_some())
         };
@@ -201,14 +214,15 @@ pub(crate) fn route<T: GemmType, S>(
         return None;
     }
     let tiles = long.div_ceil(ROWS);
-    let nk = k.div_ceil(KB);
+    let kb = BOXES * 128 / size_of::<T>();
+    let nk = k.div_ceil(kb);
     let all_tiles = tiles.checked_mul(batch)?;
     if all_tiles.checked_mul(nk)? > i32::MAX as usize {
         return None;
     }
     let (blocks, whole) = grid(all_tiles, nk, sms);
     Some(Skinny90Route {
-        kernel: format!("gemm_skinny90_{}_k{KB}", T::NAME),
+        kernel: format!("gemm_skinny90_{name}_k{kb}"),
         params: Skinny90Params {
             d: params.d,
             bias: params.bias,
@@ -234,6 +248,7 @@ pub(crate) fn route<T: GemmType, S>(
         g: gm,
         h: hm,
         blocks,
+        epb: (128 / size_of::<T>()) as u32,
     })
 }
 
@@ -282,7 +297,7 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
         None
     };
     params.seq = next_seq().max(1);
-    let (tg, th) = (r.g.encode(64, ROWS as u32)?, r.h.encode(64, SKINNY_MAX as u32)?);
+    let (tg, th) = (r.g.encode(r.epb, ROWS as u32)?, r.h.encode(r.epb, SKINNY_MAX as u32)?);
     let mut launch = stream.launch_builder(&f);
     launch.arg(&tg).arg(&th).arg(&params);
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k

@@ -119,3 +119,26 @@ fn other_gemms_stay_on_the_tiles() {
     assert!(none(&tn.tile(Tile::Thin), [0; 3], sm90));
     assert!(none(&tn.alpha(0.0), [0; 3], sm90));
 }
+
+#[test]
+fn tf32_decode_steps_take_it_on_fast_memory_only() {
+    use Transpose::{N, T};
+    let tf32 = |m, n, k| Gemm::<f32>::new(T, N, m, n, k).math(MathMode::Tf32);
+    let on = |g: &Gemm<f32>, bw| routed_on::<f32>(g, [0; 3], (9, 0), bw);
+    let (h200, h100) = (4.8e12, 3.35e12);
+    assert_eq!(
+        on(&tf32(6144, 16, 4096), h200).as_deref(),
+        Some("gemm_skinny90_tf32_k128")
+    );
+    assert!(on(&tf32(16, 4096, 4096), h200).is_some());
+    // The short side as C's columns on the H100's memory (its A/B is still to run); C's rows
+    // take it there too, as for f16 and bf16.
+    assert!(on(&tf32(6144, 16, 4096), h100).is_none());
+    assert!(on(&tf32(12, 3000, 776), h100).is_some());
+    // Exact f32 (its own kernels), rows not whole 16-byte vectors apart, sm_80.
+    assert!(on(&Gemm::new(T, N, 6144, 16, 4096), h200).is_none());
+    assert!(on(&tf32(6144, 16, 4097), h200).is_none());
+    assert!(routed_on::<f32>(&tf32(6144, 16, 4096), [0; 3], (8, 0), h200).is_none());
+    // Weights the L2 holds (1024 x 1024 x 4 bytes).
+    assert!(on(&tf32(1024, 16, 1024), h200).is_none());
+}
