@@ -10,6 +10,7 @@ use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
 use crate::memory::{use_on, DeviceSlice, DeviceSliceMut};
 use crate::profile::scope::{Op, OpScope};
+use crate::stream::Stream;
 
 /// A GEMM description: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, built with
 /// [`Gemm::new`] and the setters, run with [`Gemm::run`] or [`Gemm::run_with_bias`].
@@ -509,20 +510,33 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             return Ok(route.name(T::NAME));
         }
         let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
-        let ctx = c.stream().context();
+        Ok(match self.path::<T>(&plan, &params, c.stream())? {
+            Path::Skinny(route) => route.name(),
+            Path::Skinny90(route) => route.name(),
+            Path::Partials(route) => route.name::<T>(),
+            Path::Tiles(choice) => choice.reported_name::<T>(),
+        })
+    }
+
+    /// The kernel family that takes the problem (`plan`, `params`) on `stream`'s device: the TMA
+    /// decode kernel first (on compute capability 9.0 it also takes f32 in tf32 math, ahead of
+    /// the exact f32 skinny kernel: 16 x 4096 x 4096 TN 0.75x cuBLAS there), then the skinny
+    /// kernel, a split through partial products, the tiles.
+    fn path<T: GemmType<Scalar = S>>(&self, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Path> {
+        let ctx = stream.context();
         let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
-        if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
-            return Ok(route.name());
-        }
-        if let Some(route) =
-            skinny90::route::<T, S>(self, &plan, &params, sms, cc, ctx.limits().peak_memory_bandwidth())
-        {
-            return Ok(route.name());
-        }
-        if let Some(route) = partials::route::<T, S>(self, &plan, &params, c.stream())? {
-            return Ok(route.name::<T>());
-        }
-        Ok(choose::<T, S>(self, &plan, &params, c.stream())?.reported_name::<T>())
+        let bandwidth = ctx.limits().peak_memory_bandwidth();
+        Ok(
+            if let Some(route) = skinny90::route::<T, S>(self, plan, params, sms, cc, bandwidth) {
+                Path::Skinny90(route)
+            } else if let Some(route) = skinny::route::<T, S>(self, plan, params, sms, cc) {
+                Path::Skinny(route)
+            } else if let Some(route) = partials::route::<T, S>(self, plan, params, stream)? {
+                Path::Partials(route)
+            } else {
+                Path::Tiles(choose::<T, S>(self, plan, params, stream)?)
+            },
+        )
     }
 
     /// The kernels' parameter block for `plan`, from the device addresses of A, B, C and the bias
@@ -605,20 +619,8 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             [a.device_ptr(), b.device_ptr(), c.device_ptr()],
             bias.map_or(0, |b| b.0),
         );
-        let ctx = stream.context();
-        let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
         // Every check (including the kernel choice) comes before anything is queued.
-        let path = if let Some(route) = skinny::route::<T, S>(self, &plan, &params, sms, cc) {
-            Path::Skinny(route)
-        } else if let Some(route) =
-            skinny90::route::<T, S>(self, &plan, &params, sms, cc, ctx.limits().peak_memory_bandwidth())
-        {
-            Path::Skinny90(route)
-        } else if let Some(route) = partials::route::<T, S>(self, &plan, &params, &stream)? {
-            Path::Partials(route)
-        } else {
-            Path::Tiles(choose::<T, S>(self, &plan, &params, &stream)?)
-        };
+        let path = self.path::<T>(&plan, &params, &stream)?;
         use_on(a, &stream)?;
         use_on(b, &stream)?;
         if let Some((_, _, bias)) = bias {
