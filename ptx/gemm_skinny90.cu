@@ -127,7 +127,16 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+    if (tid == 32 * SK90_CONSUMERS) {
+        // The tensor maps are kernel parameters, not the previous kernel's output.
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(tg) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(th) : "memory");
+    }
     __syncthreads();
+    // Launched to overlap the stream's previous kernel (src/launch.rs, overlap_previous): no
+    // thread touches global memory before that kernel has finished and its writes are visible.
+    // Without the launch attribute this returns at once.
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     if (warp == SK90_CONSUMERS) {
         // The producer (skinny90_rule in the module comment).
@@ -146,6 +155,9 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
                     tma_load(stage + G_BYTES + j * SK90_HBOX, th, bar, kc + EPB * j, 0, p.hz ? z : 0);
                 }
             }
+            // Every load issued: the stream's next kernel may be launched (its blocks start as
+            // SMs free up and wait in their griddepcontrol.wait for this grid to finish).
+            asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
         }
         return;
     }

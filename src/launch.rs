@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceView, DeviceViewMut};
 use crate::module::Function;
 use crate::stream::Stream;
+use crate::sys;
 
 /// Grid and block shape and dynamic shared memory of a launch.
 ///
@@ -248,10 +249,24 @@ pub struct LaunchArgs<'a> {
     params: [*mut c_void; MAX_KERNEL_ARGS],
     sizes: [usize; MAX_KERNEL_ARGS],
     count: usize,
+    /// Launched with programmatic stream serialization (see [`LaunchArgs::overlap_previous`]).
+    overlap: bool,
     _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> LaunchArgs<'a> {
+    /// Lets the launch begin before the stream's previous kernel has finished (programmatic
+    /// dependent launch, compute capability 9.0 and later; elsewhere, while the stream records a
+    /// graph, or where the driver lacks `cuLaunchKernelEx`, an ordinary launch). Only for
+    /// kernels that execute `griddepcontrol.wait` in every thread before any access to memory
+    /// that earlier work on the stream may touch: the blocks may start, and run up to that
+    /// instruction, while the previous kernel's last blocks still run.
+    #[inline]
+    pub(crate) fn overlap_previous(&mut self) -> &mut Self {
+        self.overlap = true;
+        self
+    }
+
     /// Appends an argument; it stays borrowed until the launch.
     ///
     /// ```no_run
@@ -325,22 +340,53 @@ impl<'a> LaunchArgs<'a> {
         ctx.bind_to_thread()?;
         let (g, b) = (config.grid_dim, config.block_dim);
         let timed = ctx.profiler().begin(self.stream, self.function);
+        let overlap = self.overlap && ctx.compute_capability() >= (9, 0) && !self.stream.is_capturing();
+        let ex = if overlap {
+            sys::resolve::cuLaunchKernelEx().ok()
+        } else {
+            None
+        };
         // SAFETY: the configuration was checked against the limits; the parameter pointers are
-        // valid for the borrow 'a; their agreement with the kernel is the caller's contract.
-        let launched = unsafe {
-            cu!(cuLaunchKernel(
-                self.function.raw(),
-                g.0,
-                g.1,
-                g.2,
-                b.0,
-                b.1,
-                b.2,
-                config.shared_mem_bytes,
-                self.stream.raw(),
-                self.params.as_mut_ptr(),
-                ptr::null_mut()
-            ))
+        // valid for the borrow 'a; their agreement with the kernel is the caller's contract (and,
+        // with `overlap`, its `griddepcontrol.wait` before touching the stream's memory).
+        let launched = if let Some(launch_ex) = ex {
+            let mut attr = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                ..Default::default()
+            };
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            let cfg = sys::CUlaunchConfig {
+                gridDimX: g.0,
+                gridDimY: g.1,
+                gridDimZ: g.2,
+                blockDimX: b.0,
+                blockDimY: b.1,
+                blockDimZ: b.2,
+                sharedMemBytes: config.shared_mem_bytes,
+                hStream: self.stream.raw(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            // SAFETY: as above; `cfg` and its one attribute outlive the call.
+            let code = unsafe { launch_ex(&cfg, self.function.raw(), self.params.as_mut_ptr(), ptr::null_mut()) };
+            crate::driver::check(code, "cuLaunchKernelEx")
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                cu!(cuLaunchKernel(
+                    self.function.raw(),
+                    g.0,
+                    g.1,
+                    g.2,
+                    b.0,
+                    b.1,
+                    b.2,
+                    config.shared_mem_bytes,
+                    self.stream.raw(),
+                    self.params.as_mut_ptr(),
+                    ptr::null_mut()
+                ))
+            }
         };
         if let Some(t) = timed {
             match launched {
@@ -391,6 +437,7 @@ impl Stream {
             params: [ptr::null_mut(); MAX_KERNEL_ARGS],
             sizes: [UNKNOWN_PARAM_SIZE; MAX_KERNEL_ARGS],
             count: 0,
+            overlap: false,
             _borrows: PhantomData,
         }
     }

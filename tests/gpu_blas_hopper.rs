@@ -313,3 +313,84 @@ fn gemm_skinny90_replays_in_a_graph() {
         }
     }
 }
+
+/// Chained `gemm_skinny90` launches, each allowed to begin while the previous kernel finishes
+/// (programmatic dependent launch): a decode step's `y1 = x W1^T`, then `y2 = y1 W2^T` reading y1
+/// as its short operand, both row-major, y1 and y2 poisoned before every round. A launch that
+/// read before the previous kernel's writes were visible would see the poison. Three rounds
+/// with new inputs, whole tiles (6144 outputs) and stream-k (2048), 256 sampled entries of y2
+/// against an f64 reference of the chain (y1 rounded to f16 as the GPU stores it).
+#[test]
+fn gemm_skinny90_chains_overlap() {
+    use cudrv::blas::Gemm;
+    use cudrv::memory::{DeviceSlice, DeviceSliceMut};
+    use cudrv::DeviceBuffer;
+    let Some(ctx) = gpu::sm90("gemm_skinny90_chains_overlap", "gemm_skinny90") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let seed = gpu::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let mut draw = |len: usize, scale: f64| -> Vec<f16> {
+        (0..len)
+            .map(|_| f16::from_f64(((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale))
+            .collect()
+    };
+    let (s, k1) = (16, 4096);
+    for n1 in [6144, 2048] {
+        let n2 = 4096;
+        // x (s x k1), W1 (n1 x k1), y1 (s x n1), W2 (n2 x n1), y2 (s x n2), all row-major.
+        let mut x = DeviceBuffer::from_slice(&stream, &draw(s * k1, 1.0)).unwrap();
+        let mut w1 = DeviceBuffer::from_slice(&stream, &draw(n1 * k1, 1.0 / 64.0)).unwrap();
+        let mut w2 = DeviceBuffer::from_slice(&stream, &draw(n2 * n1, 1.0)).unwrap();
+        let mut y1 = DeviceBuffer::from_slice(&stream, &vec![f16::NAN; s * n1]).unwrap();
+        let mut y2 = DeviceBuffer::from_slice(&stream, &vec![f16::NAN; s * n2]).unwrap();
+        let g1 = Gemm::new(Transpose::N, Transpose::T, s, n1, k1).layout(Layout::RowMajor);
+        let g2 = Gemm::new(Transpose::N, Transpose::T, s, n2, n1).layout(Layout::RowMajor);
+        for (g, (a, b, c)) in [(&g1, (&x, &w1, &y1)), (&g2, (&y1, &w2, &y2))] {
+            let name = g.kernel_name(a, b, c).unwrap();
+            assert!(name.starts_with("gemm_skinny90_"), "{name}");
+        }
+        for round in 0..3 {
+            let (hx, hw1, hw2) = (draw(s * k1, 1.0), draw(n1 * k1, 1.0 / 64.0), draw(n2 * n1, 1.0));
+            x.copy_from_slice(&hx).unwrap();
+            w1.copy_from_slice(&hw1).unwrap();
+            w2.copy_from_slice(&hw2).unwrap();
+            y1.copy_from_slice(&vec![f16::NAN; s * n1]).unwrap();
+            y2.copy_from_slice(&vec![f16::NAN; s * n2]).unwrap();
+            // Back to back on one stream, twice: the second pair overlaps the first's tail too.
+            for _ in 0..2 {
+                g1.run(&x, &w1, &mut y1).unwrap();
+                g2.run(&y1, &w2, &mut y2).unwrap();
+            }
+            let out = y2.to_vec().unwrap();
+            let y1_ref: Vec<Vec<f64>> = (0..s)
+                .map(|i| {
+                    (0..n1)
+                        .map(|j| {
+                            let v: f64 = (0..k1)
+                                .map(|p| hx[i * k1 + p].to_f64() * hw1[j * k1 + p].to_f64())
+                                .sum();
+                            f16::from_f64(v).to_f64()
+                        })
+                        .collect()
+                })
+                .collect();
+            for e in 0..256 {
+                let (i, j) = ((e * 5 + round) % s, (e * 7919 + round * 13) % n2);
+                let (mut sum, mut abs) = (0.0f64, 0.0f64);
+                for p in 0..n1 {
+                    let v = y1_ref[i][p] * hw2[j * n1 + p].to_f64();
+                    sum += v;
+                    abs += v.abs();
+                }
+                let got = out[i * n2 + j].to_f64();
+                let bound = 4e-3 * sum.abs() + 2e-3 * abs + 1e-3;
+                assert!(
+                    (got - sum).abs() <= bound,
+                    "seed {seed:#x}: chain 16x{n1}x{k1} -> 16x{n2}x{n1} round {round}: y2[{i},{j}] = {got}, expected {sum} (bound {bound})"
+                );
+            }
+        }
+    }
+}

@@ -299,13 +299,15 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     params.seq = next_seq().max(1);
     let (tg, th) = (r.g.encode(r.epb, ROWS as u32)?, r.h.encode(r.epb, SKINNY_MAX as u32)?);
     let mut launch = stream.launch_builder(&f);
-    launch.arg(&tg).arg(&th).arg(&params);
+    // Every thread of the kernel runs griddepcontrol.wait before touching global memory.
+    launch.arg(&tg).arg(&th).arg(&params).overlap_previous();
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k
     // at ldg, sg) and H (S x k at ldh, sh) through their tensor maps (the TMA stays inside
     // their extents; route checked the TMA's alignment rules, and the buffers' spans were
     // checked by Gemm's plan), writes D (L x S at dl, ds, sd) and, in stream-k, the scratch of
     // blocks * (1024 floats + a u64); block 160 threads, grid at most one block per unit of work
-    // (whole: per tile), the shared memory of its ring.
+    // (whole: per tile), the shared memory of its ring; every thread runs griddepcontrol.wait
+    // before its first access to global memory (the launch may overlap the previous kernel).
     unsafe {
         launch.launch(LaunchConfig {
             grid_dim: (r.blocks as u32, 1, 1),
