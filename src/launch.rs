@@ -340,7 +340,7 @@ impl<'a> LaunchArgs<'a> {
         ctx.bind_to_thread()?;
         let (g, b) = (config.grid_dim, config.block_dim);
         let timed = ctx.profiler().begin(self.stream, self.function);
-        let overlap = self.overlap && ctx.compute_capability() >= (9, 0) && !self.stream.is_capturing();
+        let overlap = self.overlap && ctx.compute_capability() >= (9, 0) && !self.stream.is_recorded();
         let ex = if overlap {
             sys::resolve::cuLaunchKernelEx().ok()
         } else {
