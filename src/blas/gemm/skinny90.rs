@@ -72,6 +72,8 @@ pub(crate) struct Skinny90Route {
     h: TmaMatrix,
     /// Blocks of the launch (at most one per multiprocessor, at most one per unit).
     blocks: usize,
+    /// Whether the launch may overlap the previous kernel (programmatic dependent launch).
+    overlap: bool,
     /// Elements of k in a box row (128 bytes: the swizzle's span).
     epb: u32,
 }
@@ -248,6 +250,7 @@ pub(crate) fn route<T: GemmType, S>(
         g: gm,
         h: hm,
         blocks,
+        overlap: overlaps(blocks, sms),
         epb: (128 / size_of::<T>()) as u32,
     })
 }
@@ -268,6 +271,18 @@ fn grid(tiles: usize, nk: usize, sms: usize) -> (usize, bool) {
     } else {
         (tiles.saturating_mul(nk).min(sms), false)
     }
+}
+
+/// Whether a launch of `blocks` on `sms` multiprocessors overlaps the kernel before it
+/// (programmatic dependent launch: its blocks start as the previous grid's producers issue their
+/// last loads, and wait in griddepcontrol.wait for that grid to finish): where it fills at least
+/// 19 SMs in 20. H200 2026-11-28 12:07 UTC, f16 / bf16 decode steps against cuBLAS in one run,
+/// two rounds each: 132-block stream-k grids (4096 x 16 x 11008 0.91 -> 0.98, 4096 x 16 x 14336
+/// 0.91 -> 0.95) and 128-block whole-tile grids (8192 x 16 x 8192 0.90 -> 0.94) gain; 96-block
+/// grids lose when they overlap too (6144 x 16 x 4096 0.85 -> 0.76, 12288 x 16 x 4096 0.86 ->
+/// 0.82; why was not measured), and keep their figures without.
+fn overlaps(blocks: usize, sms: usize) -> bool {
+    blocks * 20 >= sms * 19
 }
 
 /// Queues `r` (from [`route`]) on `stream`, with its scratch: each block's parked partial sums
@@ -300,7 +315,10 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     let (tg, th) = (r.g.encode(r.epb, ROWS as u32)?, r.h.encode(r.epb, SKINNY_MAX as u32)?);
     let mut launch = stream.launch_builder(&f);
     // Every thread of the kernel runs griddepcontrol.wait before touching global memory.
-    launch.arg(&tg).arg(&th).arg(&params).overlap_previous();
+    launch.arg(&tg).arg(&th).arg(&params);
+    if r.overlap {
+        launch.overlap_previous();
+    }
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k
     // at ldg, sg) and H (S x k at ldh, sh) through their tensor maps (the TMA stays inside
     // their extents; route checked the TMA's alignment rules, and the buffers' spans were
@@ -327,6 +345,12 @@ mod tests {
     fn the_parameter_block_matches_the_kernels() {
         // 4 pointers, 6 i64, 2 f64, 8 i32 (ptx/gemm_skinny90.cu).
         assert_eq!(size_of::<Skinny90Params>(), 4 * 8 + 6 * 8 + 2 * 8 + 8 * 4);
+    }
+
+    #[test]
+    fn only_grids_on_nearly_every_sm_overlap_the_kernel_before() {
+        assert!(overlaps(132, 132) && overlaps(128, 132) && overlaps(126, 132));
+        assert!(!overlaps(115, 132) && !overlaps(96, 132) && !overlaps(64, 132));
     }
 
     #[test]
