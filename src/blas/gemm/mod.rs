@@ -10,6 +10,7 @@ mod dmma90;
 mod f32_tiles;
 mod functions;
 mod launch;
+mod memory_class;
 mod options;
 mod params;
 mod partials;

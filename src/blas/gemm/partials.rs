@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::dispatch::{choose, Choice};
 use super::launch::run_choice;
+use super::memory_class::fast_memory;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::thin::{tc_thin, tc_thin_tile, THIN_MAX};
 use super::wg_tiles::wg_auto_tile;
@@ -221,7 +222,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
 /// bf16 through partial products on wgmma"), the split against the wgmma kernels' own: 256 x
 /// 256 x 65536 0.60x -> 0.83x cuBLAS, 256 x 128 x 65536 0.56x -> 0.77x, 384 x 256 x 65536 0.65x
 /// -> 0.80x, 200 x 200 x 65536 121 -> 188 TFLOP/s.
-pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize) -> Option<usize> {
+pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize, fast: bool) -> Option<usize> {
     if !automatic(g, plan) || plan.m.min(plan.n) <= THIN_MAX {
         return None;
     }
@@ -241,6 +242,26 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     let wide = tiles2(m, n, (128, 128)) > WG_PARTIALS_FEW_TILES;
     if wide && plan.k < WG_PARTIALS_MANY_TILES_MIN_K {
         return None;
+    }
+    // On fast memory (memory_class.rs), sides that are multiples of 128: first the fewest parts
+    // whose blocks on the 128 x 128 tile fill 0.45 of a wave and at most one. H200, 2026-11-28
+    // 12:25 UTC, x cuBLAS against the rule below in one run, two rounds, f16 / bf16 NN: 256 x
+    // 256 x 65536 0.75 -> 0.85 / 0.75 -> 0.82 (32 parts against 64 x 64 in 8), 384 x 256 x
+    // 65536 0.72 -> 0.87 (16 against 128 x 64 in 8), 256 x 512 x 65536 0.81 -> 0.92, 512 x 256
+    // x 32768 0.79 -> 0.84 / 0.77 -> 0.83; TN alike but 384 x 256 x 65536, 0.93 -> 0.89 (where
+    // the rule below takes the 64 x 96 tile). 192 x 320 x 65536 (half-empty 128-row tiles) lost
+    // 2-8% and keeps the rule below. On the H100 (2026-11-28 00:30 UTC) these counts lost 2-9%
+    // on three of the four (docs/kernels/gemm.md, "f16 and bf16 partial products on an H200").
+    if fast && m % 128 == 0 && n % 128 == 0 {
+        let mut parts = 8;
+        while parts <= 32 && plan.k / parts >= WG_PARTIALS_MIN_KPER {
+            let (letter, tile) = wg_auto_tile(type_name, (m, n), parts, plan.k / parts, sms);
+            let units = tiles2(m, n, tile) * parts;
+            if letter == 'l' && units <= sms && units * 20 >= sms * 9 {
+                return Some(parts);
+            }
+            parts *= 2;
+        }
     }
     let mut best = None;
     let mut parts = 8;
@@ -358,7 +379,13 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
                     on_wgmma &= plan.m.min(plan.n) > THIN_MAX;
                     p
                 }
-                None if cc >= (9, 0) && !own_accumulator::<T>() => match auto_wgmma_parts(g, plan, T::NAME, sms) {
+                None if cc >= (9, 0) && !own_accumulator::<T>() => match auto_wgmma_parts(
+                    g,
+                    plan,
+                    T::NAME,
+                    sms,
+                    fast_memory(stream.context().limits().peak_memory_bandwidth()),
+                ) {
                     Some(p) => p,
                     None => return Ok(None),
                 },

@@ -14,6 +14,7 @@ use once_cell::sync::Lazy;
 
 use super::builder::{Gemm, Plan};
 use super::dispatch::tma_element;
+use super::memory_class::fast_memory;
 use super::params::GemmParams;
 use super::partials;
 use super::skinny::{decode, sides, Decode, Sides, SKINNY_MAX};
@@ -111,15 +112,13 @@ const MIN_ELEMENTS: usize = 1 << 21;
 /// -11%, 12288 x 16 x 4096 and 8192 x 16 x 8192 -2.5%); on the H200 it gained 8-17% on every
 /// such shape measured (12288 to 128256 outputs).
 const MIN_WHOLE_BYTES: usize = 160 << 20;
-/// Peak memory bandwidth (bytes per second) from which the thin tiles, which stream at about 3
-/// TB/s, fall behind the memory: there the kernel takes whole products from
-/// [`FAST_MIN_WHOLE_BYTES`] instead. H200 (4.8 TB/s), 2026-11-28 09:40 UTC, f16 / bf16 against the
-/// thin tiles in one run: 6144 x 16 x 4096 +8% / +27%, 8192 x 16 x 4096 +11%, 12288 x 16 x 4096
-/// +11% / +16%, 22016 x 16 x 4096 +21% / +25%, 3072 x 16 x 4096 +14% / +17%, 2048 x 16 x 4096
-/// +2% / +8%; 1024 x 16 x 4096 -10% / -19%, 1536 x 16 x 1536 -7% (weights the L2 holds between
-/// calls, in few tiles). The H100 (3.35 TB/s) keeps [`MIN_WHOLE_BYTES`].
-const FAST_MEMORY: f64 = 4.0e12;
-/// Bytes of the long operand from which the kernel takes a product on [`FAST_MEMORY`].
+/// Bytes of the long operand from which the kernel takes a product on fast memory
+/// ([`fast_memory`]), where the thin tiles, which stream at about 3 TB/s, fall behind the
+/// memory. H200 (4.8 TB/s), 2026-11-28 09:40 UTC, f16 / bf16 against the thin tiles in one run:
+/// 6144 x 16 x 4096 +8% / +27%, 8192 x 16 x 4096 +11%, 12288 x 16 x 4096 +11% / +16%, 22016 x
+/// 16 x 4096 +21% / +25%, 3072 x 16 x 4096 +14% / +17%, 2048 x 16 x 4096 +2% / +8%; 1024 x 16 x
+/// 4096 -10% / -19%, 1536 x 16 x 1536 -7% (weights the L2 holds between calls, in few tiles).
+/// The H100 (3.35 TB/s) keeps [`MIN_WHOLE_BYTES`].
 const FAST_MIN_WHOLE_BYTES: usize = 12 << 20;
 
 /// A number no other launch of this process gives the kernel (its blocks' flags), the first one
@@ -137,11 +136,11 @@ fn next_seq() -> u64 {
 
 /// The kernel's form of the problem (`plan`, `params`: row-major D = X Y), when it has one and
 /// nothing asks for another kernel: f16, bf16 or f32 in tf32 math on compute capability 9.0
-/// (tf32 with the short side as C's columns only on [`FAST_MEMORY`]); both operands
+/// (tf32 with the short side as C's columns only on fast memory ([`fast_memory`])); both operands
 /// k-contiguous, 16-byte aligned, with leading dimensions and batch strides of whole 16-byte
 /// vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
 /// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
-/// memory of [`FAST_MEMORY`] (`bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
+/// fast memory ([`fast_memory`] of `bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
 /// weights, elsewhere [`MIN_WHOLE_BYTES`] or one matrix the thin tiles would split through
 /// partial products. Forced knobs (kernel, tile, split) leave it to the tiles.
 pub(crate) fn route<T: GemmType, S>(
@@ -157,7 +156,7 @@ pub(crate) fn route<T: GemmType, S>(
         ("f32", MathMode::Tf32) => "tf32",
         _ => return None,
     };
-    let fast = bandwidth.is_some_and(|b| b >= FAST_MEMORY);
+    let fast = fast_memory(bandwidth);
     if cc < (9, 0) {
         return None;
     }

@@ -160,7 +160,7 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
         let plan = g.plan([1 << 30; 3], None).expect("plan");
         // Only where the mma.sync rule leaves the GEMM alone.
         assert_eq!(parts::<half::f16>(&g), None, "{m} x {n} x {k}");
-        auto_wgmma_parts(&g, &plan, "f16", 132)
+        auto_wgmma_parts(&g, &plan, "f16", 132, false)
     };
     // Sides that are multiples of 64: the fewest parts whose blocks (on the tile the parts'
     // batch takes, not 128 x 256 nor 128 x 192) fill 0.45 of a wave and at most one; each part
@@ -187,12 +187,30 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
     assert_eq!(wg(200, 200, 65536), Some(32));
     assert_eq!(wg(200, 120, 40000), None);
     assert_eq!(wg(300, 200, 30000), None);
+    // On fast memory, sides that are multiples of 128: first the fewest parts whose 128 x 128
+    // blocks fill 0.45 of a wave and at most one (H200, 2026-11-28); elsewhere the rule above.
+    let fast = |m, n, k| {
+        let g = nn::<f32>(m, n, k);
+        let plan = g.plan([1 << 30; 3], None).expect("plan");
+        auto_wgmma_parts(&g, &plan, "f16", 132, true)
+    };
+    assert_eq!(fast(256, 256, 65536), Some(32));
+    assert_eq!(fast(384, 256, 65536), Some(16));
+    assert_eq!(fast(256, 512, 65536), Some(16));
+    assert_eq!(fast(512, 256, 32768), Some(16));
+    assert_eq!(fast(192, 320, 65536), Some(8));
+    assert_eq!(fast(512, 512, 32768), Some(8));
+    assert_eq!(fast(256, 128, 65536), Some(16));
+    assert_eq!(fast(128, 256, 32768), Some(16));
+    assert_eq!(fast(256, 256, 16384), Some(8));
+    assert_eq!(fast(200, 200, 65536), Some(32));
+    assert_eq!(fast(512, 512, 8192), None);
     // More than 25 tiles of 128 x 128, k too short for 8 parts, forced knobs: no split here.
     assert_eq!(wg(1024, 1024, 32768), None);
     assert_eq!(wg(256, 256, 4096), None);
     let plan = nn::<f32>(256, 256, 65536).plan([1 << 30; 3], None).expect("plan");
     assert_eq!(
-        auto_wgmma_parts(&nn::<f32>(256, 256, 65536).tile(Tile::Large), &plan, "f16", 132),
+        auto_wgmma_parts(&nn::<f32>(256, 256, 65536).tile(Tile::Large), &plan, "f16", 132, false),
         None
     );
 }
