@@ -99,15 +99,19 @@ impl Cublas {
     /// Loads cuBLAS and makes a handle bound to `stream`; `None` (with the reason) when it
     /// cannot.
     pub fn load(stream: *mut c_void) -> Result<Cublas, String> {
-        let mut names: Vec<String> = cudrv::sys::loader::named_by("CUDRV_LIBCUBLAS").into_iter().collect();
-        for n in [
-            "libcublas.so.13",
-            "libcublas.so.12",
-            "libcublas.so",
-            "/usr/local/cuda/lib64/libcublas.so",
-        ] {
-            names.push(n.to_string());
-        }
+        // A library named by CUDRV_LIBCUBLAS is the only one tried: one that does not load means
+        // no cuBLAS (a test's fake driver must not meet the system's cuBLAS).
+        let names: Vec<String> = match cudrv::sys::loader::named_by("CUDRV_LIBCUBLAS") {
+            Some(named) => vec![named],
+            None => [
+                "libcublas.so.13",
+                "libcublas.so.12",
+                "libcublas.so",
+                "/usr/local/cuda/lib64/libcublas.so",
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
         let mut why = Vec::new();
         for name in names {
             // SAFETY: loading cuBLAS runs its initialisers, which have no preconditions.
