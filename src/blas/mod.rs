@@ -7,7 +7,7 @@
 //! | type | math | kernels |
 //! |---|---|---|
 //! | `f32` | exact f32 on the CUDA cores ([`MathMode::Exact`], the default) | `gemm_simt` |
-//! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_wg_tf32` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync) |
+//! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_wg_tf32` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync); decode steps on compute capability 9.0 on `gemm_skinny90` (TMA + mma.sync) |
 //! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_wg_f16` / `gemm_wg_bf16` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync); decode steps (a side of at most 16, both operands k-contiguous) on `gemm_skinny90` (TMA + mma.sync) or `gemm_tc`'s thin tiles |
 //! | `f64` | f64 on the DMMA tensor cores (mma.sync m16n8k4 / m16n8k8 on compute capability 9.0 and later, m8n8k4 before), f64 accumulate | `gemm_dmma90` (`gemm_dmma90_*`), `gemm_tc` (`gemm_dmma_*`) |
 //!
