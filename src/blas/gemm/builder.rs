@@ -521,7 +521,10 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// The kernel family that takes the problem (`plan`, `params`) on `stream`'s device: the TMA
     /// decode kernel first (on compute capability 9.0 it also takes f32 in tf32 math, ahead of
     /// the exact f32 skinny kernel: 16 x 4096 x 4096 TN 0.75x cuBLAS there), then the skinny
-    /// kernel, a split through partial products, the tiles.
+    /// kernel, a split through partial products, the tiles. Inlined into the launch: as a call
+    /// it added 25-30 ns to every repeated GEMM on the null driver (`cargo bench --bench host`,
+    /// 2026-11-28: f32 64^3 237-249 -> 271 ns), inlined 10-20.
+    #[inline(always)]
     fn path<T: GemmType<Scalar = S>>(&self, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Path> {
         let ctx = stream.context();
         let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
