@@ -78,8 +78,13 @@ fn assert_cheap(what: &str, counts: &BTreeMap<String, u64>, calls: u64) {
     }
 }
 
+/// Launches of either entry point (`cuLaunchKernelEx`: a launch that may overlap the kernel
+/// before it).
 fn launches(counts: &BTreeMap<String, u64>) -> u64 {
-    counts.get("cuLaunchKernel").copied().unwrap_or(0)
+    ["cuLaunchKernel", "cuLaunchKernelEx"]
+        .iter()
+        .map(|k| counts.get(*k).copied().unwrap_or(0))
+        .sum()
 }
 
 /// Runs `g` on fresh operands of `lens` elements (A, B, C; each viewed from its offset) twice
@@ -121,13 +126,20 @@ fn gemm_case<T: GemmType + ValidAsZeroBits>(
         launches(&counts),
         show(&counts)
     );
-    // Besides launches: one current-context check per launch and the split scratch's zeroing.
+    // Besides launches: one current-context check per launch, the split scratch's zeroing, the
+    // TMA's tensor maps, and (gemm_skinny90, whose launch may overlap the kernel before it and
+    // whose flags are zeroed in a capture) whether the stream is being captured.
     let other: u64 = counts
         .iter()
         .filter(|(k, _)| {
             !matches!(
                 k.as_str(),
-                "cuLaunchKernel" | "cuCtxGetCurrent" | "cuMemsetD8Async" | "cuTensorMapEncodeTiled"
+                "cuLaunchKernel"
+                    | "cuLaunchKernelEx"
+                    | "cuCtxGetCurrent"
+                    | "cuMemsetD8Async"
+                    | "cuTensorMapEncodeTiled"
+                    | "cuStreamIsCapturing"
             )
         })
         .map(|(_, v)| v)
@@ -146,6 +158,15 @@ fn gemm_case<T: GemmType + ValidAsZeroBits>(
             || (gemv_family(main).is_some() && gemv_family(main) == gemv_family(&last)),
         "{what}: launched {last}, kernel_name says {name}"
     );
+}
+
+/// Zeroed A, B and C of `lens` elements.
+fn operands<T: cudrv::DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<Stream>,
+    lens: [usize; 3],
+) -> (DeviceBuffer<T>, DeviceBuffer<T>, DeviceBuffer<T>) {
+    let buffer = |len| DeviceBuffer::<T>::zeroed(stream, len).unwrap();
+    (buffer(lens[0]), buffer(lens[1]), buffer(lens[2]))
 }
 
 #[test]
@@ -237,6 +258,29 @@ fn host_calls_child() {
     gemm_case::<half::f16>(&calls, &stream, g, lens, [0; 3]);
     let (g, lens) = nn(255, 255, 255);
     gemm_case::<half::bf16>(&calls, &stream, g, lens, [0; 3]);
+    // Decode steps on the TMA kernel (this driver is an H100-like sm_90 of 3.35 TB/s): stream-k
+    // over every SM, whose launch overlaps the kernel before it (cuLaunchKernelEx); whole tiles
+    // over 115 blocks, an ordinary launch; f32 in tf32 math with a short m, which the exact f32
+    // skinny kernel does not take ahead of it.
+    let first_word = |counts: &BTreeMap<String, u64>| {
+        ["cuLaunchKernel", "cuLaunchKernelEx"].map(|k| counts.get(k).copied().unwrap_or(0))
+    };
+    for (n, ex) in [(4096, 1), (22016, 0)] {
+        let (g, lens) = tn::<f32>(n, 16, 4096);
+        let (a, b, mut c) = operands::<half::f16>(&stream, lens);
+        let name = g.kernel_name(&a, &b, &c).unwrap();
+        assert_eq!(name, "gemm_skinny90_f16_k256", "{n} x 16 x 4096");
+        gemm_case::<half::f16>(&calls, &stream, g, lens, [0; 3]);
+        calls.reset();
+        g.run(&a, &b, &mut c).unwrap();
+        assert_eq!(first_word(&calls.take()), [1 - ex, ex], "{n} x 16 x 4096");
+    }
+    let (g, lens) = tn::<f32>(16, 4096, 4096);
+    let g = g.math(MathMode::Tf32);
+    let (a, b, c) = operands::<f32>(&stream, lens);
+    assert_eq!(g.kernel_name(&a, &b, &c).unwrap(), "gemm_skinny90_tf32_k128");
+    gemm_case::<f32>(&calls, &stream, g, lens, [0; 3]);
+
     // Row-major attention scores over 4 heads, sharing one A.
     let g = Gemm::new(N, T, 128, 512, 256)
         .layout(Layout::RowMajor)
