@@ -262,7 +262,7 @@ fn host_calls_child() {
     // over every SM, whose launch overlaps the kernel before it (cuLaunchKernelEx); whole tiles
     // over 115 blocks, an ordinary launch; f32 in tf32 math with a short m, which the exact f32
     // skinny kernel does not take ahead of it.
-    let first_word = |counts: &BTreeMap<String, u64>| {
+    let launch_kinds = |counts: &BTreeMap<String, u64>| {
         ["cuLaunchKernel", "cuLaunchKernelEx"].map(|k| counts.get(k).copied().unwrap_or(0))
     };
     for (n, ex) in [(4096, 1), (22016, 0)] {
@@ -273,7 +273,7 @@ fn host_calls_child() {
         gemm_case::<half::f16>(&calls, &stream, g, lens, [0; 3]);
         calls.reset();
         g.run(&a, &b, &mut c).unwrap();
-        assert_eq!(first_word(&calls.take()), [1 - ex, ex], "{n} x 16 x 4096");
+        assert_eq!(launch_kinds(&calls.take()), [1 - ex, ex], "{n} x 16 x 4096");
     }
     let (g, lens) = tn::<f32>(16, 4096, 4096);
     let g = g.math(MathMode::Tf32);
