@@ -368,7 +368,7 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             }
             asked
         }
-        SplitK::Auto if g.batch == 1 && params.k != 0 && splittable::<T>(cc) => {
+        SplitK::Auto if g.batch == 1 && params.k != 0 && automatic(g, plan) && splittable::<T>(cc) => {
             let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
             match auto_parts::<T, S>(g, plan, sms) {
                 // f16 / bf16: a decode step's thin tiles on the mma.sync kernels (the rule was
