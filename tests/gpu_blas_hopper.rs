@@ -274,11 +274,7 @@ fn gemm_skinny90_replays_in_a_graph() {
     let stream = ctx.new_stream().unwrap();
     let seed = gpu::fresh_seed();
     let mut rng = Rng::new(seed);
-    let mut draw = |len: usize| -> Vec<f16> {
-        (0..len)
-            .map(|_| f16::from_f64((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0))
-            .collect()
-    };
+    let mut draw = |len: usize| -> Vec<f16> { rng.vec(len, -1.0, 1.0) };
     // (m, n, k): 96 tiles (whole tiles on 132 SMs), 64 and 32 tiles (stream-k).
     for (m, n, k) in [(12, 6144, 1000), (16, 4096, 4096), (16, 2000, 8192)] {
         let mut a = DeviceBuffer::from_slice(&stream, &draw(k * m)).unwrap();
@@ -331,11 +327,7 @@ fn gemm_skinny90_chains_overlap() {
     let stream = ctx.new_stream().unwrap();
     let seed = gpu::fresh_seed();
     let mut rng = Rng::new(seed);
-    let mut draw = |len: usize, scale: f64| -> Vec<f16> {
-        (0..len)
-            .map(|_| f16::from_f64(((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale))
-            .collect()
-    };
+    let mut draw = |len: usize, scale: f64| -> Vec<f16> { rng.vec(len, -scale, scale) };
     let (s, k1) = (16, 4096);
     for n1 in [6144, 2048] {
         let n2 = 4096;

@@ -73,8 +73,6 @@ pub(crate) struct Skinny90Route {
     h: TmaMatrix,
     /// Blocks of the launch (at most one per multiprocessor, at most one per unit).
     blocks: usize,
-    /// Whether the launch may overlap the previous kernel (programmatic dependent launch).
-    overlap: bool,
     /// Elements of k in a box row (128 bytes: the swizzle's span).
     epb: u32,
 }
@@ -249,7 +247,6 @@ pub(crate) fn route<T: GemmType, S>(
         g: gm,
         h: hm,
         blocks,
-        overlap: overlaps(blocks, sms),
         epb: (128 / size_of::<T>()) as u32,
     })
 }
@@ -315,7 +312,7 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     let mut launch = stream.launch_builder(&f);
     // Every thread of the kernel runs griddepcontrol.wait before touching global memory.
     launch.arg(&tg).arg(&th).arg(&params);
-    if r.overlap {
+    if overlaps(r.blocks, ctx.limits().multiprocessor_count as usize) {
         launch.overlap_previous();
     }
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k

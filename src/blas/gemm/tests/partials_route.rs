@@ -155,13 +155,15 @@ fn tf32_decode_steps_split_under_half_a_wave_and_over_uneven_waves_of_thin_tiles
 #[test]
 fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
     use crate::blas::gemm::partials::auto_wgmma_parts;
-    let wg = |m, n, k| {
+    // `fast`: memory of 4 TB/s and more (memory_class.rs).
+    let wg_on = |m, n, k, fast| {
         let g = nn::<f32>(m, n, k);
         let plan = g.plan([1 << 30; 3], None).expect("plan");
         // Only where the mma.sync rule leaves the GEMM alone.
         assert_eq!(parts::<half::f16>(&g), None, "{m} x {n} x {k}");
-        auto_wgmma_parts(&g, &plan, "f16", 132, false)
+        auto_wgmma_parts(&g, &plan, "f16", 132, fast)
     };
+    let wg = |m, n, k| wg_on(m, n, k, false);
     // Sides that are multiples of 64: the fewest parts whose blocks (on the tile the parts'
     // batch takes, not 128 x 256 nor 128 x 192) fill 0.45 of a wave and at most one; each part
     // keeps 1024 of k (H100, 2026-11-28: the measured best but for 384 x 256, 2% off 16 parts).
@@ -189,11 +191,7 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
     assert_eq!(wg(300, 200, 30000), None);
     // On fast memory, sides that are multiples of 128: first the fewest parts whose 128 x 128
     // blocks fill 0.45 of a wave and at most one (H200, 2026-11-28); elsewhere the rule above.
-    let fast = |m, n, k| {
-        let g = nn::<f32>(m, n, k);
-        let plan = g.plan([1 << 30; 3], None).expect("plan");
-        auto_wgmma_parts(&g, &plan, "f16", 132, true)
-    };
+    let fast = |m, n, k| wg_on(m, n, k, true);
     assert_eq!(fast(256, 256, 65536), Some(32));
     assert_eq!(fast(384, 256, 65536), Some(16));
     assert_eq!(fast(256, 512, 65536), Some(16));
