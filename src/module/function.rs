@@ -75,6 +75,8 @@ pub(crate) struct FunctionCore {
     /// Occupancy answers so far, by (block size, dynamic shared memory): see
     /// [`Function::max_active_blocks_cached`].
     occupancy: Arc<parking_lot::Mutex<Vec<OccupancyAnswer>>>,
+    /// Cluster occupancy answers so far, likewise: see [`Function::max_active_clusters_cached`].
+    clusters: Arc<parking_lot::Mutex<Vec<OccupancyAnswer>>>,
     /// The parameters' sizes in bytes, where the driver reports them (`cuFuncGetParamInfo`,
     /// CUDA 12.4 and later).
     params: Option<Arc<[usize]>>,
@@ -119,6 +121,7 @@ impl FunctionCore {
             attributes,
             max_dynamic_shared: Arc::new(AtomicU32::new(max_dynamic)),
             occupancy: Arc::default(),
+            clusters: Arc::default(),
         })
     }
 }
@@ -302,6 +305,66 @@ impl Function {
             memo.push((key, blocks));
         }
         Ok(blocks)
+    }
+
+    /// Thread block clusters of a kernel compiled with a cluster shape (`__cluster_dims__`) that
+    /// fit on the device at once, with blocks of `block` threads and `dynamic_shared` bytes of
+    /// dynamic shared memory; `grid` is any grid the cluster shape divides (e.g. one cluster).
+    /// The driver places a cluster's blocks within one GPU processing cluster, so this can be
+    /// fewer than the multiprocessors' block slots divided by the cluster size. Needs CUDA 12.0's
+    /// `cuOccupancyMaxActiveClusters` (an error from older drivers, never a panic).
+    ///
+    /// ```no_run
+    /// let ctx = cudrv::Context::new(0)?;
+    /// // gemv_nvc_f32: clusters of 1 x 8 x 1 blocks of 32 x 8 threads (sm_90).
+    /// let f = ctx.kernel("gemv_nvc_f32")?;
+    /// let clusters = f.max_active_clusters((1, 8, 1), (32, 8, 1), 0)?;
+    /// println!("{clusters} clusters of 8 at once");
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    pub fn max_active_clusters(
+        &self,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        dynamic_shared: u32,
+    ) -> Result<u32> {
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: block.2,
+            sharedMemBytes: dynamic_shared,
+            hStream: std::ptr::null_mut(),
+            attrs: std::ptr::null_mut(),
+            numAttrs: 0,
+        };
+        let mut clusters = 0;
+        // SAFETY: writes one int through a valid pointer; `config` (no attributes) outlives the
+        // call and `raw` is a live function.
+        unsafe { cu!(cuOccupancyMaxActiveClusters(&mut clusters, self.core.raw, &config))? };
+        Ok(clusters.max(0) as u32)
+    }
+
+    /// [`Function::max_active_clusters`] remembered per block size and shared memory, as
+    /// [`Function::max_active_blocks_cached`] is (the grid is one cluster of `cluster` blocks).
+    pub(crate) fn max_active_clusters_cached(
+        &self,
+        cluster: (u32, u32, u32),
+        block: (u32, u32, u32),
+        dynamic_shared: u32,
+    ) -> Result<u32> {
+        let key = (block.0 * block.1 * block.2, dynamic_shared as usize);
+        if let Some(&(_, n)) = self.core.clusters.lock().iter().find(|(k, _)| *k == key) {
+            return Ok(n);
+        }
+        let n = self.max_active_clusters(cluster, block, dynamic_shared)?;
+        let mut memo = self.core.clusters.lock();
+        if memo.len() < 64 && !memo.iter().any(|(k, _)| *k == key) {
+            memo.push((key, n));
+        }
+        Ok(n)
     }
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
