@@ -427,6 +427,14 @@ fn bad_bench_arguments_are_usage_errors() {
         ),
         (&["bench", "gemm", "--sizes", "12a"], "bad size \"12a\""),
         (&["bench", "gemm", "--shapes", "8x8"], "bad shape \"8x8\""),
+        (
+            &["bench", "gemv", "--shapes", "8x8x4"],
+            "bad gemv shape 8x8x4: m, n >= 1, lda >= m",
+        ),
+        (
+            &["bench", "gemv", "--shapes", "8x8x8x2"],
+            "bench gemv --shapes takes MxN or MxNxLDA",
+        ),
         (&["bench", "gemm", "--epilogue", "swish"], "bad epilogue \"swish\""),
         (&["bench", "gemm", "--trials"], "--trials needs a value"),
         (

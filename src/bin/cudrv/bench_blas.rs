@@ -13,7 +13,8 @@
 //! `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type summary; `--names` ends
 //! each of its rows with the kernels cudrv ran), `--shapes 8192x8192x64,...` (gemm: m x n x k
 //! shapes instead of `--sizes` and the skinny ones; with `--suite`, `MxNxKxB` adds a strided batch
-//! of B and the shapes run as suite rows in place of the suite's cases), `--trials N` (timed
+//! of B and the shapes run as suite rows in place of the suite's cases; gemv: `MxN` or `MxNxLDA`,
+//! each in N and T, instead of `--sizes`), `--trials N` (timed
 //! batches, median reported), `--tiles auto,s,n,l,b,w,t` (gemm: force block tiles, one row each),
 //! `--kernels auto,simt,tc,mma,wgmma` (gemm: force kernel families, one row each per tile; a
 //! combination that does not apply prints `n/a`), `--splits auto,off,2,4,p16` (gemm: force how k
@@ -51,7 +52,8 @@ fn err(msg: String) -> cudrv::Error {
 struct Opts {
     types: Vec<String>,
     sizes: Vec<usize>,
-    /// gemm: m x n x k shapes given with --shapes (replace --sizes and the skinny shapes).
+    /// gemm: m x n x k shapes given with --shapes (replace --sizes and the skinny shapes); gemv:
+    /// m x n x lda, each run in N and T.
     shapes: Vec<(usize, usize, usize)>,
     /// gemm: the strided batch of each of `shapes` (`MxNxKxB`; 1 when not given).
     batches: Vec<usize>,
@@ -144,6 +146,30 @@ pub fn options(what: &str, args: &[String]) -> Result<Options> {
     if o.names && !(what == "gemm" && o.suite) {
         return Err(err("--names goes with bench gemm --suite".into()));
     }
+    if what == "gemm" {
+        if let Some((m, n, _)) = o.shapes.iter().zip(&o.batches).find(|(_, &b)| b == 0).map(|(s, _)| *s) {
+            return Err(err(format!(
+                "bad shape \"{m}x{n}\"; write MxNxK, or MxNxKxB for a strided batch of B"
+            )));
+        }
+    }
+    if what == "gemv" {
+        // MxN (lda = m) or MxNxLDA: batch 0 marks the two-number form.
+        if o.batches.iter().any(|&b| b > 1) {
+            return Err(err("bench gemv --shapes takes MxN or MxNxLDA".into()));
+        }
+        for (s, b) in o.shapes.iter_mut().zip(&o.batches) {
+            if *b == 0 {
+                s.2 = s.0;
+            }
+            if s.0 == 0 || s.1 == 0 || s.2 < s.0 {
+                return Err(err(format!(
+                    "bad gemv shape {}x{}x{}: m, n >= 1, lda >= m",
+                    s.0, s.1, s.2
+                )));
+            }
+        }
+    }
     if what == "gemv" && o.suite && !args.iter().any(|a| a == "--types") {
         o.types = types.iter().map(|t| t.to_string()).collect();
     }
@@ -191,10 +217,12 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                 let shapes = list(&value()?, |t| {
                     let d: Vec<usize> = t.split('x').filter_map(|v| v.parse().ok()).collect();
                     match d[..] {
+                        // gemv's MxN (lda = m); `options` turns it away for gemm.
+                        [m, n] => Ok(((m, n, 0), 0)),
                         [m, n, k] => Ok(((m, n, k), 1)),
                         [m, n, k, b] if b >= 1 => Ok(((m, n, k), b)),
                         _ => Err(err(format!(
-                            "bad shape {t:?}; write MxNxK, or MxNxKxB for a strided batch of B"
+                            "bad shape {t:?}; write MxNxK, or MxNxKxB for a strided batch of B (gemv: MxN or MxNxLDA)"
                         ))),
                     }
                 })?;
@@ -544,6 +572,12 @@ fn gemv_bench(stream: &Arc<Stream>, cublas: Option<&cublas::Cublas>, h100: bool,
     }
     if o.suite {
         shapes = gemv_suite();
+    } else if !o.shapes.is_empty() {
+        shapes = o
+            .shapes
+            .iter()
+            .flat_map(|&(m, n, lda)| [(Transpose::N, m, n, lda), (Transpose::T, m, n, lda)])
+            .collect();
     } else if o.skinny {
         shapes.extend([
             (Transpose::T, 32768, 8192, 32768),

@@ -77,7 +77,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
                     column, where there is one)
   --shapes LIST     gemm: MxNxK shapes instead of the sizes and the skinny shapes; with
                     --suite, MxNxK or MxNxKxB (a strided batch of B) in place of the
-                    suite's cases, each op of --ops
+                    suite's cases, each op of --ops; gemv: MxN or MxNxLDA (lda >= m),
+                    each in N and T, instead of the sizes
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)
   --ops LIST        gemm: nn, nt, tn, tt: op(A), op(B) (default nn)
