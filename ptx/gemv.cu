@@ -32,7 +32,8 @@
 //     of each column from row R b + VEC tx (VEC = LB / element size, R = 32 * VEC); warp ty takes
 //     the columns [ty per, (ty + 1) per), per = ceil(n / 16), 128 bytes of A in flight per lane. Needs A aligned to LB bytes and lda
 //     a multiple of VEC; no split, no workspace.
-//   (gemv90.cu adds gemv_nvc_<T>, gemv_nv with the splits in a thread block cluster, for sm_90.)
+//   (gemv90.cu adds gemv_nvc_<T> and gemv_nc_<T>, gemv_nv and gemv_n with the splits in a thread
+//   block cluster, for sm_90.)
 //   gemv_finish_<T>(y, work, len, splits, alpha, beta, incy): y[i] = alpha * sum_s work[s*len+i]
 //     + beta * y[i]; block = (256, 1, 1), grid = (ceil(len / 256), 1, 1).
 // x and y are passed already offset for negative increments (element i at x[i * incx]).
@@ -41,11 +42,16 @@
 
 #include "gemv_common.cuh"
 
+// gemv_n (and gemv90.cu's gemv_nc) are bounded to 3 blocks of 256 threads per multiprocessor (at
+// most 85 registers): without the bound the driver's sm_90 compile of the compute_80 PTX gave
+// f32, f64 and f16 2 blocks per SM, and the 16-bit kernels' loads of 2 bytes need the warps
+// (H200, 2026-11-28: f16 N 50257 x 768 35.6 -> 25.6 us, 4095 x 4097 16.9 -> 13.4 us; ptxas
+// 12.0 reports 64-80 registers and no spills for sm_80 and sm_90).
 // Per type: the 16-byte kernels' shapes. N: VEC * UR rows and UC columns per thread per step
 // (UC * UR 16-byte loads in flight); T: UR 16-byte loads of A (and of x) per lane per step,
 // four warps per column.
 #define GEMV(T, N, VEC, N_UR, N_UC, T_UR)                                                               \
-    extern "C" __global__ void __launch_bounds__(256) gemv_n_##N(GemvParams p) { gemv_n<T, 1, 4, 4>(p); } \
+    extern "C" __global__ void __launch_bounds__(256, 3) gemv_n_##N(GemvParams p) { gemv_n<T, 1, 4, 4>(p); } \
     extern "C" __global__ void __launch_bounds__(256, 4) gemv_nv_##N(GemvParams p) {                    \
         gemv_n<T, VEC, N_UR, N_UC>(p);                                                                  \
     }                                                                                                   \

@@ -9,6 +9,9 @@
 //     tiles. `work` and `splits` are not used. Row tiles of 32 * VEC * UR rows: 256 for f32
 //     (UR 2: a warp reads 1 KB of a column per step; gemv_nv_f32 reads 512 bytes), 128 for f64,
 //     256 for f16 and bf16.
+//   gemv_nc_<T>: the same for gemv_n_<T> (one element per load: any lda and alignment), row tiles
+//     of 128 rows. For the odd N products a split would otherwise finish with gemv_finish: one
+//     launch instead of two, no workspace.
 
 #include "gemv_common.cuh"
 
@@ -20,3 +23,12 @@ GEMV_CLUSTER(float, f32, 4, 2, 4)
 GEMV_CLUSTER(double, f64, 2, 2, 2)
 GEMV_CLUSTER(__half, f16, 8, 1, 4)
 GEMV_CLUSTER(__nv_bfloat16, bf16, 8, 1, 4)
+
+#define GEMV_CLUSTER_ANY(T, N)                                                                         \
+    extern "C" __global__ void __cluster_dims__(1, 8, 1) __launch_bounds__(256, 3) gemv_nc_##N(GemvParams p) { \
+        gemv_n<T, 1, 4, 4, 8>(p);                                                                     \
+    }
+GEMV_CLUSTER_ANY(float, f32)
+GEMV_CLUSTER_ANY(double, f64)
+GEMV_CLUSTER_ANY(__half, f16)
+GEMV_CLUSTER_ANY(__nv_bfloat16, bf16)

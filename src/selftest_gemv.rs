@@ -18,7 +18,8 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
     // 2048 x 3072, else `gemv_tv`;
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
-    // one row block), so it also runs `gemv_finish`.
+    // one row block), so it also runs `gemv_finish`; 1000 x 777 at lda 1001 splits 4 ways, which
+    // sm_90 runs in the 8 blocks of a cluster (`gemv_nc`).
     // 2048 x 3072 (aligned) splits its N reduction 12 ways, which sm_90 runs in the 8 blocks of
     // a thread block cluster (`gemv_nvc`). An N case whose A would take the row strips (larger
     // than the L2 cache, strips filling a wave) is counted for the strip kernel it runs.
@@ -48,7 +49,18 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
                     ),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                let cluster = if sm90 && trans == Transpose::N && n == 3072 {
+                // The element-wise N split in a cluster (`gemv_nc`), as the library decides it.
+                let element_cluster = trans == Transpose::N && wide.is_empty() && strip.is_none() && {
+                    let ctx = stream.context();
+                    match t {
+                        "f32" => blas::element_n_in_cluster::<f32>(ctx, m, n),
+                        "f64" => blas::element_n_in_cluster::<f64>(ctx, m, n),
+                        "f16" => blas::element_n_in_cluster::<half::f16>(ctx, m, n),
+                        _ => blas::element_n_in_cluster::<half::bf16>(ctx, m, n),
+                    }
+                    .unwrap_or(false)
+                };
+                let cluster = if (sm90 && trans == Transpose::N && n == 3072) || element_cluster {
                     "c"
                 } else {
                     ""

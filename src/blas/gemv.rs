@@ -1,8 +1,10 @@
 //! GEMV: `y = alpha * op(A) x + beta * y`, column-major A, any vector increments.
 
 use std::mem::size_of;
+use std::sync::Arc;
 
 use super::{span, Transpose};
+use crate::context::Context;
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
@@ -147,6 +149,42 @@ const CLUSTER_SPLITS: usize = 8;
 /// Largest A (bytes) whose split N reduction runs in a cluster (see `gemv`).
 const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
+/// Most splits of the element-wise N reduction that run as the 8 blocks of a cluster
+/// (`gemv_nc`): from 12 the cluster's 8 longer column ranges lost to the split (H200,
+/// 2026-11-28: 1023 x 3001 and 4095 x 4097 at 12 splits 5-20% slower, 1023 x 2301 and 2047 x
+/// 2049 at 9 splits 5-10% faster).
+const NC_MAX_SPLITS: usize = 10;
+
+/// Whether the element-wise N kernel's reduction over `tiles` row tiles of `N_ROWS`, split
+/// `splits` ways by [`plan`], runs instead as `gemv_nc_<type_name>`: 8 splits in the blocks of a
+/// thread block cluster (sm_90), one launch where the split takes two and a workspace. Taken
+/// for 2 to [`NC_MAX_SPLITS`] splits when every row tile's cluster fits on the device at once
+/// (the driver's cluster occupancy: the GPU processing clusters place a cluster's blocks, so
+/// it is below the block slots over 8). H200, 2026-11-28 (docs/kernels/gemv.md, "The
+/// element-wise N split in a cluster"): f16 1023 x 1025 9.3 -> 6.0 us, 2999 x 999 7.9 -> 5.1,
+/// f32 3001 x 1500 8.8 -> 6.5; where the clusters needed a second round (f32 6001 x 2001,
+/// f16 4095 x 2049, bf16 12289 x 4099) they ran 15-40% slower than the split.
+fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: usize) -> bool {
+    (2..=NC_MAX_SPLITS).contains(&splits)
+        && ctx.compute_capability() >= (9, 0)
+        && ctx
+            .kernel(&format!("gemv_nc_{type_name}"))
+            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
+            .is_ok_and(|fit| tiles <= fit as usize)
+}
+
+/// Whether an op-N GEMV of an `m x n` A on the element-wise kernel (columns not 16-byte
+/// aligned, A smaller than the row strips take) runs `gemv_nc_<T>`, as [`gemv`] decides it:
+/// for the selftest, which names the kernels it checked.
+pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: usize) -> Result<bool> {
+    let f = ctx.kernel(&format!("gemv_n_{}", T::NAME))?;
+    let sms = ctx.limits().multiprocessor_count as usize;
+    let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
+    let tiles = m.div_ceil(N_ROWS);
+    let (_, splits, _) = plan(tiles, n, N_MIN_CHUNK, 1, slots);
+    Ok(element_cluster(ctx, T::NAME, tiles, splits))
+}
+
 /// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
 const NR_WARPS: u32 = 16;
 /// Fewest columns for the row strips: each of the 16 warps then takes at least 128.
@@ -251,7 +289,10 @@ pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slot
 ///
 /// `f16` and `bf16` accumulate in `f32` and round `y` once. A 16-byte aligned A whose `lda` is a
 /// multiple of 16 bytes (4 `f32`, 2 `f64`, 8 `f16`/`bf16`) is read with 16-byte loads (for T,
-/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. An op N
+/// also a contiguous 16-byte aligned `x`); any other layout runs on element-wise kernels. An op-N
+/// reduction split over blocks runs, on sm_90, in the 8 blocks of a thread block cluster where
+/// that fits (their partial sums meet in shared memory: one launch, no workspace); elsewhere a
+/// second kernel adds the splits' partial sums. An op N
 /// whose rows make strips that fill one wave of the GPU, a block per strip, and whose A is larger
 /// than the L2 cache (`row_strip_kernel`) reads 4 (16-bit types, and f32 at an odd lda), 8 or 16
 /// bytes per lane, A aligned to them.
@@ -419,11 +460,17 @@ pub fn gemv<T: GemvType>(
         && 2 * cluster_tiles * CLUSTER_SPLITS <= slots
         && need_a as u64 * sz <= CLUSTER_MAX_BYTES
         && ctx.compute_capability() >= (9, 0);
+    // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
+    let any_tiles = m.div_ceil(N_ROWS);
+    let cluster_any = name == "n" && element_cluster(ctx, T::NAME, any_tiles, splits);
     if cluster {
         f = ctx.kernel(&format!("gemv_nvc_{}", T::NAME))?;
         (grid_x, splits, chunk) = (cluster_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
+    } else if cluster_any {
+        f = ctx.kernel(&format!("gemv_nc_{}", T::NAME))?;
+        (grid_x, splits, chunk) = (any_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
     }
-    let work = if splits > 1 && !cluster {
+    let work = if splits > 1 && !cluster && !cluster_any {
         // SAFETY: every element of the workspace is written by the gemv kernel before
         // gemv_finish reads it (each split writes all len_y of its partial sums).
         Some(unsafe { DeviceBuffer::<u8>::uninit(&stream, splits * len_y * T::ACC_BYTES) }?)

@@ -53,8 +53,8 @@ mod gemv;
 mod tma;
 
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
+pub(crate) use gemv::{element_n_in_cluster, row_strip_kernel, t_vector_kernel};
 pub use gemv::{gemv, GemvType};
-pub(crate) use gemv::{row_strip_kernel, t_vector_kernel};
 
 /// `op(X)` for a GEMM or GEMV operand.
 ///
