@@ -151,8 +151,8 @@ const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
 /// Most splits of the element-wise N reduction that run as the 8 blocks of a cluster
 /// (`gemv_nc`): from 12 the cluster's 8 longer column ranges lost to the split (H200,
-/// 2026-11-28: 1023 x 3001 and 4095 x 4097 at 12 splits 5-20% slower, 1023 x 2301 and 2047 x
-/// 2049 at 9 splits 5-10% faster).
+/// 2026-11-28: 1023 x 3001 and bf16 4095 x 4097 at 12 splits 4% and 14% slower, 1023 x 2301 and
+/// 2047 x 2049 at 9 splits 4-15% faster).
 const NC_MAX_SPLITS: usize = 10;
 
 /// Whether the element-wise N kernel's reduction over `tiles` row tiles of `N_ROWS`, split
