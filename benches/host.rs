@@ -119,6 +119,17 @@ fn main() {
     measure(&calls, "gemv f32 N 4096^2", || {
         cudrv::blas::gemv(Transpose::N, 4096, 4096, 1.0f32, &m, 4096, &x, 1, 0.0, &mut y, 1).unwrap()
     });
+    // Odd leading dimensions: the element-wise N kernel, split in a cluster (one launch) or
+    // over a workspace with gemv_finish (two).
+    for (m, n) in [(1023, 1025), (33, 200_000)] {
+        let a = DeviceBuffer::<half::f16>::zeroed(&stream, m * n).unwrap();
+        let xh = DeviceBuffer::<half::f16>::zeroed(&stream, n).unwrap();
+        let mut yh = DeviceBuffer::<half::f16>::zeroed(&stream, m).unwrap();
+        let (one, zero) = (half::f16::ONE, half::f16::ZERO);
+        measure(&calls, &format!("gemv f16 N {m}x{n} (odd lda)"), || {
+            cudrv::blas::gemv(Transpose::N, m, n, one, &a, m, &xh, 1, zero, &mut yh, 1).unwrap()
+        });
+    }
     measure(&calls, "ops::scale f32 4096", || {
         cudrv::ops::scale(&mut y, 2.0, &x).unwrap()
     });

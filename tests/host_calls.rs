@@ -298,6 +298,33 @@ fn host_calls_child() {
         }
     }
 
+    // GEMVs at an odd leading dimension (the element-wise N kernel), repeated: 1023 x 1025
+    // splits its reduction 5 ways, which this sm_90 runs in the 8 blocks of a cluster (one
+    // launch, no workspace); 33 x 200000 splits past 10 ways: gemv_n, then gemv_finish over a
+    // workspace the pool hands back without a driver call.
+    for (m, n, per_call, last) in [(1023, 1025, 1, "gemv_nc_f16"), (33, 200_000, 2, "gemv_finish_f16")] {
+        let a = DeviceBuffer::<half::f16>::zeroed(&stream, m * n).unwrap();
+        let x = DeviceBuffer::<half::f16>::zeroed(&stream, n).unwrap();
+        let mut y = DeviceBuffer::<half::f16>::zeroed(&stream, m).unwrap();
+        let (one, zero) = (half::f16::ONE, half::f16::ZERO);
+        for _ in 0..2 {
+            cudrv::blas::gemv(N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
+        }
+        calls.reset();
+        for _ in 0..8 {
+            cudrv::blas::gemv(N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
+        }
+        let counts = calls.take();
+        let what = format!("gemv f16 N {m}x{n}");
+        assert_cheap(&what, &counts, 8);
+        assert_eq!(
+            show(&counts),
+            format!("cuCtxGetCurrent={} cuLaunchKernel={}", 8 * per_call, 8 * per_call),
+            "{what}"
+        );
+        assert_eq!(calls.last_kernel().as_deref(), Some(last), "{what}");
+    }
+
     // An op, repeated.
     let x = DeviceBuffer::<f32>::zeroed(&stream, 4096).unwrap();
     let mut y = DeviceBuffer::<f32>::zeroed(&stream, 4096).unwrap();

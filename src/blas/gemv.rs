@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::module::Function;
 use crate::profile::scope::{Op, OpScope};
 
 /// Element types GEMV is built for: `f32`, `f64`, and `f16` / `bf16` (f32 accumulation; `alpha`
@@ -155,22 +156,24 @@ const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 /// 2047 x 2049 at 9 splits 4-15% faster).
 const NC_MAX_SPLITS: usize = 10;
 
-/// Whether the element-wise N kernel's reduction over `tiles` row tiles of `N_ROWS`, split
-/// `splits` ways by [`plan`], runs instead as `gemv_nc_<type_name>`: 8 splits in the blocks of a
-/// thread block cluster (sm_90), one launch where the split takes two and a workspace. Taken
-/// for 2 to [`NC_MAX_SPLITS`] splits when every row tile's cluster fits on the device at once
-/// (the driver's cluster occupancy: the GPU processing clusters place a cluster's blocks, so
-/// it is below the block slots over 8). H200, 2026-11-28 (docs/kernels/gemv.md, "The
-/// element-wise N split in a cluster"): f16 1023 x 1025 9.3 -> 6.0 us, 2999 x 999 7.9 -> 5.1,
-/// f32 3001 x 1500 8.8 -> 6.5; where the clusters needed a second round (f32 6001 x 2001,
-/// f16 4095 x 2049, bf16 12289 x 4099) they ran 15-40% slower than the split.
-fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: usize) -> bool {
-    (2..=NC_MAX_SPLITS).contains(&splits)
-        && ctx.compute_capability() >= (9, 0)
-        && ctx
-            .kernel(&format!("gemv_nc_{type_name}"))
-            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
-            .is_ok_and(|fit| tiles <= fit as usize)
+/// `gemv_nc_<type_name>` where the element-wise N kernel's reduction over `tiles` row tiles of
+/// `N_ROWS`, split `splits` ways by [`plan`], runs instead as 8 splits in the blocks of a thread
+/// block cluster (sm_90): one launch where the split takes two and a workspace. Taken for 2 to
+/// [`NC_MAX_SPLITS`] splits when every row tile's cluster fits on the device at once (the
+/// driver's cluster occupancy: the GPU processing clusters place a cluster's blocks, so it is
+/// below the block slots over 8). H200, 2026-11-28 (docs/kernels/gemv.md, "The element-wise N
+/// split in a cluster"): f16 1023 x 1025 9.3 -> 6.0 us, 2999 x 999 7.9 -> 5.1, f32 3001 x 1500
+/// 8.8 -> 6.5; where the clusters needed a second round (f32 6001 x 2001, f16 4095 x 2049, bf16
+/// 12289 x 4099) they ran 25-40% slower than the split.
+fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: usize) -> Option<Function> {
+    if !(2..=NC_MAX_SPLITS).contains(&splits) || ctx.compute_capability() < (9, 0) {
+        return None;
+    }
+    let f = ctx.kernel(&format!("gemv_nc_{type_name}")).ok()?;
+    let fit = f
+        .max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0)
+        .ok()?;
+    (tiles <= fit as usize).then_some(f)
 }
 
 /// Whether an op-N GEMV of an `m x n` A on the element-wise kernel (columns not 16-byte
@@ -182,7 +185,7 @@ pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n:
     let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
     let tiles = m.div_ceil(N_ROWS);
     let (_, splits, _) = plan(tiles, n, N_MIN_CHUNK, 1, slots);
-    Ok(element_cluster(ctx, T::NAME, tiles, splits))
+    Ok(element_cluster(ctx, T::NAME, tiles, splits).is_some())
 }
 
 /// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
@@ -462,12 +465,17 @@ pub fn gemv<T: GemvType>(
         && ctx.compute_capability() >= (9, 0);
     // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
     let any_tiles = m.div_ceil(N_ROWS);
-    let cluster_any = name == "n" && element_cluster(ctx, T::NAME, any_tiles, splits);
+    let element = if name == "n" && !cluster {
+        element_cluster(ctx, T::NAME, any_tiles, splits)
+    } else {
+        None
+    };
+    let cluster_any = element.is_some();
     if cluster {
         f = ctx.kernel(&format!("gemv_nvc_{}", T::NAME))?;
         (grid_x, splits, chunk) = (cluster_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
-    } else if cluster_any {
-        f = ctx.kernel(&format!("gemv_nc_{}", T::NAME))?;
+    } else if let Some(nc) = element {
+        f = nc;
         (grid_x, splits, chunk) = (any_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
     }
     let work = if splits > 1 && !cluster && !cluster_any {
