@@ -493,7 +493,7 @@ pub fn gemv<T: GemvType>(
     // SAFETY: gemv_<op>_<t>(GemvParams) reads A (m x n at lda, checked; the 16-byte kernels only
     // when A, lda and for T x are aligned as they need), x and y at their increments (checked
     // spans, pointers moved to element 0 for negative increments) and writes y or the workspace
-    // of splits * len_y accumulators. gemv_nvc takes grid y = 8, its cluster shape.
+    // of splits * len_y accumulators. gemv_nvc and gemv_nc take grid y = 8, their cluster shape.
     unsafe {
         l.launch(LaunchConfig {
             grid_dim: (grid_x as u32, splits as u32, 1),
