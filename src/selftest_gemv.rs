@@ -36,30 +36,19 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
     ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
-                let ((result, strip), vec) = match t {
-                    "f32" => (gemv_with_strip::<f32>(stream, rng, trans, (m, n, lda), (sms, l2)), 4),
-                    "f64" => (gemv_with_strip::<f64>(stream, rng, trans, (m, n, lda), (sms, l2)), 2),
+                let ((result, strip, element_cluster), vec) = match t {
+                    "f32" => (gemv_with_route::<f32>(stream, rng, trans, (m, n, lda), (sms, l2)), 4),
+                    "f64" => (gemv_with_route::<f64>(stream, rng, trans, (m, n, lda), (sms, l2)), 2),
                     "f16" => (
-                        gemv_with_strip::<half::f16>(stream, rng, trans, (m, n, lda), (sms, l2)),
+                        gemv_with_route::<half::f16>(stream, rng, trans, (m, n, lda), (sms, l2)),
                         8,
                     ),
                     _ => (
-                        gemv_with_strip::<half::bf16>(stream, rng, trans, (m, n, lda), (sms, l2)),
+                        gemv_with_route::<half::bf16>(stream, rng, trans, (m, n, lda), (sms, l2)),
                         8,
                     ),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                // The element-wise N split in a cluster (`gemv_nc`), as the library decides it.
-                let element_cluster = trans == Transpose::N && wide.is_empty() && strip.is_none() && {
-                    let ctx = stream.context();
-                    match t {
-                        "f32" => blas::element_n_in_cluster::<f32>(ctx, m, n),
-                        "f64" => blas::element_n_in_cluster::<f64>(ctx, m, n),
-                        "f16" => blas::element_n_in_cluster::<half::f16>(ctx, m, n),
-                        _ => blas::element_n_in_cluster::<half::bf16>(ctx, m, n),
-                    }
-                    .unwrap_or(false)
-                };
                 let cluster = if (sm90 && trans == Transpose::N && n == 3072) || element_cluster {
                     "c"
                 } else {
@@ -126,20 +115,25 @@ fn gemv_case<T: Element + blas::GemvType>(
 }
 
 /// A GEMV check, and for op N the row-strip kernel the library picks for it (`sms`
-/// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned).
-fn gemv_with_strip<T: Element + blas::GemvType>(
+/// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned) and whether it runs
+/// the element-wise split in a cluster (`gemv_nc`: columns not 16-byte aligned, no strips).
+fn gemv_with_route<T: Element + blas::GemvType>(
     stream: &Arc<Stream>,
     rng: &mut Rng,
     trans: Transpose,
     (m, n, lda): (usize, usize, usize),
     (sms, l2): (usize, usize),
-) -> (Result<f64>, Option<(usize, usize)>) {
+) -> (Result<f64>, Option<(usize, usize)>, bool) {
     let strip = if trans == Transpose::N {
         blas::row_strip_kernel::<T>(m, n, 256, lda, sms, l2)
     } else {
         None
     };
-    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip)
+    let element = trans == Transpose::N
+        && strip.is_none()
+        && lda % (16 / std::mem::size_of::<T>()) != 0
+        && blas::element_n_in_cluster::<T>(stream.context(), m, n).unwrap_or(false);
+    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip, element)
 }
 
 /// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of
@@ -160,7 +154,7 @@ fn strip_checks<T: Element + blas::GemvType>(
         let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
         // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
         let n = 2048.max(l2 / (lda * sz) + 2);
-        let (result, kernel) = gemv_with_strip::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));
+        let (result, kernel, _) = gemv_with_route::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));
         let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
             format!("gemv_nr{b}_{t}")
         });

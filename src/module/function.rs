@@ -60,8 +60,27 @@ pub struct Function {
     ctx: Arc<Context>,
 }
 
-/// (block size, dynamic shared memory) and the blocks per multiprocessor the driver answered.
+/// (block size, dynamic shared memory) and the blocks per multiprocessor (or clusters) the
+/// driver answered.
 type OccupancyAnswer = ((u32, usize), u32);
+
+/// The answer remembered in `memo` for `key`, else `ask`'s, remembered (at most 64 answers per
+/// function; a failed question is not).
+fn remembered(
+    memo: &parking_lot::Mutex<Vec<OccupancyAnswer>>,
+    key: (u32, usize),
+    ask: impl FnOnce() -> Result<u32>,
+) -> Result<u32> {
+    if let Some(&(_, answer)) = memo.lock().iter().find(|(k, _)| *k == key) {
+        return Ok(answer);
+    }
+    let answer = ask()?;
+    let mut memo = memo.lock();
+    if memo.len() < 64 && !memo.iter().any(|(k, _)| *k == key) {
+        memo.push((key, answer));
+    }
+    Ok(answer)
+}
 
 /// A function without a reference to its context: what a context's kernel registry caches
 /// (a strong reference there would be a cycle through the context).
@@ -295,16 +314,9 @@ impl Function {
     /// GEMV. The answer depends only on the kernel's resources and the device, which cudrv never
     /// changes after loading (it sets no carveout).
     pub(crate) fn max_active_blocks_cached(&self, block_size: u32, dynamic_shared: usize) -> Result<u32> {
-        let key = (block_size, dynamic_shared);
-        if let Some(&(_, blocks)) = self.core.occupancy.lock().iter().find(|(k, _)| *k == key) {
-            return Ok(blocks);
-        }
-        let blocks = self.max_active_blocks_per_multiprocessor(block_size, dynamic_shared)?;
-        let mut memo = self.core.occupancy.lock();
-        if memo.len() < 64 && !memo.iter().any(|(k, _)| *k == key) {
-            memo.push((key, blocks));
-        }
-        Ok(blocks)
+        remembered(&self.core.occupancy, (block_size, dynamic_shared), || {
+            self.max_active_blocks_per_multiprocessor(block_size, dynamic_shared)
+        })
     }
 
     /// Thread block clusters of a kernel compiled with a cluster shape (`__cluster_dims__`) that
@@ -356,15 +368,9 @@ impl Function {
         dynamic_shared: u32,
     ) -> Result<u32> {
         let key = (block.0 * block.1 * block.2, dynamic_shared as usize);
-        if let Some(&(_, n)) = self.core.clusters.lock().iter().find(|(k, _)| *k == key) {
-            return Ok(n);
-        }
-        let n = self.max_active_clusters(cluster, block, dynamic_shared)?;
-        let mut memo = self.core.clusters.lock();
-        if memo.len() < 64 && !memo.iter().any(|(k, _)| *k == key) {
-            memo.push((key, n));
-        }
-        Ok(n)
+        remembered(&self.core.clusters, key, || {
+            self.max_active_clusters(cluster, block, dynamic_shared)
+        })
     }
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
