@@ -458,11 +458,17 @@ pub fn gemv<T: GemvType>(
     // 4096^2 and f16 8192^2 (64-144 MiB), 1-3% slower for f32 8192^2 (256 MiB).
     // `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and row tiles.
     let cluster_tiles = m.div_ceil(T::NVC_ROWS);
-    let cluster = name == "nv"
-        && (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits)
+    let long_split = (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits)
         && 2 * cluster_tiles * CLUSTER_SPLITS <= slots
-        && need_a as u64 * sz <= CLUSTER_MAX_BYTES
-        && ctx.compute_capability() >= (9, 0);
+        && need_a as u64 * sz <= CLUSTER_MAX_BYTES;
+    // Below 8 splits (e.g. f64 1024^2: 8 row tiles, 4 splits), the cluster's 8 where every
+    // tile's cluster fits on the device at once, as for the element-wise kernel (candidate).
+    let short_split = (2..CLUSTER_SPLITS).contains(&splits)
+        && ctx
+            .kernel(&format!("gemv_nvc_{}", T::NAME))
+            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
+            .is_ok_and(|fit| cluster_tiles <= fit as usize);
+    let cluster = name == "nv" && ctx.compute_capability() >= (9, 0) && (long_split || short_split);
     // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
     let any_tiles = m.div_ceil(N_ROWS);
     let element = if name == "n" && !cluster {
