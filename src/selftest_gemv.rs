@@ -18,12 +18,11 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
     // 2048 x 3072, else `gemv_tv`;
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
-    // one row block), so it also runs `gemv_finish`; 1000 x 777 at lda 1001 splits 4 ways, which
-    // sm_90 runs in the 8 blocks of a cluster (`gemv_nc`).
-    // 2048 x 3072 (aligned) splits its N reduction 12 ways, which sm_90 runs in the 8 blocks of
-    // a thread block cluster (`gemv_nvc`). An N case whose A would take the row strips (larger
+    // one row block), so it also runs `gemv_finish`. On sm_90 a split whose row tiles' clusters
+    // fit runs in the 8 blocks of a thread block cluster instead (`gemv_nvc`, `gemv_nc`: 1000 x
+    // 777, 2048 x 3072), as the library decides it; 40000 x 64 fills the device unsplit, so
+    // `gemv_nv` itself stays checked there. An N case whose A would take the row strips (larger
     // than the L2 cache, strips filling a wave) is counted for the strip kernel it runs.
-    let sm90 = stream.context().compute_capability() >= (9, 0);
     let sms = stream.context().limits().multiprocessor_count as usize;
     let l2 = stream.context().limits().l2_cache_bytes as usize;
     for (m, n, lda) in [
@@ -33,10 +32,12 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
         (2048, 3072, 2048),
         (5000, 300, 5000),
         (600, 20 * sms, 600),
+        // Enough row tiles to fill the device unsplit: `gemv_nv` itself on sm_90 too.
+        (40_000, 64, 40_000),
     ] {
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
-                let ((result, strip, element_cluster), vec) = match t {
+                let ((result, strip, cluster), vec) = match t {
                     "f32" => (gemv_with_route::<f32>(stream, rng, trans, (m, n, lda), (sms, l2)), 4),
                     "f64" => (gemv_with_route::<f64>(stream, rng, trans, (m, n, lda), (sms, l2)), 2),
                     "f16" => (
@@ -49,11 +50,7 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
                     ),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                let cluster = if (sm90 && trans == Transpose::N && n == 3072) || element_cluster {
-                    "c"
-                } else {
-                    ""
-                };
+                let cluster = if cluster { "c" } else { "" };
                 let name = match strip {
                     Some((bytes, _)) => format!("gemv_nr{bytes}_{t}"),
                     // Aligned T: one warp per column up to TV1_MAX_ROWS rows, four beyond.
@@ -116,7 +113,7 @@ fn gemv_case<T: Element + blas::GemvType>(
 
 /// A GEMV check, and for op N the row-strip kernel the library picks for it (`sms`
 /// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned) and whether it runs
-/// the element-wise split in a cluster (`gemv_nc`: columns not 16-byte aligned, no strips).
+/// its split in a cluster (`gemv_nvc` for columns 16-byte aligned, `gemv_nc` else; no strips).
 fn gemv_with_route<T: Element + blas::GemvType>(
     stream: &Arc<Stream>,
     rng: &mut Rng,
@@ -129,11 +126,16 @@ fn gemv_with_route<T: Element + blas::GemvType>(
     } else {
         None
     };
-    let element = trans == Transpose::N
+    let ctx = stream.context();
+    let cluster = trans == Transpose::N
         && strip.is_none()
-        && lda % (16 / std::mem::size_of::<T>()) != 0
-        && blas::element_n_in_cluster::<T>(stream.context(), m, n).unwrap_or(false);
-    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip, element)
+        && if lda % (16 / std::mem::size_of::<T>()) == 0 {
+            blas::vector_n_in_cluster::<T>(ctx, m, n, lda)
+        } else {
+            blas::element_n_in_cluster::<T>(ctx, m, n)
+        }
+        .unwrap_or(false);
+    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip, cluster)
 }
 
 /// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of

@@ -188,6 +188,51 @@ pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n:
     Ok(element_cluster(ctx, T::NAME, tiles, splits).is_some())
 }
 
+/// Whether the 16-byte N kernel's reduction, split `splits` ways by [`plan`] over `slots` block
+/// slots of `gemv_nv`, runs as `gemv_nvc_<type_name>` (`tiles` row tiles of its own height) for
+/// an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half the slots and A is at
+/// most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and (candidate, to be measured) 2 to 7 where
+/// every tile's cluster fits on the device at once, as for the element-wise kernel.
+fn vector_cluster(
+    ctx: &Arc<Context>,
+    type_name: &str,
+    tiles: usize,
+    splits: usize,
+    slots: usize,
+    a_bytes: u64,
+) -> bool {
+    if ctx.compute_capability() < (9, 0) {
+        return false;
+    }
+    if (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits) {
+        return 2 * tiles * CLUSTER_SPLITS <= slots && a_bytes <= CLUSTER_MAX_BYTES;
+    }
+    (2..CLUSTER_SPLITS).contains(&splits)
+        && ctx
+            .kernel(&format!("gemv_nvc_{type_name}"))
+            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
+            .is_ok_and(|fit| tiles <= fit as usize)
+}
+
+/// Whether an op-N GEMV of an `m x n` A at `lda` on the 16-byte kernel (A 16-byte aligned, `lda`
+/// a multiple of 16 bytes, no row strips) runs `gemv_nvc_<T>`, as [`gemv`] decides it: for the
+/// selftest.
+pub(crate) fn vector_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: usize, lda: usize) -> Result<bool> {
+    let f = ctx.kernel(&format!("gemv_nv_{}", T::NAME))?;
+    let sms = ctx.limits().multiprocessor_count as usize;
+    let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
+    let (_, splits, _) = plan(m.div_ceil(T::NV_ROWS), n, N_MIN_CHUNK, 1, slots);
+    let a_bytes = span(m, n, lda).unwrap_or(usize::MAX) as u64 * size_of::<T>() as u64;
+    Ok(vector_cluster(
+        ctx,
+        T::NAME,
+        m.div_ceil(T::NVC_ROWS),
+        splits,
+        slots,
+        a_bytes,
+    ))
+}
+
 /// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
 const NR_WARPS: u32 = 16;
 /// Fewest columns for the row strips: each of the 16 warps then takes at least 128.
@@ -458,17 +503,7 @@ pub fn gemv<T: GemvType>(
     // 4096^2 and f16 8192^2 (64-144 MiB), 1-3% slower for f32 8192^2 (256 MiB).
     // `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and row tiles.
     let cluster_tiles = m.div_ceil(T::NVC_ROWS);
-    let long_split = (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits)
-        && 2 * cluster_tiles * CLUSTER_SPLITS <= slots
-        && need_a as u64 * sz <= CLUSTER_MAX_BYTES;
-    // Below 8 splits (e.g. f64 1024^2: 8 row tiles, 4 splits), the cluster's 8 where every
-    // tile's cluster fits on the device at once, as for the element-wise kernel (candidate).
-    let short_split = (2..CLUSTER_SPLITS).contains(&splits)
-        && ctx
-            .kernel(&format!("gemv_nvc_{}", T::NAME))
-            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
-            .is_ok_and(|fit| cluster_tiles <= fit as usize);
-    let cluster = name == "nv" && ctx.compute_capability() >= (9, 0) && (long_split || short_split);
+    let cluster = name == "nv" && vector_cluster(ctx, T::NAME, cluster_tiles, splits, slots, need_a as u64 * sz);
     // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
     let any_tiles = m.div_ceil(N_ROWS);
     let element = if name == "n" && !cluster {

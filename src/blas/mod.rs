@@ -53,7 +53,7 @@ mod gemv;
 mod tma;
 
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
-pub(crate) use gemv::{element_n_in_cluster, row_strip_kernel, t_vector_kernel};
+pub(crate) use gemv::{element_n_in_cluster, row_strip_kernel, t_vector_kernel, vector_n_in_cluster};
 pub use gemv::{gemv, GemvType};
 
 /// `op(X)` for a GEMM or GEMV operand.
