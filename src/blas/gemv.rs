@@ -191,8 +191,10 @@ pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n:
 /// Whether the 16-byte N kernel's reduction, split `splits` ways by [`plan`] over `slots` block
 /// slots of `gemv_nv`, runs as `gemv_nvc_<type_name>` (`tiles` row tiles of its own height) for
 /// an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half the slots and A is at
-/// most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and (candidate, to be measured) 2 to 7 where
-/// every tile's cluster fits on the device at once, as for the element-wise kernel.
+/// most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and 2 to 7 where every tile's cluster fits on
+/// the device at once, as for the element-wise kernel (H200, 2026-11-28, docs/kernels/gemv.md,
+/// "The aligned N split below 8 ways in a cluster": f64 1024^2 8.0-9.7 -> 5.2 us, 1536^2
+/// 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 -> 5.4-5.6, f16 12288 x 1024 8.4 -> 8.1).
 fn vector_cluster(
     ctx: &Arc<Context>,
     type_name: &str,
@@ -501,7 +503,9 @@ pub fn gemv<T: GemvType>(
     // MiB: beyond, the second kernel's microsecond weighs little against the split's doubled
     // parallelism. H100, 2026-11-22: the cluster is 2-7% faster for f32 4096^2 and 6144^2, f64
     // 4096^2 and f16 8192^2 (64-144 MiB), 1-3% slower for f32 8192^2 (256 MiB).
-    // `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and row tiles.
+    // Splits of 2 to 7 take the cluster where every row tile's cluster fits at once
+    // (`vector_cluster`). `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and
+    // row tiles.
     let cluster_tiles = m.div_ceil(T::NVC_ROWS);
     let cluster = name == "nv" && vector_cluster(ctx, T::NAME, cluster_tiles, splits, slots, need_a as u64 * sz);
     // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
