@@ -660,29 +660,36 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         }
         T* D = reinterpret_cast<T*>(p.d) + (long long)tc.bz * p.sd + row0 * p.ldd + tc.n0;
         if (plain) {
-            // Through the chunk as well, but 8 consecutive columns per thread and one 16-byte
-            // store (two for f32) where D's rows are 16-byte aligned.
+            // Through the chunk as well: where D's rows are 16-byte aligned, 8 consecutive
+            // columns per thread in one 16-byte store (two for f32) for a chunk inside D's
+            // columns; otherwise (and for a last, partial chunk) each warp writes
+            // 16 of the chunk's rows, one row per store, lane l at column l, so a store is 32
+            // consecutive elements of D (8 consecutive columns per thread in element stores put
+            // each store in 8 rows and wrote each 32-byte sector 8 times: f16 100x60x64 x 500
+            // at ldc 100, 2.8 M L2 sectors written for 6 MB of D).
 #pragma unroll
             for (int q = 0; q < BN / EPI_COLS; ++q) {
                 park_chunk<EPI_COLS, EPI_LD>(chunk, d, q, warp, lane);
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+                if (vec16 && (q + 1) * EPI_COLS <= cols) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = lt / 4 + 32 * h, cl = 8 * (lt & 3), c = q * EPI_COLS + cl;
-                    if (r < rows && c < cols) {
-                        const float* src = chunk + r * EPI_LD + cl;
-                        const float4 lo = *reinterpret_cast<const float4*>(src);
-                        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-                        const float v[8] = {alpha * lo.x, alpha * lo.y, alpha * lo.z, alpha * lo.w,
-                                            alpha * hi.x, alpha * hi.y, alpha * hi.z, alpha * hi.w};
-                        T* out = D + r * p.ldd + c;
-                        if (vec16 && c + 8 <= cols) {
-                            store8(out, v);
-                        } else {
-#pragma unroll
-                            for (int e = 0; e < 8; ++e)
-                                if (c + e < cols) out[e] = Wg<T>::from_f(v[e]);
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = lt / 4 + 32 * h, cl = 8 * (lt & 3);
+                        if (r < rows) {
+                            const float* src = chunk + r * EPI_LD + cl;
+                            const float4 lo = *reinterpret_cast<const float4*>(src);
+                            const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+                            const float v[8] = {alpha * lo.x, alpha * lo.y, alpha * lo.z, alpha * lo.w,
+                                                alpha * hi.x, alpha * hi.y, alpha * hi.z, alpha * hi.w};
+                            store8(D + r * p.ldd + q * EPI_COLS + cl, v);
                         }
+                    }
+                } else {
+                    const int c = q * EPI_COLS + lane;
+#pragma unroll 4
+                    for (int i = 0; i < 16; ++i) {
+                        const int r = 16 * warp + i;
+                        if (r < rows && c < cols) D[r * p.ldd + c] = Wg<T>::from_f(alpha * chunk[r * EPI_LD + lane]);
                     }
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
