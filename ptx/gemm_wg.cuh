@@ -48,9 +48,10 @@
 // by the TMA (the DT kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). That
 // code is compiled once for plain C and once per activation, so each copy carries only its own
 // terms. Otherwise each consumer parks 32 accumulator columns at a time in its own shared-memory
-// chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, and anything
-// else goes through a rolled loop, one element per thread, so the beta / bias / activation code
-// appears once per chunk. The DT kernels (tf32 nn) park each chunk transposed and write 32
+// chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, else one D
+// row per warp store (lane l at column l); anything else goes through a rolled loop, one
+// element per thread, so the beta / bias / activation code appears once per chunk. Every chunk
+// loop stops at the tile's last column. The DT kernels (tf32 nn) park each chunk transposed and write 32
 // consecutive rows of one column per warp store.
 //
 // staging_rule (the ordering that keeps the TMA-store epilogue race-free): a consumer stages
@@ -563,6 +564,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + row0 : nullptr;
 #pragma unroll
             for (int q = 0; q < BN / EPI_COLS; ++q) {
+                if (rows <= 0 || q * EPI_COLS >= cols) break;  // the same in every thread of the consumer
                 park_chunk_t<EPI_COLS, EPI_LDT>(chunk, d, q, warp, lane);
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
                 if (plain) {
@@ -669,6 +671,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // at ldc 100, 2.8 M L2 sectors written for 6 MB of D).
 #pragma unroll
             for (int q = 0; q < BN / EPI_COLS; ++q) {
+                if (rows <= 0 || q * EPI_COLS >= cols) break;  // the same in every thread of the consumer
                 park_chunk<EPI_COLS, EPI_LD>(chunk, d, q, warp, lane);
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
                 if (vec16 && (q + 1) * EPI_COLS <= cols) {
@@ -699,6 +702,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         const T* bias = p.bias ? reinterpret_cast<const T*>(p.bias) + tc.n0 : nullptr;
 #pragma unroll
         for (int q = 0; q < BN / EPI_COLS; ++q) {
+            if (rows <= 0 || q * EPI_COLS >= cols) break;  // the same in every thread of the consumer
             park_chunk<EPI_COLS, EPI_LD>(chunk, d, q, warp, lane);
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
 #pragma unroll 1
