@@ -325,6 +325,28 @@ fn host_calls_child() {
         assert_eq!(calls.last_kernel().as_deref(), Some(last), "{what}");
     }
 
+    // An aligned f64 GEMV of 8 row tiles, split 4 ways: on this sm_90 the split runs in the 8
+    // blocks of a cluster (`gemv_nvc`: one launch, no workspace, no gemv_finish).
+    {
+        let (m, n) = (1024, 1024);
+        let a = DeviceBuffer::<f64>::zeroed(&stream, m * n).unwrap();
+        let x = DeviceBuffer::<f64>::zeroed(&stream, n).unwrap();
+        let mut y = DeviceBuffer::<f64>::zeroed(&stream, m).unwrap();
+        cudrv::blas::gemv(N, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1).unwrap();
+        calls.reset();
+        for _ in 0..8 {
+            cudrv::blas::gemv(N, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1).unwrap();
+        }
+        let counts = calls.take();
+        assert_cheap("gemv f64 N 1024x1024", &counts, 8);
+        assert_eq!(
+            show(&counts),
+            "cuCtxGetCurrent=8 cuLaunchKernel=8",
+            "gemv f64 N 1024x1024"
+        );
+        assert_eq!(calls.last_kernel().as_deref(), Some("gemv_nvc_f64"));
+    }
+
     // An op, repeated.
     let x = DeviceBuffer::<f32>::zeroed(&stream, 4096).unwrap();
     let mut y = DeviceBuffer::<f32>::zeroed(&stream, 4096).unwrap();
