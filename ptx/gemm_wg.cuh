@@ -664,11 +664,11 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         if (plain) {
             // Through the chunk as well: where D's rows are 16-byte aligned, 8 consecutive
             // columns per thread in one 16-byte store (two for f32) for a chunk inside D's
-            // columns; otherwise (and for a last, partial chunk) each warp writes
-            // 16 of the chunk's rows, one row per store, lane l at column l, so a store is 32
-            // consecutive elements of D (8 consecutive columns per thread in element stores put
-            // each store in 8 rows and wrote each 32-byte sector 8 times: f16 100x60x64 x 500
-            // at ldc 100, 2.8 M L2 sectors written for 6 MB of D).
+            // columns; otherwise (and for a last, partial chunk) each warp writes 16 of the
+            // chunk's rows, one row per store, lane l at column l, so a store is 32 consecutive
+            // elements of D (8 consecutive columns per thread in element stores put each store
+            // in 8 rows and wrote each 32-byte sector 8 times: f16 100x60x64 x 500 at ldc 100,
+            // 2.8 M L2 sectors written for 6 MB of D).
 #pragma unroll
             for (int q = 0; q < BN / EPI_COLS; ++q) {
                 if (rows <= 0 || q * EPI_COLS >= cols) break;  // the same in every thread of the consumer
