@@ -90,6 +90,37 @@ fn launches(counts: &BTreeMap<String, u64>) -> u64 {
 /// Runs `g` on fresh operands of `lens` elements (A, B, C; each viewed from its offset) twice
 /// (warm-up: modules load, the pool fills), then `REPEAT` times, and checks the repeated calls'
 /// driver calls and the kernel launched last.
+/// An op-N GEMV of `m x n` zeros at lda = m, called twice, then 8 times counted: each counted
+/// call makes `per_call` launches and no other driver call, the last launch `last`.
+fn gemv_case<T: cudrv::blas::GemvType + ValidAsZeroBits + Copy>(
+    calls: &Calls,
+    stream: &Arc<Stream>,
+    (m, n): (usize, usize),
+    (one, zero): (T, T),
+    per_call: u64,
+    last: &str,
+) {
+    let a = DeviceBuffer::<T>::zeroed(stream, m * n).unwrap();
+    let x = DeviceBuffer::<T>::zeroed(stream, n).unwrap();
+    let mut y = DeviceBuffer::<T>::zeroed(stream, m).unwrap();
+    for _ in 0..2 {
+        cudrv::blas::gemv(Transpose::N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
+    }
+    calls.reset();
+    for _ in 0..8 {
+        cudrv::blas::gemv(Transpose::N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
+    }
+    let counts = calls.take();
+    let what = format!("gemv {} N {m}x{n}", T::NAME);
+    assert_cheap(&what, &counts, 8);
+    assert_eq!(
+        show(&counts),
+        format!("cuCtxGetCurrent={} cuLaunchKernel={}", 8 * per_call, 8 * per_call),
+        "{what}"
+    );
+    assert_eq!(calls.last_kernel().as_deref(), Some(last), "{what}");
+}
+
 fn gemm_case<T: GemmType + ValidAsZeroBits>(
     calls: &Calls,
     stream: &Arc<Stream>,
@@ -298,54 +329,15 @@ fn host_calls_child() {
         }
     }
 
-    // GEMVs at an odd leading dimension (the element-wise N kernel), repeated: 1023 x 1025
+    // GEMVs, repeated. At an odd leading dimension (the element-wise N kernel) 1023 x 1025
     // splits its reduction 5 ways, which this sm_90 runs in the 8 blocks of a cluster (one
     // launch, no workspace); 33 x 200000 splits past 10 ways: gemv_n, then gemv_finish over a
-    // workspace the pool hands back without a driver call.
-    for (m, n, per_call, last) in [(1023, 1025, 1, "gemv_nc_f16"), (33, 200_000, 2, "gemv_finish_f16")] {
-        let a = DeviceBuffer::<half::f16>::zeroed(&stream, m * n).unwrap();
-        let x = DeviceBuffer::<half::f16>::zeroed(&stream, n).unwrap();
-        let mut y = DeviceBuffer::<half::f16>::zeroed(&stream, m).unwrap();
-        let (one, zero) = (half::f16::ONE, half::f16::ZERO);
-        for _ in 0..2 {
-            cudrv::blas::gemv(N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
-        }
-        calls.reset();
-        for _ in 0..8 {
-            cudrv::blas::gemv(N, m, n, one, &a, m, &x, 1, zero, &mut y, 1).unwrap();
-        }
-        let counts = calls.take();
-        let what = format!("gemv f16 N {m}x{n}");
-        assert_cheap(&what, &counts, 8);
-        assert_eq!(
-            show(&counts),
-            format!("cuCtxGetCurrent={} cuLaunchKernel={}", 8 * per_call, 8 * per_call),
-            "{what}"
-        );
-        assert_eq!(calls.last_kernel().as_deref(), Some(last), "{what}");
-    }
-
-    // An aligned f64 GEMV of 8 row tiles, split 4 ways: on this sm_90 the split runs in the 8
-    // blocks of a cluster (`gemv_nvc`: one launch, no workspace, no gemv_finish).
-    {
-        let (m, n) = (1024, 1024);
-        let a = DeviceBuffer::<f64>::zeroed(&stream, m * n).unwrap();
-        let x = DeviceBuffer::<f64>::zeroed(&stream, n).unwrap();
-        let mut y = DeviceBuffer::<f64>::zeroed(&stream, m).unwrap();
-        cudrv::blas::gemv(N, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1).unwrap();
-        calls.reset();
-        for _ in 0..8 {
-            cudrv::blas::gemv(N, m, n, 1.0, &a, m, &x, 1, 0.0, &mut y, 1).unwrap();
-        }
-        let counts = calls.take();
-        assert_cheap("gemv f64 N 1024x1024", &counts, 8);
-        assert_eq!(
-            show(&counts),
-            "cuCtxGetCurrent=8 cuLaunchKernel=8",
-            "gemv f64 N 1024x1024"
-        );
-        assert_eq!(calls.last_kernel().as_deref(), Some("gemv_nvc_f64"));
-    }
+    // workspace the pool hands back without a driver call. An aligned f64 GEMV of 8 row tiles,
+    // split 4 ways, runs in a cluster too (`gemv_nvc`: no gemv_finish).
+    let (one, zero) = (half::f16::ONE, half::f16::ZERO);
+    gemv_case(&calls, &stream, (1023, 1025), (one, zero), 1, "gemv_nc_f16");
+    gemv_case(&calls, &stream, (33, 200_000), (one, zero), 2, "gemv_finish_f16");
+    gemv_case(&calls, &stream, (1024, 1024), (1.0f64, 0.0), 1, "gemv_nvc_f64");
 
     // An op, repeated.
     let x = DeviceBuffer::<f32>::zeroed(&stream, 4096).unwrap();

@@ -169,7 +169,13 @@ fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: us
     if !(2..=NC_MAX_SPLITS).contains(&splits) || ctx.compute_capability() < (9, 0) {
         return None;
     }
-    let f = ctx.kernel(&format!("gemv_nc_{type_name}")).ok()?;
+    fitting_cluster_kernel(ctx, &format!("gemv_nc_{type_name}"), tiles)
+}
+
+/// The cluster kernel `name` (clusters of [`CLUSTER_SPLITS`] blocks of [`THREADS`]) when the
+/// clusters of `tiles` row tiles all fit on the device at once (the driver's cluster occupancy).
+fn fitting_cluster_kernel(ctx: &Arc<Context>, name: &str, tiles: usize) -> Option<Function> {
+    let f = ctx.kernel(name).ok()?;
     let fit = f
         .max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0)
         .ok()?;
@@ -188,11 +194,11 @@ pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n:
     Ok(element_cluster(ctx, T::NAME, tiles, splits).is_some())
 }
 
-/// Whether the 16-byte N kernel's reduction, split `splits` ways by [`plan`] over `slots` block
-/// slots of `gemv_nv`, runs as `gemv_nvc_<type_name>` (`tiles` row tiles of its own height) for
-/// an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half the slots and A is at
-/// most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and 2 to 7 where every tile's cluster fits on
-/// the device at once, as for the element-wise kernel (H200, 2026-11-28, docs/kernels/gemv.md,
+/// `gemv_nvc_<type_name>` where the 16-byte N kernel's reduction, split `splits` ways by
+/// [`plan`] over `slots` block slots of `gemv_nv`, runs in a cluster instead (`tiles` row tiles
+/// of its own height) for an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half
+/// the slots and A is at most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and 2 to 7 where every
+/// tile's cluster fits on the device at once, as for the element-wise kernel (H200, 2026-11-28, docs/kernels/gemv.md,
 /// "The aligned N split below 8 ways in a cluster": f64 1024^2 8.0-9.7 -> 5.2 us, 1536^2
 /// 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 -> 5.4-5.6, f16 12288 x 1024 8.4 -> 8.1).
 fn vector_cluster(
@@ -202,18 +208,19 @@ fn vector_cluster(
     splits: usize,
     slots: usize,
     a_bytes: u64,
-) -> bool {
+) -> Result<Option<Function>> {
     if ctx.compute_capability() < (9, 0) {
-        return false;
+        return Ok(None);
     }
+    let name = || format!("gemv_nvc_{type_name}");
     if (CLUSTER_SPLITS..=2 * CLUSTER_SPLITS).contains(&splits) {
-        return 2 * tiles * CLUSTER_SPLITS <= slots && a_bytes <= CLUSTER_MAX_BYTES;
+        let fits = 2 * tiles * CLUSTER_SPLITS <= slots && a_bytes <= CLUSTER_MAX_BYTES;
+        return if fits { ctx.kernel(&name()).map(Some) } else { Ok(None) };
     }
-    (2..CLUSTER_SPLITS).contains(&splits)
-        && ctx
-            .kernel(&format!("gemv_nvc_{type_name}"))
-            .and_then(|f| f.max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0))
-            .is_ok_and(|fit| tiles <= fit as usize)
+    if !(2..CLUSTER_SPLITS).contains(&splits) {
+        return Ok(None);
+    }
+    Ok(fitting_cluster_kernel(ctx, &name(), tiles))
 }
 
 /// Whether an op-N GEMV of an `m x n` A at `lda` on the 16-byte kernel (A 16-byte aligned, `lda`
@@ -225,14 +232,7 @@ pub(crate) fn vector_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: 
     let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
     let (_, splits, _) = plan(m.div_ceil(T::NV_ROWS), n, N_MIN_CHUNK, 1, slots);
     let a_bytes = span(m, n, lda).unwrap_or(usize::MAX) as u64 * size_of::<T>() as u64;
-    Ok(vector_cluster(
-        ctx,
-        T::NAME,
-        m.div_ceil(T::NVC_ROWS),
-        splits,
-        slots,
-        a_bytes,
-    ))
+    Ok(vector_cluster(ctx, T::NAME, m.div_ceil(T::NVC_ROWS), splits, slots, a_bytes)?.is_some())
 }
 
 /// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
@@ -506,24 +506,25 @@ pub fn gemv<T: GemvType>(
     // Splits of 2 to 7 take the cluster where every row tile's cluster fits at once
     // (`vector_cluster`). `slots` stays gemv_nv's: gemv_nvc has its registers, launch bounds and
     // row tiles.
-    let cluster_tiles = m.div_ceil(T::NVC_ROWS);
-    let cluster = name == "nv" && vector_cluster(ctx, T::NAME, cluster_tiles, splits, slots, need_a as u64 * sz);
     // The element-wise kernel's split (columns not 16-byte aligned) likewise: `element_cluster`.
-    let any_tiles = m.div_ceil(N_ROWS);
-    let element = if name == "n" && !cluster {
-        element_cluster(ctx, T::NAME, any_tiles, splits)
-    } else {
-        None
+    // Each cluster kernel comes with its own row tiles.
+    let cluster = match name {
+        "nv" => {
+            let tiles = m.div_ceil(T::NVC_ROWS);
+            vector_cluster(ctx, T::NAME, tiles, splits, slots, need_a as u64 * sz)?.map(|k| (k, tiles))
+        }
+        "n" => {
+            let tiles = m.div_ceil(N_ROWS);
+            element_cluster(ctx, T::NAME, tiles, splits).map(|k| (k, tiles))
+        }
+        _ => None,
     };
-    let cluster_any = element.is_some();
-    if cluster {
-        f = ctx.kernel(&format!("gemv_nvc_{}", T::NAME))?;
-        (grid_x, splits, chunk) = (cluster_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
-    } else if let Some(nc) = element {
-        f = nc;
-        (grid_x, splits, chunk) = (any_tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
+    let clustered = cluster.is_some();
+    if let Some((k, tiles)) = cluster {
+        f = k;
+        (grid_x, splits, chunk) = (tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
     }
-    let work = if splits > 1 && !cluster && !cluster_any {
+    let work = if splits > 1 && !clustered {
         // SAFETY: every element of the workspace is written by the gemv kernel before
         // gemv_finish reads it (each split writes all len_y of its partial sums).
         Some(unsafe { DeviceBuffer::<u8>::uninit(&stream, splits * len_y * T::ACC_BYTES) }?)
