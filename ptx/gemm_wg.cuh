@@ -51,8 +51,8 @@
 // chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, else one D
 // row per warp store (lane l at column l); anything else goes through a rolled loop, one
 // element per thread, so the beta / bias / activation code appears once per chunk. Every chunk
-// loop stops at the tile's last column. The DT kernels (tf32 nn) park each chunk transposed and write 32
-// consecutive rows of one column per warp store.
+// loop stops at the tile's last column. The DT kernels (tf32 nn) park each chunk transposed
+// and write 32 consecutive rows of one column per warp store.
 //
 // staging_rule (the ordering that keeps the TMA-store epilogue race-free): a consumer stages
 // its boxes alternately in its two buffers, and every box it stages leaves in exactly one bulk
