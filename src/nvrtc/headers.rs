@@ -3,7 +3,8 @@
 //!
 //! The directories, in the order they are passed (after the program's own include paths):
 //! 1. `include` of `$CUDA_PATH`, `$CUDA_HOME` and `$CUDA_ROOT` (the variables cudarc's users set);
-//! 2. next to the libnvrtc that was loaded: `../include` (a toolkit's `targets/<arch>/lib`), and
+//! 2. next to the libnvrtc that was loaded (cudrv's, loaded here if none was): `../include` (a
+//!    toolkit's `targets/<arch>/lib`), and
 //!    for NVIDIA's Python wheels (`site-packages/nvidia/cuda_nvrtc/lib`) every
 //!    `site-packages/nvidia/*/include`, where `cuda_runtime`, `curand`, ... put their headers;
 //! 3. `/usr/local/cuda/include`.
@@ -61,8 +62,19 @@ pub(crate) fn includes_headers(src: &str) -> bool {
         .any(|l| l.trim_start().starts_with("#include") || l.trim_start().starts_with("# include"))
 }
 
-/// The directory of the libnvrtc this process has loaded, from the process's memory map.
+/// The directory of the libnvrtc this process has loaded, from the process's memory map; when
+/// none is loaded yet, cudrv's own libnvrtc is loaded first (the one its compiles would use), so
+/// the answer does not depend on whether something compiled before: a program that asks for the
+/// directories and then compiles through another loader (cudarc under `legacy`) gets them too.
 fn loaded_nvrtc_dir() -> Option<PathBuf> {
+    mapped_nvrtc_dir().or_else(|| {
+        super::library::library().ok()?;
+        mapped_nvrtc_dir()
+    })
+}
+
+/// The directory of a libnvrtc in the process's memory map, if one is mapped.
+fn mapped_nvrtc_dir() -> Option<PathBuf> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines()
         .filter_map(|line| line.split_whitespace().nth(5))
