@@ -267,10 +267,25 @@ def nvrtc_options(module: Module) -> list[str]:
     return opts
 
 
+def renumber_callseqs(ptx: bytes) -> bytes:
+    """NVRTC numbers the call sequences it writes (`{ // callseq N, 0` ... `} // callseq N`) with
+    a counter that runs on over every program a process compiles, so the same module's PTX
+    differs with what its worker compiled before. Renumbered from 0 in order of appearance,
+    the PTX depends on the module alone (the numbers are comments)."""
+    numbers: dict[bytes, bytes] = {}
+
+    def one(m: re.Match) -> bytes:
+        n = numbers.setdefault(m.group(1), str(len(numbers)).encode())
+        return b"// callseq " + n
+
+    return re.sub(rb"// callseq (\d+)", one, ptx)
+
+
 def compile_module(nvrtc: Nvrtc, module: Module) -> tuple[bytes, str]:
     if not module.source.is_file():
         raise Failure(f"{module.name}: source {module.source.relative_to(ROOT)} not found")
-    return nvrtc.compile(module.source.read_bytes(), module.source.name, nvrtc_options(module))
+    ptx, log = nvrtc.compile(module.source.read_bytes(), module.source.name, nvrtc_options(module))
+    return renumber_callseqs(ptx), log
 
 
 def jobs() -> int:
@@ -296,7 +311,8 @@ def _worker_compile(module: Module) -> tuple[bytes, str] | Failure:
 
 def compile_all(lib: str, modules: list[Module]):
     """Yields (module, (ptx, log) or Failure) in manifest order, compiling up to jobs() modules
-    at once (one NVRTC per worker process; NVRTC's output does not depend on the process)."""
+    at once (one NVRTC per worker process; renumber_callseqs takes out the one thing in NVRTC's
+    output that depends on the process)."""
     if jobs() == 1 or len(modules) < 2:
         nvrtc = Nvrtc(lib)
         for m in modules:
