@@ -21,7 +21,8 @@
 // threads cover consecutive vectors of a row, so both sides are coalesced. Launch contract:
 // block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's vectors:
 // batch * rows * (ld_out / elements per vector)); out 16-byte aligned, ld_out a multiple of the
-// elements per vector, out not overlapping in. Indices are 64-bit.
+// elements per vector, out not overlapping in. Indices are 32-bit where the operand's vectors
+// and the grid fit in them, 64-bit otherwise.
 
 #include "tile_transpose.cuh"
 
@@ -49,23 +50,23 @@ __device__ __forceinline__ uint4 shifted(uint4 lo, uint4 hi, unsigned shift) {
                       __funnelshift_r(a[2], a[3], bits), __funnelshift_r(a[3], a[4], bits));
 }
 
-template <typename T>
-__device__ __forceinline__ void pack_impl(const PackOperand& op) {
+// The copy of one operand with its vector index in I: 32-bit where the operand's vectors fit (the
+// index's two divisions are then hardware-width ones, not the 64-bit division's software
+// sequence), 64-bit otherwise. Addresses are formed in 64 bits either way.
+template <typename T, typename I>
+__device__ __forceinline__ void pack_loop(const PackOperand& op, I per_row, I per_matrix, I total) {
     enum : int { V = 16 / sizeof(T) };
-    const long long per_row = op.ld_out / V;
-    const long long per_matrix = per_row * op.rows;
-    const long long total = per_matrix * op.batch;
     // The copy never overlaps its source: __restrict__ lets the loads take the read-only path
     // (ld.global.nc) and run ahead of the previous iteration's store.
     uint4* __restrict__ o = reinterpret_cast<uint4*>(op.out);
     const T* __restrict__ in = reinterpret_cast<const T*>(op.in);
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const long long b = i / per_matrix;
-        const long long rem = i - b * per_matrix;
-        const long long r = rem / per_row;
-        const long long c0 = (rem - r * per_row) * V;
-        const T* __restrict__ src = in + b * op.stride_in + r * op.ld_in + c0;
+    const I step = (I)gridDim.x * blockDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const I b = i / per_matrix;
+        const I rem = i - b * per_matrix;
+        const I r = rem / per_row;
+        const long long c0 = (long long)(rem - r * per_row) * V;
+        const T* __restrict__ src = in + (long long)b * op.stride_in + (long long)r * op.ld_in + c0;
         if (c0 + V <= op.cols) {
             const unsigned long long addr = reinterpret_cast<unsigned long long>(src);
             const unsigned shift = (unsigned)(addr & 15);
@@ -81,6 +82,21 @@ __device__ __forceinline__ void pack_impl(const PackOperand& op) {
             }
             o[i] = *reinterpret_cast<const uint4*>(&v);
         }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void pack_impl(const PackOperand& op) {
+    enum : int { V = 16 / sizeof(T) };
+    const long long per_row = op.ld_out / V;
+    const long long per_matrix = per_row * op.rows;
+    const long long total = per_matrix * op.batch;
+    // The loop's last step may pass total by up to the grid's thread count before it stops.
+    const long long reach = total + (long long)gridDim.x * blockDim.x;
+    if (reach <= 0xffffffffll) {
+        pack_loop<T, unsigned>(op, (unsigned)per_row, (unsigned)per_matrix, (unsigned)total);
+    } else {
+        pack_loop<T, long long>(op, per_row, per_matrix, total);
     }
 }
 
