@@ -236,6 +236,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // Rows of every batch entry 16-byte aligned: D, its row stride and its batch stride.
     const bool vec16 = (p.ldd * (long long)sizeof(T)) % 16 == 0 && (p.sd * (long long)sizeof(T)) % 16 == 0 &&
                        p.d % 16 == 0;
+    // The widest store of the epilogue for rows that are not (store_rows, store_cols_t): E
+    // elements where D's row stride, batch stride and start are multiples of E elements.
+    auto fits = [&](int e) { return p.ldd % e == 0 && p.sd % e == 0 && p.d % (e * sizeof(T)) == 0; };
+    const int evec = sizeof(T) == 2 && fits(4) ? 4 : fits(2) ? 2 : 1;
     float* chunk = reinterpret_cast<float*>(smem_raw + (epi - raw) + cw * EPI_BYTES);
     // This consumer's two staging boxes (TMA-store epilogue) and the count of boxes it staged.
     const unsigned boxes = epi + cw * 2 * BOX_BYTES;
@@ -568,18 +572,13 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 park_chunk_t<EPI_COLS, EPI_LDT>(chunk, d, q, warp, lane);
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
                 if (plain) {
-                    // Warp w writes columns 8 w .. 8 w + 7 of the chunk, rows lane and lane + 32:
-                    // each store is 128 consecutive bytes of D.
-#pragma unroll
-                    for (int i = 0; i < EPI_COLS / 4; ++i) {
-                        const int cl = warp * (EPI_COLS / 4) + i, c = q * EPI_COLS + cl;
-                        if (c < cols) {
-                            T* out = D + (long long)c * p.ldd;
-                            if (lane < rows) out[lane] = Wg<T>::from_f(alpha * chunk[cl * EPI_LDT + lane]);
-                            if (lane + 32 < rows)
-                                out[lane + 32] = Wg<T>::from_f(alpha * chunk[cl * EPI_LDT + lane + 32]);
-                        }
-                    }
+                    // Warp w writes columns 8 w .. 8 w + 7 of the chunk, 32 E consecutive rows of
+                    // a column per store (E = 2: 256 bytes of D; E = 1: 128 bytes, two stores).
+                    T* Dq = D + (long long)q * EPI_COLS * p.ldd;
+                    if (evec >= 2)
+                        store_cols_t<2, EPI_COLS, EPI_LDT>(Dq, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
+                    else
+                        store_cols_t<1, EPI_COLS, EPI_LDT>(Dq, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
                 } else {
 #pragma unroll 1
                     for (int idx = lt; idx < 64 * EPI_COLS; idx += 128) {
@@ -665,7 +664,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // Through the chunk as well: where D's rows are 16-byte aligned, 8 consecutive
             // columns per thread in one 16-byte store (two for f32) for a chunk inside D's
             // columns; otherwise (and for a last, partial chunk) each warp writes 16 of the
-            // chunk's rows, one row per store, lane l at column l, so a store is 32 consecutive
+            // chunk's rows with store_rows, E consecutive columns per lane in one store (the
+            // widest the rows' starts allow: evec), so a store is whole rows of 32 consecutive
             // elements of D (8 consecutive columns per thread in element stores put each store
             // in 8 rows and wrote each 32-byte sector 8 times: f16 100x60x64 x 500 at ldc 100,
             // 2.8 M L2 sectors written for 6 MB of D).
@@ -687,12 +687,19 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                             store8(D + r * p.ldd + q * EPI_COLS + cl, v);
                         }
                     }
+                } else if (evec == 1) {
+                    store_rows<1, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
                 } else {
-                    const int c = q * EPI_COLS + lane;
-#pragma unroll 4
-                    for (int i = 0; i < 16; ++i) {
-                        const int r = 16 * warp + i;
-                        if (r < rows && c < cols) D[r * p.ldd + c] = Wg<T>::from_f(alpha * chunk[r * EPI_LD + lane]);
+                    if constexpr (sizeof(T) == 2) {
+                        if (evec == 4)
+                            store_rows<4, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
+                                                            alpha);
+                        else
+                            store_rows<2, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
+                                                            alpha);
+                    } else {
+                        store_rows<2, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
+                                                        alpha);
                     }
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");

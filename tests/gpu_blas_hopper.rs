@@ -27,6 +27,8 @@ fn gemm_wgmma_hopper() {
     sweep::<f16>(&stream, &mut Rng::new(21), &wg_cases(MathMode::Exact, 8));
     sweep::<f16>(&stream, &mut Rng::new(26), &odd_c_stride_cases());
     sweep::<bf16>(&stream, &mut Rng::new(22), &wg_cases(MathMode::Exact, 8));
+    sweep::<f16>(&stream, &mut Rng::new(33), &c_row_store_cases(MathMode::Exact));
+    sweep::<bf16>(&stream, &mut Rng::new(34), &c_row_store_cases(MathMode::Exact));
     for (seed, acts) in [(28, false), (31, true)] {
         let cases = tma_store_wg_cases(MathMode::Exact, 8, acts);
         sweep::<f16>(&stream, &mut Rng::new(seed), &cases);
@@ -213,6 +215,37 @@ fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> 
     v
 }
 
+/// Plain C (alpha A B) whose rows are not 16 bytes apart, on every wgmma tile: C's leading
+/// dimension a multiple of 4 elements but not 8 (100: 16-bit types store 4 elements at a time),
+/// of 2 but not 4 (98: two at a time), and odd (99: one), the stores of `store_rows` and, for
+/// tf32 nn, `store_cols_t` (ptx/gemm_wg_epilogue.cuh). C's contiguous side is 97, 93 and 99
+/// long, so that a lane's last group of columns runs past C (97 - 64 = 33 = 8 * 4 + 1); single
+/// matrices and batches of 3 whose C matrices start 0, 1 or 2 elements past a multiple of 8
+/// (which narrows the stores again), every op, both layouts.
+fn c_row_store_cases(math: MathMode) -> Vec<Case> {
+    let mut v = Vec::new();
+    for (t, tile) in WG_TILES.into_iter().enumerate() {
+        for (i, &(ta, tb)) in OPS.iter().enumerate() {
+            for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
+                for (l, (side, pad)) in [(97, 3), (93, 5), (99, 0)].into_iter().enumerate() {
+                    let (m, n) = match layout {
+                        Layout::ColMajor => (side, 40),
+                        Layout::RowMajor => (40, side),
+                    };
+                    let mut c = Case::new(ta, tb, m, n, 64);
+                    (c.kernel, c.tile, c.math, c.layout, c.pad) = (Kernel::Wgmma, tile, math, layout, pad);
+                    c.alpha = if (t + l) % 2 == 0 { 1.0 } else { 0.75 };
+                    let b = (t + i + j + l) % 3;
+                    (c.batch, c.c_gap) = if b == 0 { (1, 0) } else { (3, b - 1 + (t % 2)) };
+                    off_wgmma_where_tf32_packs(&mut c);
+                    v.push(c);
+                }
+            }
+        }
+    }
+    v
+}
+
 /// A batch stride of C that is not a multiple of 16 bytes: the epilogue's 16-byte stores must
 /// fall back for the misaligned batch entries.
 fn odd_c_stride_cases() -> Vec<Case> {
@@ -247,6 +280,7 @@ fn gemm_wgmma_hopper_tf32() {
             .collect::<Vec<_>>(),
     );
     sweep::<f32>(&stream, &mut Rng::new(23), &wg_cases(MathMode::Tf32, 4));
+    sweep::<f32>(&stream, &mut Rng::new(35), &c_row_store_cases(MathMode::Tf32));
     for (seed, acts) in [(30, false), (31, true)] {
         let mut cases = tma_store_wg_cases(MathMode::Tf32, 4, acts);
         cases.iter_mut().for_each(off_wgmma_where_tf32_packs);
