@@ -215,31 +215,39 @@ fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> 
     v
 }
 
-/// Plain C (alpha A B) whose rows are not 16 bytes apart, on every wgmma tile: C's leading
-/// dimension a multiple of 4 elements but not 8 (100: 16-bit types store 4 elements at a time),
-/// of 2 but not 4 (98: two at a time), and odd (99: one), the stores of `store_rows` and, for
-/// tf32 nn, `store_cols_t` (ptx/gemm_wg_epilogue.cuh). C's contiguous side is 97, 93 and 99
-/// long, so that a lane's last group of columns runs past C (97 - 64 = 33 = 8 * 4 + 1); single
-/// matrices and batches of 3 whose C matrices start 0, 1 or 2 elements past a multiple of 8
-/// (which narrows the stores again), every op, both layouts.
+/// C whose rows are not 16 bytes apart, on every wgmma tile: C's leading dimension a multiple
+/// of 4 elements but not 8 (100: 16-bit types store 4 elements at a time), of 2 but not 4 (98:
+/// two at a time), and odd (99: one), the stores of `store_rows` and, for tf32 nn,
+/// `store_cols_t` (ptx/gemm_wg_epilogue.cuh). C's contiguous side is 97, 93 and 99 long, so that
+/// a lane's last group of columns runs past C (97 - 64 = 33 = 8 * 4 + 1); single matrices and
+/// batches of 3 whose C matrices start 0, 1 or 2 elements past a multiple of 8 (which narrows the
+/// stores again), every op, both layouts (one leading dimension per tile, op and layout, in turn); plain C, beta C, a bias, and both with an activation
+/// (C read before the stores).
 fn c_row_store_cases(math: MathMode) -> Vec<Case> {
     let mut v = Vec::new();
     for (t, tile) in WG_TILES.into_iter().enumerate() {
         for (i, &(ta, tb)) in OPS.iter().enumerate() {
             for (j, layout) in [Layout::ColMajor, Layout::RowMajor].into_iter().enumerate() {
-                for (l, (side, pad)) in [(97, 3), (93, 5), (99, 0)].into_iter().enumerate() {
-                    let (m, n) = match layout {
-                        Layout::ColMajor => (side, 40),
-                        Layout::RowMajor => (40, side),
-                    };
-                    let mut c = Case::new(ta, tb, m, n, 64);
-                    (c.kernel, c.tile, c.math, c.layout, c.pad) = (Kernel::Wgmma, tile, math, layout, pad);
-                    c.alpha = if (t + l) % 2 == 0 { 1.0 } else { 0.75 };
-                    let b = (t + i + j + l) % 3;
-                    (c.batch, c.c_gap) = if b == 0 { (1, 0) } else { (3, b - 1 + (t % 2)) };
-                    off_wgmma_where_tf32_packs(&mut c);
-                    v.push(c);
+                // One of the three leading dimensions per tile, op and layout, each in turn.
+                let l = (t + i + j) % 3;
+                let (side, pad) = [(97, 3), (93, 5), (99, 0)][l];
+                let (m, n) = match layout {
+                    Layout::ColMajor => (side, 40),
+                    Layout::RowMajor => (40, side),
+                };
+                let mut c = Case::new(ta, tb, m, n, 64);
+                (c.kernel, c.tile, c.math, c.layout, c.pad) = (Kernel::Wgmma, tile, math, layout, pad);
+                c.alpha = if (t + l) % 2 == 0 { 1.0 } else { 0.75 };
+                let b = (t + i + j + l) % 3;
+                (c.batch, c.c_gap) = if b == 0 { (1, 0) } else { (3, b - 1 + (t % 2)) };
+                match (t + 2 * i + j + l) % 4 {
+                    0 => {}
+                    1 => c.beta = -0.5,
+                    2 => c.bias = true,
+                    _ => (c.beta, c.bias, c.act) = (1.25, true, Activation::Gelu),
                 }
+                off_wgmma_where_tf32_packs(&mut c);
+                v.push(c);
             }
         }
     }
