@@ -443,6 +443,14 @@ fn bad_bench_arguments_are_usage_errors() {
         ),
         (&["bench", "gemm", "--names"], "--names goes with bench gemm --suite"),
         (
+            &["bench", "gemm", "--suite", "--beta", "1"],
+            "--beta and --epilogue go with --shapes or --sizes without --suite",
+        ),
+        (
+            &["bench", "gemm", "--suite", "--epilogue", "bias,gelu"],
+            "--beta and --epilogue go with --shapes or --sizes without --suite",
+        ),
+        (
             &["bench", "gemv", "--suite", "--names"],
             "--names goes with bench gemm --suite",
         ),

@@ -146,6 +146,13 @@ pub fn options(what: &str, args: &[String]) -> Result<Options> {
     if o.names && !(what == "gemm" && o.suite) {
         return Err(err("--names goes with bench gemm --suite".into()));
     }
+    // The suite compares plain C = op(A) op(B) with cuBLAS; a beta or an epilogue it would not
+    // run must not pass unnoticed.
+    if o.suite && (o.beta != 0.0 || o.epilogues.iter().any(|e| e.bias || e.act != Activation::None)) {
+        return Err(err(
+            "--beta and --epilogue go with --shapes or --sizes without --suite (the suite runs C = op(A) op(B))".into(),
+        ));
+    }
     if what == "gemm" {
         if let Some((m, n, _)) = o.shapes.iter().zip(&o.batches).find(|(_, &b)| b == 0).map(|(s, _)| *s) {
             return Err(err(format!(

@@ -82,9 +82,10 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
   --no-skinny       leave out the skinny shapes that follow the square ones
   --trials N        batches per figure; the figure is their median (default 15)
   --ops LIST        gemm: nn, nt, tn, tt: op(A), op(B) (default nn)
-  --beta X          gemm: C = A B + X C in both libraries (default 0)
+  --beta X          gemm: C = A B + X C in both libraries (default 0; not with --suite)
   --epilogue LIST   gemm: none, bias, relu, gelu, sigmoid, tanh: cudrv's fused bias and
-                    activation, timed against cuBLAS's plain product (needs --beta 0)
+                    activation, timed against cuBLAS's plain product (needs --beta 0;
+                    not with --suite)
   --tiles LIST      gemm: auto, s, h / m (64 x 64 / 64 x 96, wgmma), n, l, b (128 x 192, wgmma), w, t
                     (thin): force a tile (default auto)
   --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
