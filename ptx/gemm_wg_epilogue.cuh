@@ -76,8 +76,7 @@ __device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
     reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-// E consecutive outputs alpha * s[0 .. E) in one store of E elements (p aligned to E elements,
-// s to E floats): E = 1, 2 or, for the 16-bit types, 4.
+// Two outputs converted to a 16-bit type and packed into one 32-bit word (x in the low half).
 __device__ __forceinline__ unsigned pack2(float x, float y, const __half*) {
     const __half2 h = __floats2half2_rn(x, y);
     return *reinterpret_cast<const unsigned*>(&h);
@@ -86,6 +85,8 @@ __device__ __forceinline__ unsigned pack2(float x, float y, const __nv_bfloat16*
     const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
     return *reinterpret_cast<const unsigned*>(&h);
 }
+// E consecutive outputs alpha * s[0 .. E) in one store of E elements (p aligned to E elements,
+// s to E floats): E = 1, 2 or, for the 16-bit types, 4.
 template <int E, typename T>
 __device__ __forceinline__ void store_n(T* p, const float* s, float alpha) {
     if constexpr (E == 1) {
@@ -105,15 +106,17 @@ __device__ __forceinline__ void store_n(T* p, const float* s, float alpha) {
 }
 
 // Plain C from a parked chunk (row r's COLS columns at chunk + r * LD) to D rows that are not
-// 16 bytes aligned but whose starts allow stores of E elements (ldd, the batch stride and D's
-// start multiples of E elements): warp w writes the chunk's rows 16 w .. 16 w + 15, each lane E
+// 16 bytes aligned, or to a last, partial chunk, in stores of E elements (ldd, the batch stride
+// and D's start multiples of E elements): warp w writes the chunk's rows 16 w .. 16 w + 15, each lane E
 // consecutive columns in one store, so a warp store covers 32 / (COLS / E) whole rows of COLS
 // consecutive outputs. A lane whose E columns run past D's last column writes the ones inside
 // one by one. D points at the chunk's first row and column (chunk q of the tile: columns q *
 // COLS on); rows and cols count what lies inside D from the tile's corner. Each lane writes
 // COLS * E / 32 outputs per warp store where one-element stores wrote one: the 64-row tiles,
 // whose one consumer warpgroup issues the whole epilogue, were bound by these instructions
-// (f16 100x64x64 x 500 at ldc 100: 4.3 M instructions against 1.6 M through the TMA).
+// (f16 100x64x64 x 500 at ldc 100: 4.3 M instructions against 1.6 M through the TMA). Out of
+// line: one copy per type and width in a module (inlined into every unrolled chunk of every
+// kernel, the three widths grew the compressed PTX by 0.65 MB).
 template <int E, int COLS, int LD, typename T>
 __device__ __noinline__ void store_rows(T* D, long long ldd, const float* chunk, int q, int warp, int lane,
                                            int rows, int cols, float alpha) {
