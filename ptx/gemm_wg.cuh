@@ -48,11 +48,12 @@
 // by the TMA (the DT kernels stage two 32 x 32 boxes of the transposed tile per 32 columns). That
 // code is compiled once for plain C and once per activation, so each copy carries only its own
 // terms. Otherwise each consumer parks 32 accumulator columns at a time in its own shared-memory
-// chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, else one D
-// row per warp store (lane l at column l); anything else goes through a rolled loop, one
-// element per thread, so the beta / bias / activation code appears once per chunk. Every chunk
-// loop stops at the tile's last column. The DT kernels (tf32 nn) park each chunk transposed
-// and write 32 consecutive rows of one column per warp store.
+// chunk; plain C then leaves in 16-byte stores where D's rows are 16-byte aligned, else in
+// stores of E = 4, 2 or 1 elements per lane, whole D rows per warp store (store_rows in
+// ptx/gemm_wg_epilogue.cuh); anything else goes through a rolled loop, one element per thread,
+// so the beta / bias / activation code appears once per chunk. Every chunk loop stops at the
+// tile's last column. The DT kernels (tf32 nn) park each chunk transposed and write 32 E
+// consecutive rows of one column per warp store (store_cols_t).
 //
 // staging_rule (the ordering that keeps the TMA-store epilogue race-free): a consumer stages
 // its boxes alternately in its two buffers, and every box it stages leaves in exactly one bulk
@@ -574,11 +575,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 if (plain) {
                     // Warp w writes columns 8 w .. 8 w + 7 of the chunk, 32 E consecutive rows of
                     // a column per store (E = 2: 256 bytes of D; E = 1: 128 bytes, two stores).
-                    T* Dq = D + (long long)q * EPI_COLS * p.ldd;
-                    if (evec >= 2)
-                        store_cols_t<2, EPI_COLS, EPI_LDT>(Dq, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
-                    else
-                        store_cols_t<1, EPI_COLS, EPI_LDT>(Dq, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
+                    store_cols_t_at<EPI_COLS, EPI_LDT>(evec, D, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
                 } else {
 #pragma unroll 1
                     for (int idx = lt; idx < 64 * EPI_COLS; idx += 128) {
@@ -687,20 +684,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                             store8(D + r * p.ldd + q * EPI_COLS + cl, v);
                         }
                     }
-                } else if (evec == 1) {
-                    store_rows<1, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
                 } else {
-                    if constexpr (sizeof(T) == 2) {
-                        if (evec == 4)
-                            store_rows<4, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
-                                                            alpha);
-                        else
-                            store_rows<2, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
-                                                            alpha);
-                    } else {
-                        store_rows<2, EPI_COLS, EPI_LD>(D + q * EPI_COLS, p.ldd, chunk, q, warp, lane, rows, cols,
-                                                        alpha);
-                    }
+                    store_rows_at<EPI_COLS, EPI_LD>(evec, D, p.ldd, chunk, q, warp, lane, rows, cols, alpha);
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
             }

@@ -107,11 +107,11 @@ __device__ __forceinline__ void store_n(T* p, const float* s, float alpha) {
 
 // Plain C from a parked chunk (row r's COLS columns at chunk + r * LD) to D rows that are not
 // 16 bytes aligned, or to a last, partial chunk, in stores of E elements (ldd, the batch stride
-// and D's start multiples of E elements): warp w writes the chunk's rows 16 w .. 16 w + 15, each lane E
-// consecutive columns in one store, so a warp store covers 32 / (COLS / E) whole rows of COLS
-// consecutive outputs. A lane whose E columns run past D's last column writes the ones inside
-// one by one. D points at the chunk's first row and column (chunk q of the tile: columns q *
-// COLS on); rows and cols count what lies inside D from the tile's corner. Each lane writes
+// and D's start multiples of E elements): warp w writes the chunk's rows 16 w .. 16 w + 15,
+// each lane E consecutive columns in one store, so a warp store covers 32 / (COLS / E) whole
+// rows of COLS consecutive outputs. A lane whose E columns run past D's last column writes the
+// ones inside one by one. D points at the chunk's first row and column (chunk q of the tile:
+// columns q * COLS on); rows and cols count what lies inside D from the tile's corner. Each lane writes
 // COLS * E / 32 outputs per warp store where one-element stores wrote one: the 64-row tiles,
 // whose one consumer warpgroup issues the whole epilogue, were bound by these instructions
 // (f16 100x64x64 x 500 at ldc 100: 4.3 M instructions against 1.6 M through the TMA). Out of
@@ -119,7 +119,7 @@ __device__ __forceinline__ void store_n(T* p, const float* s, float alpha) {
 // kernel, the three widths grew the compressed PTX by 0.65 MB).
 template <int E, int COLS, int LD, typename T>
 __device__ __noinline__ void store_rows(T* D, long long ldd, const float* chunk, int q, int warp, int lane,
-                                           int rows, int cols, float alpha) {
+                                        int rows, int cols, float alpha) {
     constexpr int L = COLS / E;  // lanes per row
     constexpr int R = 32 / L;    // rows per warp store
     const int cl = (lane % L) * E, left = cols - (q * COLS + cl);
@@ -148,7 +148,7 @@ __device__ __noinline__ void store_rows(T* D, long long ldd, const float* chunk,
 // D's start multiples of E elements), so a warp store covers 32 E consecutive rows of a column.
 template <int E, int COLS, int LDT, typename T>
 __device__ __noinline__ void store_cols_t(T* D, long long ldd, const float* chunk, int q, int warp, int lane,
-                                             int rows, int cols, float alpha) {
+                                          int rows, int cols, float alpha) {
 #pragma unroll
     for (int i = 0; i < COLS / 4; ++i) {
         const int cl = warp * (COLS / 4) + i;
@@ -167,6 +167,27 @@ __device__ __noinline__ void store_cols_t(T* D, long long ldd, const float* chun
             }
         }
     }
+}
+
+// store_rows / store_cols_t at the width evec (4, for the 16-bit types only, 2 or 1) for chunk q
+// of a tile whose first row and column D points at.
+template <int COLS, int LD, typename T>
+__device__ __forceinline__ void store_rows_at(int evec, T* D, long long ldd, const float* chunk, int q, int warp,
+                                              int lane, int rows, int cols, float alpha) {
+    if (evec == 1) {
+        store_rows<1, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    } else if (sizeof(T) == 2 && evec == 4) {  // f32 never comes here: its evec is at most 2
+        store_rows<sizeof(T) == 2 ? 4 : 2, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    } else {
+        store_rows<2, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    }
+}
+template <int COLS, int LDT, typename T>
+__device__ __forceinline__ void store_cols_t_at(int evec, T* D, long long ldd, const float* chunk, int q, int warp,
+                                                int lane, int rows, int cols, float alpha) {
+    D += (long long)q * COLS * ldd;
+    if (evec >= 2) return store_cols_t<2, COLS, LDT>(D, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    store_cols_t<1, COLS, LDT>(D, ldd, chunk, q, warp, lane, rows, cols, alpha);
 }
 
 // Two consecutive outputs into a shared-memory staging box (4 bytes for 16-bit types, 8 for f32).
