@@ -221,8 +221,8 @@ fn tma_store_wg_cases(math: MathMode, ld_align: usize, acts: bool) -> Vec<Case> 
 /// `store_cols_t` (ptx/gemm_wg_epilogue.cuh). C's contiguous side is 97, 93 and 99 long, so that
 /// a lane's last group of columns runs past C (97 - 64 = 33 = 8 * 4 + 1); single matrices and
 /// batches of 3 whose C matrices start 0, 1 or 2 elements past a multiple of 8 (which narrows the
-/// stores again), every op, both layouts (one leading dimension per tile, op and layout, in turn); plain C, beta C, a bias, and both with an activation
-/// (C read before the stores).
+/// stores again), every op, both layouts (one leading dimension per tile, op and layout, in
+/// turn); plain C, beta C, a bias, and both with an activation (C read before the stores).
 fn c_row_store_cases(math: MathMode) -> Vec<Case> {
     let mut v = Vec::new();
     for (t, tile) in WG_TILES.into_iter().enumerate() {

@@ -87,9 +87,6 @@ fn launches(counts: &BTreeMap<String, u64>) -> u64 {
         .sum()
 }
 
-/// Runs `g` on fresh operands of `lens` elements (A, B, C; each viewed from its offset) twice
-/// (warm-up: modules load, the pool fills), then `REPEAT` times, and checks the repeated calls'
-/// driver calls and the kernel launched last.
 /// An op-N GEMV of `m x n` zeros at lda = m, called twice, then 8 times counted: each counted
 /// call makes `per_call` launches and no other driver call, the last launch `last`.
 fn gemv_case<T: cudrv::blas::GemvType + ValidAsZeroBits + Copy>(
@@ -121,6 +118,9 @@ fn gemv_case<T: cudrv::blas::GemvType + ValidAsZeroBits + Copy>(
     assert_eq!(calls.last_kernel().as_deref(), Some(last), "{what}");
 }
 
+/// Runs `g` on fresh operands of `lens` elements (A, B, C; each viewed from its offset) twice
+/// (warm-up: modules load, the pool fills), then `REPEAT` times, and checks the repeated calls'
+/// driver calls and the kernel launched last.
 fn gemm_case<T: GemmType + ValidAsZeroBits>(
     calls: &Calls,
     stream: &Arc<Stream>,

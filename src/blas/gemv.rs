@@ -198,9 +198,10 @@ pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n:
 /// [`plan`] over `slots` block slots of `gemv_nv`, runs in a cluster instead (`tiles` row tiles
 /// of its own height) for an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half
 /// the slots and A is at most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and 2 to 7 where every
-/// tile's cluster fits on the device at once, as for the element-wise kernel (H200, 2026-11-28, docs/kernels/gemv.md,
-/// "The aligned N split below 8 ways in a cluster": f64 1024^2 8.0-9.7 -> 5.2 us, 1536^2
-/// 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 -> 5.4-5.6, f16 12288 x 1024 8.4 -> 8.1).
+/// tile's cluster fits on the device at once, as for the element-wise kernel (H200,
+/// 2026-11-28, docs/kernels/gemv.md, "The aligned N split below 8 ways in a cluster": f64
+/// 1024^2 8.0-9.7 -> 5.2 us, 1536^2 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 -> 5.4-5.6, f16
+/// 12288 x 1024 8.4 -> 8.1).
 fn vector_cluster(
     ctx: &Arc<Context>,
     type_name: &str,
