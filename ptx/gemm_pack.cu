@@ -113,17 +113,20 @@ GEMM_PACK(gemm_pack_b16, unsigned short)
 GEMM_PACK(gemm_pack_b32, unsigned)
 GEMM_PACK(gemm_pack_b64, unsigned long long)
 
-// gemm_transpose_b32(out, in, k, rows, ld_in, ld_out): a k-contiguous f32 operand (rows x k,
-// element (r, p) at in[r * ld_in + p]) copied transposed, so that the CUDA-core f32 kernels read
-// it with 16-byte copies as an operand that is not k-contiguous: out[p * ld_out + r] =
+// gemm_transpose_b32(out, in, k, rows, ld_in, ld_out, stride_in, stride_out): a k-contiguous
+// f32 operand (rows x k, element (r, p) at in[r * ld_in + p]) copied transposed, so that the
+// CUDA-core f32 kernels read it with 16-byte copies as an operand that is not k-contiguous:
+// out[p * ld_out + r] =
 // in[r * ld_in + p] for r < rows, p < k (ld_out >= rows; the padding columns are not written,
 // and not read by those kernels, whose copies of a row's last partial vector read only its
 // elements). The parameters come in the shared copy's order (tile_transpose.cuh: its r is this
 // kernel's p, its p this kernel's r). A block moves a 32 x 32 tile through shared memory. Launch
-// contract: block = (32, 8, 1); grid = (ceil(k / 32), ceil(rows / 32), 1) (rows / 32 <= 65535);
-// out not overlapping in.
+// contract: block = (32, 8, 1); grid = (ceil(k / 32), ceil(rows / 32), matrices) (rows / 32 and
+// the matrices at most 65535); matrix b at in + b * stride_in and out + b * stride_out; out not
+// overlapping in.
 extern "C" __global__ void __launch_bounds__(256)
     gemm_transpose_b32(float* __restrict__ out, const float* __restrict__ in, long long k, long long rows,
-                       long long ld_in, long long ld_out) {
-    copy_tile_transposed<false>(out, in, k, rows, ld_in, ld_out);
+                       long long ld_in, long long ld_out, long long stride_in,
+                       long long stride_out) {
+    copy_tile_transposed<false>(out, in, k, rows, ld_in, ld_out, stride_in, stride_out);
 }

@@ -10,10 +10,13 @@ GEMM_WG_TF32_HALF(gemm_wg_tf32)
 
 // Packs an n-contiguous f32 operand k-contiguous for the tf32 kernels (wgmma reads tf32 from
 // shared memory only k-contiguous; the nt case has both operands m/n-contiguous), rounding to tf32 on the way (cvt.rna, as the mma.sync kernels do):
-//   out[r * ld_out + p] = tf32(in[p * ld_in + r]),   r < count, p < k.
-// block = (32, 8, 1); grid = (ceil(count / 32), ceil(k / 32), 1) (k / 32 <= 65535).
+//   out[r * ld_out + p] = tf32(in[p * ld_in + r]),   r < count, p < k,
+// in each matrix of a batch (matrix b at in + b * stride_in and out + b * stride_out).
+// block = (32, 8, 1); grid = (ceil(count / 32), ceil(k / 32), matrices) (k / 32 and the
+// matrices at most 65535).
 extern "C" __global__ void __launch_bounds__(256)
     gemm_wg_pack_tf32(float* __restrict__ out, const float* __restrict__ in, long long count, long long k,
-                      long long ld_in, long long ld_out) {
-    copy_tile_transposed<true>(out, in, count, k, ld_in, ld_out);
+                      long long ld_in, long long ld_out, long long stride_in,
+                      long long stride_out) {
+    copy_tile_transposed<true>(out, in, count, k, ld_in, ld_out, stride_in, stride_out);
 }

@@ -440,9 +440,10 @@ pub fn random_wave_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
 /// major NN (A), TT (B) and NT (the operand of more rows; the other is packed), or the row-major
 /// problems of the same storage (NN, TT, TN). The wgmma kernel is forced, its tile one of the
 /// automatic choice, 128 x 64, 128 x 256, 128 x 192, 64 x 64 and 64 x 96, the 128 x 64 tile
-/// also with a split of k; batches (a shared operand included), scalars and bias vary. These
-/// run the kernels that read that operand in place (reported with `/x-in-place`); the tile of
-/// 128 x 128 copies it aligned first.
+/// also with a split of k; batches (a shared operand included), scalars and bias vary; a quarter
+/// of the cases are batches of 40-300 small matrices at k <= 128 on the automatic tile (NT
+/// packs each matrix). These run the kernels that read that operand in place (reported with
+/// `/x-in-place`); the tile of 128 x 128 copies it aligned first.
 ///
 /// ```
 /// use cudrv::selftest::{fuzz, Rng};
@@ -460,10 +461,14 @@ pub fn random_in_place_case(rng: &mut Rng) -> GemmCase {
         Layout::ColMajor => (col_ops, col_ops == (N, N)),
         Layout::RowMajor => ((col_ops.1, col_ops.0), col_ops != (N, N)),
     };
-    let (m, n, k) = match rng.next_u64() % 3 {
+    // Shape classes: small, tall, wide, and batches of small matrices at short k (where the
+    // automatic choice moves from the 128 x 128 tile to a wide one that reads X in place).
+    let class = rng.next_u64() % 4;
+    let (m, n, k) = match class {
         0 => (range(rng, 1, 400), range(rng, 1, 400), range(rng, 1, 600)),
         1 => (range(rng, 500, 3000), range(rng, 1, 200), range(rng, 200, 2500)),
-        _ => (range(rng, 1, 200), range(rng, 500, 3000), range(rng, 200, 2500)),
+        2 => (range(rng, 1, 200), range(rng, 500, 3000), range(rng, 200, 2500)),
+        _ => (range(rng, 60, 400), range(rng, 60, 400), range(rng, 1, 128)),
     };
     let mut ld_pad = [0usize; 3];
     let mut offsets = [0usize; 3];
@@ -491,11 +496,15 @@ pub fn random_in_place_case(rng: &mut Rng) -> GemmCase {
         Tile::Half,
         Tile::Medium,
     ]);
-    let split = match tile {
-        Tile::Auto | Tile::Narrow => rng.pick(&[SplitK::Auto, SplitK::Off, SplitK::Parts(2), SplitK::Parts(5)]),
-        _ => SplitK::Auto,
+    let (tile, split, batch) = if class == 3 {
+        (Tile::Auto, SplitK::Auto, range(rng, 40, 300))
+    } else {
+        let split = match tile {
+            Tile::Auto | Tile::Narrow => rng.pick(&[SplitK::Auto, SplitK::Off, SplitK::Parts(2), SplitK::Parts(5)]),
+            _ => SplitK::Auto,
+        };
+        (tile, split, if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 })
     };
-    let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
     let stride = |rng: &mut Rng| if rng.next_u64() % 4 == 0 { Some(0) } else { None };
     GemmCase {
         ty: FuzzType::Tf32,

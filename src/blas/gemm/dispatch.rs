@@ -12,7 +12,7 @@ use super::f32_tiles::{
     F32_X_SMEM,
 };
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
-use super::tf32_operands::{nt_packs_x, read_x_in_place};
+use super::tf32_operands::{nt_packs_x, read_x_in_place, wide_in_place};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
     half_rows, has_act_twin, odd_line_rows, short_sides, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts,
@@ -262,7 +262,7 @@ pub(crate) fn choose_kernel(
             tensor_checks()?;
             if !wg_possible {
                 bail_invalid!(
-                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31); tf32 with both operands m- or n-contiguous (op(A) = A, op(B) = B^T) needs batch 1"
+                    "gemm: the wgmma kernel needs compute capability 9.0, f16 / bf16 / tf32, k >= 1, alpha != 0 and operands the tensor memory accelerator can address (16-byte aligned, extents below 2^31)"
                 );
             }
             if matches!(tile, Tile::Small | Tile::Thin) {
@@ -640,7 +640,7 @@ pub(crate) fn tma_operands(
 
 /// Whether the wgmma path can take this call: k >= 1 and alpha != 0 (the kernel always reads
 /// A and B), extents below 2^31, and operands the TMA can address, either as given or, for
-/// tf32 with both operands m/n-contiguous, after packing Y (batch 1 only).
+/// tf32 with both operands m/n-contiguous, after packing one of them.
 fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, batch: usize) -> bool {
     let Some(element) = tma_element::<T>() else {
         return false;
@@ -656,9 +656,9 @@ fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, b
     let yk = plan.ops.starts_with('t');
     let [x, y] = tma_operands(params, element, xk, yk, batch);
     if element == TmaElement::F32 && !xk && !yk {
-        // tf32 nt: one operand is packed into a fresh, tight, 16-byte aligned buffer; the other
-        // must fit as given.
-        return batch == 1 && if nt_packs_x(plan) { y.fits() } else { x.fits() };
+        // tf32 nt: one operand is packed into a fresh, tight, 16-byte aligned buffer (each
+        // matrix of a batch); the other must fit as given.
+        return if nt_packs_x(plan) { y.fits() } else { x.fits() };
     }
     x.fits() && y.fits()
 }
@@ -697,14 +697,14 @@ pub(crate) fn choose_on<T: GemmType, S>(
         SplitK::Partials(_) => SplitK::Off,
         s => s,
     };
-    // The tiled kernel of `kernel` (the asked one, or the CUDA cores' for a fallback).
-    let pick_on = |kernel: Kernel, params: &GemmParams, aligned: bool| {
+    // The tiled kernel of `kernel` (the asked one, or the CUDA cores' for a fallback) on `tile`.
+    let pick_tile = |kernel: Kernel, tile: Tile, params: &GemmParams, aligned: bool| {
         choose_kernel(
             T::NAME,
             T::TENSOR_CORES,
             g.math,
             kernel,
-            g.tile,
+            tile,
             split,
             plan,
             aligned,
@@ -715,6 +715,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
             g.activation.op().is_some(),
         )
     };
+    let pick_on = |kernel: Kernel, params: &GemmParams, aligned: bool| pick_tile(kernel, g.tile, params, aligned);
     let pick = |params: &GemmParams, aligned: bool| pick_on(g.kernel, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);
     // A choice that copies or packs an operand gives way, without the memory for the copy, to
@@ -749,7 +750,8 @@ pub(crate) fn choose_on<T: GemmType, S>(
         return pick(params, ok[0] && ok[1]).map(with_fallback);
     }
     let align = [!ok[0], !ok[1]];
-    let mut choice = pick(&aligned_params(plan, params, align, vec), true)?;
+    let aligned = aligned_params(plan, params, align, vec);
+    let mut choice = pick(&aligned, true)?;
     // The f64 DMMA tiles have variants that read 8 bytes at a time (`tu`, `su`, `s2u`, ...),
     // which cost 2-5% of a tile's rate against the 16-byte ones. The copies they save cost
     // about 130 (1/m + 1/n) of the product's time (read and write m x k and k x n at the copy
@@ -782,6 +784,17 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
     choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];
     // tf32's register-fed X is read where it lies rather than copied (tf32_operands.rs).
-    read_x_in_place(&mut choice, params, g.activation.op().is_some());
+    let activation = g.activation.op().is_some();
+    read_x_in_place(&mut choice, params, activation);
+    // Where that copy is left to the 128 x 128 tile (short k), a wide tile reads X in place.
+    let auto = matches!(g.kernel, Kernel::Auto | Kernel::Wgmma) && g.tile == Tile::Auto && g.split == SplitK::Auto;
+    if let Some(tile) = auto.then(|| wide_in_place(&choice, plan, g.batch, sms)).flatten() {
+        let mut wide = pick_tile(g.kernel, tile, &aligned, true)?;
+        wide.align = [align[0] && !wide.pack[0], align[1] && !wide.pack[1]];
+        read_x_in_place(&mut wide, params, activation);
+        if wide.x_in_place {
+            choice = wide;
+        }
+    }
     Ok(with_fallback(choice))
 }

@@ -79,16 +79,17 @@ pub(crate) fn run_choice<T: GemmType>(
         } else {
             None
         };
-        // tf32 operands the wgmma kernels read k-contiguous (batch 1).
+        // tf32 operands the wgmma kernels read k-contiguous, each matrix of a batch (one, shared,
+        // where the operand's batch stride is 0).
         let mut packed = Vec::new();
         if choice.pack[0] {
-            let (buf, ld) = pack_tf32(stream, params.x, params.m, params.k, params.ldx)?;
-            (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, 0);
+            let (buf, ld, stride) = pack_tf32(stream, params.x, (params.m, params.k), params.ldx, params.sx, batch)?;
+            (params.x, params.ldx, params.sx) = (buf.device_ptr(), ld, stride);
             packed.push(buf);
         }
         if choice.pack[1] {
-            let (buf, ld) = pack_tf32(stream, params.y, params.n, params.k, params.ldy)?;
-            (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, 0);
+            let (buf, ld, stride) = pack_tf32(stream, params.y, (params.n, params.k), params.ldy, params.sy, batch)?;
+            (params.y, params.ldy, params.sy) = (buf.device_ptr(), ld, stride);
             packed.push(buf);
         }
         Ok((aligned, transposed, packed))
@@ -137,7 +138,7 @@ fn is_out_of_memory(e: &crate::Error) -> bool {
 fn transpose_y(stream: &Arc<Stream>, input: u64, rows: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
     let ld = (rows + 3) / 4 * 4;
     Ok((
-        copy_transposed(stream, "gemm_transpose_b32", input, (k, rows), ld_in, ld)?,
+        copy_transposed(stream, "gemm_transpose_b32", input, (k, rows), (ld_in, ld), (1, 0))?,
         ld,
     ))
 }
@@ -265,30 +266,52 @@ pub(crate) fn run_small(
 
 /// Packs an m- or n-contiguous f32 operand k-contiguous (rounded to tf32) into a new buffer on
 /// `stream`: `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`, `ld = k` rounded up
-/// to 4 (16 bytes). Returns the buffer and `ld`.
-fn pack_tf32(stream: &Arc<Stream>, input: u64, count: i64, k: i64, ld_in: i64) -> Result<(DeviceBuffer<f32>, i64)> {
+/// to 4 (16 bytes), for each of `batch` matrices `stride_in` elements apart, packed `count * ld`
+/// apart; an operand shared by the batch (`stride_in` 0) is packed once. Returns the buffer,
+/// `ld` and the packed operand's batch stride (0 where shared).
+fn pack_tf32(
+    stream: &Arc<Stream>,
+    input: u64,
+    (count, k): (i64, i64),
+    ld_in: i64,
+    stride_in: i64,
+    batch: usize,
+) -> Result<(DeviceBuffer<f32>, i64, i64)> {
     let ld = (k + 3) / 4 * 4;
-    Ok((
-        copy_transposed(stream, "gemm_wg_pack_tf32", input, (count, k), ld_in, ld)?,
-        ld,
-    ))
+    let (batch, stride) = if stride_in == 0 || batch <= 1 {
+        (1, 0)
+    } else {
+        (batch as i64, count * ld)
+    };
+    let buf = copy_transposed(
+        stream,
+        "gemm_wg_pack_tf32",
+        input,
+        (count, k),
+        (ld_in, ld),
+        (batch, stride_in),
+    )?;
+    Ok((buf, ld, stride))
 }
 
 /// Queues `kernel` (`gemm_wg_pack_tf32` or `gemm_transpose_b32`, ptx/tile_transpose.cuh): a new
 /// buffer on `stream` with `out[r * ld + p] = in[p * ld_in + r]` for `r < count`, `p < k`
-/// (rounded to tf32 by the former). Rows of `ld >= k` elements; the padding columns are not
-/// written, and the GEMMs that read these copies never read them.
+/// (rounded to tf32 by the former), for each of `batch` matrices, matrix `b` read from
+/// `input + b * stride_in` elements and written `b * count * ld` elements into the buffer. Rows
+/// of `ld >= k` elements; the padding columns are not written, and the GEMMs that read these
+/// copies never read them.
 fn copy_transposed(
     stream: &Arc<Stream>,
     kernel: &str,
     input: u64,
     (count, k): (i64, i64),
-    ld_in: i64,
-    ld: i64,
+    (ld_in, ld): (i64, i64),
+    (batch, stride_in): (i64, i64),
 ) -> Result<DeviceBuffer<f32>> {
-    let len = usize::try_from(count * ld)
+    let stride_out = count * ld;
+    let len = usize::try_from(stride_out.checked_mul(batch).unwrap_or(-1))
         .map_err(|_| crate::error::invalid(format_args!("gemm: the copy of an operand for {kernel} overflows")))?;
-    // SAFETY: the GEMM reads elements (r, p) with r < count, p < k, each written by the copy
+    // SAFETY: the GEMM reads elements (r, p) with r < count, p < k of each matrix, each written by the copy
     // below before the GEMM is queued on the same stream; the padding columns (k <= p < ld) are
     // never read (outside the tensor map; the f32 kernels' copies of a row's last partial vector
     // read only its elements).
@@ -299,19 +322,31 @@ fn copy_transposed(
         bail_invalid!("gemm: an operand of {count} x {k} is too large for {kernel}");
     }
     let o = out.device_ptr();
-    let mut l = stream.launch_builder(&f);
-    l.arg(&o).arg(&input).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
-    // SAFETY: both kernels take (float* out, const float* in, i64, i64, i64 ld_in, i64 ld_out)
-    // and read in[p * ld_in + r] for r < count, p < k (inside the operand, which `plan` checked;
-    // gemm_transpose_b32 calls its count and k the operand's k and rows) and write out[r * ld +
-    // p], inside `out` (count * ld elements).
-    unsafe {
-        l.launch(LaunchConfig {
-            grid_dim: (grid_x as u32, grid_y as u32, 1),
-            block_dim: (32, 8, 1),
-            shared_mem_bytes: 0,
-        })
-    }?;
+    // Up to 65535 matrices (grid z) per launch.
+    let mut first = 0i64;
+    while first < batch {
+        let matrices = (batch - first).min(65535);
+        let (i, o) = (
+            input + (first * stride_in * 4) as u64,
+            o + (first * stride_out * 4) as u64,
+        );
+        let mut l = stream.launch_builder(&f);
+        l.arg(&o).arg(&i).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
+        l.arg(&stride_in).arg(&stride_out);
+        // SAFETY: both kernels take (float* out, const float* in, i64, i64, i64 ld_in, i64
+        // ld_out, i64 stride_in, i64 stride_out) and read in[b * stride_in + p * ld_in + r] for
+        // b < matrices, r < count, p < k (inside the operand and its batch, which `plan`
+        // checked; gemm_transpose_b32 calls its count and k the operand's k and rows) and write
+        // out[b * stride_out + r * ld + p], inside `out` (batch * count * ld elements).
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (grid_x as u32, grid_y as u32, matrices as u32),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        first += matrices;
+    }
     Ok(out)
 }
 

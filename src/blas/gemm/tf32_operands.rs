@@ -4,7 +4,9 @@
 
 use super::builder::Plan;
 use super::dispatch::{Choice, Family};
+use super::options::Tile;
 use super::params::GemmParams;
+use super::wg_tiles::{broad_better, wide_enough, TF32_SHORT_K};
 
 /// tf32 `nt` (both operands m/n-contiguous, one packed k-contiguous first): whether X is packed
 /// (then the swapped `nn` kernel runs, Y in registers) rather than Y (`tt`, X in registers):
@@ -51,4 +53,34 @@ pub(crate) fn read_x_in_place(choice: &mut Choice, params: &GemmParams, activati
         choice.align[i] = false;
         choice.x_in_place = true;
     }
+}
+
+/// The wide tile (128 x 192 or 128 x 256, as `wg_auto_tile` weighs them for the other types) to
+/// take instead of the automatic 128 x 128 one (`choice`, unsplit, for `batch` products of the
+/// `plan`'s shape) where that tile copies an unaligned X first: at k up to [`TF32_SHORT_K`] tf32
+/// keeps 128 x 128 where the wide tiles fit, but 128 x 128 does not read X in place, and the
+/// copy of X cost more than the wide tile's short-k loss. Measured (H200, 2026-11-28,
+/// docs/kernels/gemm.md, "tf32 batches: NT packed per matrix, short k on a wide tile that reads
+/// X in place"), NN TFLOP/s, A/B of the builds: 226 x 110 x 110 x 256 23.3 -> 30.9, 294 x 188 x
+/// 36 x 128 12.8 -> 21.7, 223 x 166 x 95 x 128 23.0 -> 34.6; TT alike. The caller
+/// takes the wide tile only where it then reads X in place ([`read_x_in_place`]).
+pub(crate) fn wide_in_place(choice: &Choice, plan: &Plan, batch: usize, sms: usize) -> Option<Tile> {
+    let copies_x = choice.align[usize::from(choice.swap)];
+    let is_large = choice.family == Family::Wgmma
+        && choice.name.starts_with("gemm_wg_tf32_l_")
+        && choice.split_k.is_none()
+        && !choice.x_in_place;
+    let dims = if choice.swap {
+        (plan.n, plan.m)
+    } else {
+        (plan.m, plan.n)
+    };
+    if !(is_large && copies_x && plan.k <= TF32_SHORT_K && wide_enough(dims, batch, sms)) {
+        return None;
+    }
+    Some(if broad_better(dims, batch, sms) {
+        Tile::Broad
+    } else {
+        Tile::Wide
+    })
 }

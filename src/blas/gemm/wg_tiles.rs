@@ -29,7 +29,7 @@ pub(crate) fn wg_auto_tile(
     // shared memory it measured 1.1-1.5x faster than 128 x 256 up to k = 256; with TMA stores
     // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm.md).
     // f16 / bf16 keep the wide tile.
-    if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= 128) {
+    if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= TF32_SHORT_K) {
         if broad_better(dims, batch, sms) {
             ('b', BROAD_TILE)
         } else {
@@ -46,6 +46,10 @@ pub(crate) fn wg_auto_tile(
         ('n', (128, 64))
     }
 }
+
+/// The longest k at which tf32 keeps the 128 x 128 wgmma tile where the wide tiles fit
+/// ([`wg_auto_tile`]).
+pub(crate) const TF32_SHORT_K: usize = 128;
 
 /// The 128 x 192 wgmma tile (`b`, rows x columns of D). Only the plain modules
 /// (`gemm_wg_<type>`) hold its kernels: it has no twin in the activation modules.

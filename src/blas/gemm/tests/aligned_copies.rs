@@ -209,3 +209,66 @@ fn tf32_reads_the_register_operand_in_place() {
     let c = h100_choice::<half::f16>(&Gemm::new(n, n, 2053, 67, 1999), 0, 0);
     assert!(!c.x_in_place, "{c:?}");
 }
+
+/// tf32 batches at k <= 128, where the automatic choice keeps the 128 x 128 tile: with an
+/// unaligned X that tile copies X first, so a wide tile (128 x 192 or 128 x 256) reads it in
+/// place instead; aligned operands, long k and a forced tile keep 128 x 128.
+#[test]
+fn tf32_short_k_batches_read_an_unaligned_x_in_place_on_a_wide_tile() {
+    let choice = h100_choice::<f32>;
+    let (n, t) = (Transpose::N, Transpose::T);
+    let batched = |ta, tb, (m, nn, k): (usize, usize, usize), batch| {
+        let (lda, ldb) = (if ta == n { m } else { k }, if tb == n { k } else { nn });
+        Gemm::new(ta, tb, m, nn, k)
+            .batched(
+                batch,
+                lda * if ta == n { k } else { m },
+                ldb * if tb == n { nn } else { k },
+                m * nn,
+            )
+            .math(MathMode::Tf32)
+    };
+    // NN 226 x 110 x 110 x 256 (lda 226: A's rows 904 bytes apart): in place on a wide tile.
+    let c = choice(&batched(n, n, (226, 110, 110), 256), 0, 0);
+    assert!(
+        c.x_in_place && c.swap && matches!(c.tile, (128, 192) | (128, 256)),
+        "{c:?}"
+    );
+    assert!(c.align == [true, false] && c.split_k.is_none(), "{c:?}");
+    // TT 294 x 187 x 36 x 128: X is B, its rows 748 bytes apart (ldb 187), read in place on a
+    // wide tile.
+    let g = Gemm::new(t, t, 294, 187, 36)
+        .ld(36, 187, 294)
+        .batched(128, 36 * 294, 187 * 36, 294 * 187)
+        .math(MathMode::Tf32);
+    let c = choice(&g, 0, 0);
+    assert!(c.x_in_place && !c.swap && c.tile.1 >= 192, "{c:?}");
+    // Aligned operands keep 128 x 128 at short k.
+    let c = choice(&batched(n, n, (224, 112, 112), 256), 0, 0);
+    assert!(!c.x_in_place && c.tile == (128, 128), "{c:?}");
+    // Past k = 128 the automatic tile is chosen as before (the wide tiles, in place).
+    let c = choice(&batched(n, n, (226, 110, 300), 256), 0, 0);
+    assert!(c.tile != (128, 128), "{c:?}");
+    // A forced 128 x 128 tile still copies.
+    let c = choice(&batched(n, n, (226, 110, 110), 256).tile(Tile::Large), 0, 0);
+    assert!(
+        !c.x_in_place && c.tile == (128, 128) && c.align == [true, true],
+        "{c:?}"
+    );
+}
+
+/// tf32 NT batches run on wgmma: one operand packed k-contiguous per matrix (the mma.sync
+/// kernels ran them at 0.31-0.45x cuBLAS on an H200), and the other read in place where its
+/// rows are not 16 bytes apart.
+#[test]
+fn tf32_nt_batches_pack_each_matrix_for_wgmma() {
+    let (n, t) = (Transpose::N, Transpose::T);
+    for (m, nn, k, batch) in [(226, 110, 110, 256), (81, 61, 154, 512), (64, 64, 64, 8)] {
+        let g = Gemm::new(n, t, m, nn, k)
+            .batched(batch, m * k, nn * k, m * nn)
+            .math(MathMode::Tf32);
+        let c = h100_choice::<f32>(&g, 0, 0);
+        assert!(c.name.starts_with("gemm_wg_tf32_"), "{m}x{nn}x{k}: {c:?}");
+        assert!(c.pack.iter().filter(|&&p| p).count() == 1, "{c:?}");
+    }
+}
