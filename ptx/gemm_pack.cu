@@ -13,16 +13,18 @@
 // Kernels by element size: gemm_pack_b16 (f16, bf16), gemm_pack_b32 (f32), gemm_pack_b64 (f64);
 // and gemm_transpose_b32 (at the end) for the CUDA-core f32 kernels.
 // One launch copies up to two operands (X and Y of a GEMM): blockIdx.y picks the operand's
-// descriptor, and an operand with rows == 0 is skipped. Each thread writes one 16-byte vector of
-// out (8, 4 or 2 elements). in has no alignment beyond its element's: a vector whose elements
+// descriptor, and an operand with rows == 0 is skipped. Threads write 16-byte vectors of out
+// (8, 4 or 2 elements): rows of at most 32 vectors a row per group of lanes (pack_rows), longer
+// rows a vector per thread (pack_vectors). in has no alignment beyond its element's: a vector
+// whose elements
 // all lie inside the row is read as the one or two aligned 16-byte vectors of in that hold them
 // (the 16-byte granules of elements the operand has, so never outside its allocation) and
 // shifted into place; the row's last, partial vector reads its elements one by one. Consecutive
-// threads cover consecutive vectors of a row, so both sides are coalesced. Launch contract:
-// block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's vectors:
-// batch * rows * (ld_out / elements per vector)); out 16-byte aligned, ld_out a multiple of the
-// elements per vector, out not overlapping in. Indices are 32-bit where the operand's vectors
-// and the grid fit in them, 64-bit otherwise.
+// lanes cover consecutive vectors of a row (and consecutive rows), so both sides are coalesced.
+// Launch contract: block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's
+// rows or vectors); out 16-byte aligned, ld_out a multiple of the elements per vector, out not
+// overlapping in; batch * rows * (ld_out / elements per vector) + the grid's threads at most 2^32
+// (indices are 32-bit: the launch takes a longer batch in several).
 
 #include "tile_transpose.cuh"
 
@@ -50,21 +52,84 @@ __device__ __forceinline__ uint4 shifted(uint4 lo, uint4 hi, unsigned shift) {
                       __funnelshift_r(a[2], a[3], bits), __funnelshift_r(a[3], a[4], bits));
 }
 
-// The copy of one operand with its vector index in I: 32-bit where the operand's vectors fit (the
-// index's two divisions are then hardware-width ones, not the 64-bit division's software
-// sequence), 64-bit otherwise. Addresses are formed in 64 bits either way.
-template <typename T, typename I>
-__device__ __forceinline__ void pack_loop(const PackOperand& op, I per_row, I per_matrix, I total) {
+// The row's last vector, `left` < 16 / sizeof(T) elements from p and zeros after them.
+template <typename T>
+__device__ __forceinline__ uint4 partial_vector(const T* __restrict__ p, long long left) {
+    enum : int { V = 16 / sizeof(T) };
+    Vec<T, V> v;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        v.v[j] = j < left ? p[j] : T(0);
+    }
+    return *reinterpret_cast<const uint4*>(&v);
+}
+
+// The copy of one operand of rows of at most 32 vectors (batches of small matrices), a row
+// (batch b, row r) at a time: a row takes `lanes` = the power of two at or above its vectors, so
+// a warp copies 32 / lanes consecutive rows at once (consecutive rows of `out` are contiguous, so
+// its stores stay coalesced). A row's batch and row index cost one division per row rather than
+// two per vector (pack_vectors), and its source shift (the same for each of its vectors) is
+// found once. Row indices are 32-bit (a hardware-width division; a 64-bit variant beside it made
+// ptxas spill the kernels for sm_90): the launch keeps the rows and the grid's threads within
+// them.
+template <typename T>
+__device__ __forceinline__ void pack_rows(const PackOperand& op, unsigned per_row, int lanes_log2,
+                                          unsigned total_rows) {
     enum : int { V = 16 / sizeof(T) };
     // The copy never overlaps its source: __restrict__ lets the loads take the read-only path
-    // (ld.global.nc) and run ahead of the previous iteration's store.
+    // (ld.global.nc) and run ahead of the previous row's stores.
     uint4* __restrict__ o = reinterpret_cast<uint4*>(op.out);
     const T* __restrict__ in = reinterpret_cast<const T*>(op.in);
-    const I step = (I)gridDim.x * blockDim.x;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        const I b = i / per_matrix;
-        const I rem = i - b * per_matrix;
-        const I r = rem / per_row;
+    const unsigned lane = threadIdx.x & 31, lanes = 1u << lanes_log2;
+    const unsigned c_first = lane & (lanes - 1);
+    const unsigned group = 32u >> lanes_log2;  // rows per warp
+    const unsigned step = gridDim.x * (blockDim.x / 32) * group;
+    const unsigned rows = (unsigned)op.rows;
+    for (unsigned R = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * group + (lane >> lanes_log2); R < total_rows;
+         R += step) {
+        const unsigned b = R / rows;
+        const unsigned r = R - b * rows;
+        const T* __restrict__ src = in + (long long)b * op.stride_in + (long long)r * op.ld_in;
+        uint4* __restrict__ dst = o + (long long)R * per_row;
+        const unsigned long long addr = reinterpret_cast<unsigned long long>(src);
+        const unsigned shift = (unsigned)(addr & 15);
+        const uint4* __restrict__ at = reinterpret_cast<const uint4*>(addr - shift);
+        for (unsigned c = c_first; c < per_row; c += lanes) {
+            const long long c0 = (long long)c * V;
+            if (c0 + V <= op.cols) {
+                const uint4 lo = __ldg(at + c);
+                // With a shift the vector's last element lies in the next granule.
+                dst[c] = shift == 0 ? lo : shifted(lo, __ldg(at + c + 1), shift);
+            } else {
+                dst[c] = partial_vector<T>(src + c0, op.cols - c0);
+            }
+        }
+    }
+}
+
+// The lanes a row of `per_row` vectors takes, as a power of two: log2 of the least power of two
+// at or above per_row, at most 5 (32 lanes). src/blas/gemm/launch.rs sizes the grid the same way.
+__device__ __forceinline__ int row_lanes_log2(unsigned per_row) {
+    const int l = per_row <= 1 ? 0 : 32 - __clz(per_row - 1);
+    return l < 5 ? l : 5;
+}
+
+// The copy of one operand whose rows hold more than 32 vectors, a vector per thread in grid-
+// stride order (consecutive threads, consecutive vectors of a row): a row already gives a warp
+// whole 512-byte stretches, and its vectors spread over every thread of the grid where one
+// warp a row would leave most threads idle on operands of few, long rows (f64 4429 x 82 at an
+// odd m: 82 rows of 554 vectors). Two 32-bit divisions per vector.
+template <typename T>
+__device__ __forceinline__ void pack_vectors(const PackOperand& op, unsigned per_row, unsigned total) {
+    enum : int { V = 16 / sizeof(T) };
+    uint4* __restrict__ o = reinterpret_cast<uint4*>(op.out);
+    const T* __restrict__ in = reinterpret_cast<const T*>(op.in);
+    const unsigned per_matrix = per_row * (unsigned)op.rows;
+    const unsigned step = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const unsigned b = i / per_matrix;
+        const unsigned rem = i - b * per_matrix;
+        const unsigned r = rem / per_row;
         const long long c0 = (long long)(rem - r * per_row) * V;
         const T* __restrict__ src = in + (long long)b * op.stride_in + (long long)r * op.ld_in + c0;
         if (c0 + V <= op.cols) {
@@ -72,15 +137,9 @@ __device__ __forceinline__ void pack_loop(const PackOperand& op, I per_row, I pe
             const unsigned shift = (unsigned)(addr & 15);
             const uint4* __restrict__ at = reinterpret_cast<const uint4*>(addr - shift);
             const uint4 lo = __ldg(at);
-            // With a shift the vector's last element lies in the next granule.
             o[i] = shift == 0 ? lo : shifted(lo, __ldg(at + 1), shift);
         } else {
-            Vec<T, V> v;
-#pragma unroll
-            for (int j = 0; j < V; ++j) {
-                v.v[j] = (c0 + j < op.cols) ? src[j] : T(0);
-            }
-            o[i] = *reinterpret_cast<const uint4*>(&v);
+            o[i] = partial_vector<T>(src, op.cols - c0);
         }
     }
 }
@@ -88,15 +147,13 @@ __device__ __forceinline__ void pack_loop(const PackOperand& op, I per_row, I pe
 template <typename T>
 __device__ __forceinline__ void pack_impl(const PackOperand& op) {
     enum : int { V = 16 / sizeof(T) };
-    const long long per_row = op.ld_out / V;
-    const long long per_matrix = per_row * op.rows;
-    const long long total = per_matrix * op.batch;
-    // The loop's last step may pass total by up to the grid's thread count before it stops.
-    const long long reach = total + (long long)gridDim.x * blockDim.x;
-    if (reach <= 0xffffffffll) {
-        pack_loop<T, unsigned>(op, (unsigned)per_row, (unsigned)per_matrix, (unsigned)total);
+    const unsigned per_row = (unsigned)(op.ld_out / V);
+    // The launch keeps batch * rows * per_row plus the grid's threads within 32 bits.
+    const unsigned rows = (unsigned)(op.rows * op.batch);
+    if (per_row <= 32) {
+        pack_rows<T>(op, per_row, row_lanes_log2(per_row), rows);
     } else {
-        pack_loop<T, long long>(op, per_row, per_matrix, total);
+        pack_vectors<T>(op, per_row, rows * per_row);
     }
 }
 

@@ -26,9 +26,14 @@ use crate::error::{bail_invalid, Result};
 ///   are split through partial products before this is asked (`partials::auto_parts`).
 /// * A tile only where it covers D with little waste ([`FULL`] of its area holds D): 128 x 128
 ///   on a batch of 64 x 64 matrices computes 4x the work (0.45x -> 1.05x on `s`).
-/// * `l` from a wave of its tiles when the last wave is at least 3/4 full and k is at least 32
-///   (4096 x 4096 x 16: the output's stores dominate; `s`, two blocks per multiprocessor,
-///   overlaps them: 0.88x -> 1.02x);
+/// * `l` from a wave of its tiles when the last wave is at least 3/4 full, no more than
+///   [`L_FILL_MARGIN`] emptier than `s`'s last round of two blocks per multiprocessor, and k is
+///   at least 32 (4096 x 4096 x 16: the output's stores dominate; `s`, two blocks per
+///   multiprocessor, overlaps them: 0.88x -> 1.02x; H200, 2026-11-28: 5684 x 1168 x 376, `l`'s
+///   last wave 0.85 full against `s`'s 0.92, 35.3 -> 42.2 TFLOP/s, 3000 x 3000 x 1000 0.87
+///   against 0.93, 44.0 -> 48.0; where both are 0.97 full, 4096 x 4096 x 64-1024, 2000 x 2000 x
+///   500, 2048 x 2048 x 384 and 8192 x 1024 x 512, `l` kept, within 2% of `s` or up to 7%
+///   ahead);
 /// * `m` for 0.9-1.0 wave of its tiles;
 /// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
 ///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
@@ -93,7 +98,15 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Large | Tile::Wide | Tile::Broad => ('l', 1),
         Tile::Narrow => ('m', 1),
         Tile::Small | Tile::Half | Tile::Medium => ('s', 1),
-        Tile::Auto if tl >= sms && fill(tl, sms) >= 0.75 && plan.k >= 32 && full((128, 128)) => ('l', 1),
+        Tile::Auto
+            if tl >= sms
+                && fill(tl, sms) >= 0.75
+                && fill(tl, sms) + L_FILL_MARGIN >= fill(ts, 2 * sms)
+                && plan.k >= 32
+                && full((128, 128)) =>
+        {
+            ('l', 1)
+        }
         Tile::Auto if tm * 10 >= sms * 9 && tm <= sms && full((128, 64)) => ('m', 1),
         Tile::Auto
             if may_split
@@ -111,6 +124,10 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Auto => ('u', 1),
     })
 }
+
+/// How much fuller `s`'s last round (two blocks per multiprocessor) may be than `l`'s last wave
+/// before the automatic choice leaves `l` for `s` (see [`dmma90_tile`]).
+const L_FILL_MARGIN: f64 = 0.05;
 
 /// What splitting k over a cluster's 2 blocks costs, in k of a block's work (the partial tile
 /// handed over and added).

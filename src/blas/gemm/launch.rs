@@ -603,12 +603,10 @@ pub(crate) fn align_operands<T: GemmType>(
     // before the GEMM that reads it is queued on the same stream.
     let buf = unsafe { DeviceBuffer::<T>::uninit(stream, len) }?;
     let base = buf.device_ptr();
-    let mut vectors = 0u64;
     for i in 0..2 {
         if choice.align[i] {
             let op = &mut ops[i];
             op.out = base + (offsets[i] * sz) as u64;
-            vectors = vectors.max((op.rows * op.ld_out * op.batch / vec) as u64);
             let new_stride = if op.stride_in == 0 { 0 } else { op.rows * op.ld_out };
             if i == 0 {
                 (params.x, params.ldx, params.sx) = (op.out, op.ld_out, new_stride);
@@ -625,22 +623,60 @@ pub(crate) fn align_operands<T: GemmType>(
         _ => (ops[1], ops[0], 1),
     };
     let f = stream.context().kernel(&format!("gemm_pack_b{}", sz * 8))?;
-    let sms = stream.context().limits().multiprocessor_count.max(1) as u64;
-    let blocks = vectors.div_ceil(256).clamp(1, sms * 16) as u32;
-    let mut l = stream.launch_builder(&f);
-    l.arg(&first).arg(&second);
-    // SAFETY: gemm_pack_b<bits>(PackOperand x, PackOperand y) with grid.y = 1 reads x only. For
-    // each descriptor it reads in[b * stride_in + r * ld_in + c] for b < batch, r < rows,
-    // c < cols: the operand's elements, inside its buffer as `plan` checked; it writes
-    // batch * rows * ld_out elements from `out`, which lie inside `buf` at the descriptor's
-    // offset (the lengths were summed above), in 16-byte vectors (`buf` is 512-byte aligned,
-    // offsets and ld_out are multiples of 16 bytes).
-    unsafe {
-        l.launch(LaunchConfig {
-            grid_dim: (blocks, grid_y, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }?;
+    let sms = stream.context().limits().multiprocessor_count.max(1) as i64;
+    let max_blocks = sms * 16;
+    // The kernel's indices are 32-bit: a launch copies at most `limit` vectors of a descriptor
+    // (batch * rows * vectors per row), so a longer batch takes several launches of `chunk`
+    // matrices.
+    let limit = u32::MAX as i64 - max_blocks * 256;
+    let matrix = |op: PackOperand| op.rows * (op.ld_out / vec);
+    let largest = matrix(first).max(matrix(second));
+    if largest > limit {
+        bail_invalid!("gemm: an operand of {largest} vectors is too large for its aligned copy");
+    }
+    let chunk = (limit / largest.max(1)).max(1);
+    let batches = first.batch.max(second.batch);
+    let mut b0 = 0i64;
+    while b0 < batches {
+        // The matrices [b0, b0 + n) of each descriptor; one shared by the batch (batch 1) is
+        // copied by the first launch only.
+        let part = |op: PackOperand| -> PackOperand {
+            let n = (op.batch - b0).clamp(0, chunk);
+            PackOperand {
+                out: op.out + (b0.min(op.batch) * op.rows * op.ld_out * sz) as u64,
+                input: op.input + (b0.min(op.batch) * op.stride_in * sz) as u64,
+                rows: if n > 0 { op.rows } else { 0 },
+                batch: n.max(1),
+                ..op
+            }
+        };
+        let (x, y) = (part(first), part(second));
+        // Rows of v <= 32 16-byte vectors take the least power of two lanes at or above v
+        // (row_lanes_log2 in the kernel), longer rows a thread per vector: the threads that
+        // cover the copy at once.
+        let threads = |op: PackOperand| {
+            let v = (op.ld_out / vec).max(1) as u64;
+            (op.rows * op.batch) as u64 * if v <= 32 { v.next_power_of_two() } else { v }
+        };
+        let blocks = threads(x).max(threads(y)).div_ceil(256).clamp(1, max_blocks as u64) as u32;
+        let mut l = stream.launch_builder(&f);
+        l.arg(&x).arg(&y);
+        // SAFETY: gemm_pack_b<bits>(PackOperand x, PackOperand y) with grid.y = 1 reads x only. For
+        // each descriptor it reads in[b * stride_in + r * ld_in + c] for b < batch, r < rows,
+        // c < cols: the operand's elements (matrices b0 .. b0 + batch of it), inside its buffer
+        // as `plan` checked; it writes batch * rows * ld_out elements from `out`, which lie
+        // inside `buf` at the descriptor's offset (the lengths were summed above), in 16-byte
+        // vectors (`buf` is 512-byte aligned, offsets and ld_out are multiples of 16 bytes).
+        // batch * rows * vectors per row <= limit keeps the kernel's 32-bit indices from
+        // wrapping.
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (blocks, grid_y, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        b0 += chunk;
+    }
     Ok(Some(buf))
 }
