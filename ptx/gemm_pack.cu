@@ -14,10 +14,10 @@
 // and gemm_transpose_b32 (at the end) for the CUDA-core f32 kernels.
 // One launch copies up to two operands (X and Y of a GEMM): blockIdx.y picks the operand's
 // descriptor, and an operand with rows == 0 is skipped. Threads write 16-byte vectors of out
-// (8, 4 or 2 elements): rows of at most 32 vectors a row per group of lanes (pack_rows), longer
-// rows a vector per thread (pack_vectors). in has no alignment beyond its element's: a vector
-// whose elements
-// all lie inside the row is read as the one or two aligned 16-byte vectors of in that hold them
+// (8, 4 or 2 elements): rows of at most 32 vectors that fill 7 / 8 of a power of two of lanes
+// a row per group of lanes (pack_rows), other rows a vector per thread (pack_vectors). in has
+// no alignment beyond its element's: a vector whose elements all lie inside the row is read as
+// the one or two aligned 16-byte vectors of in that hold them
 // (the 16-byte granules of elements the operand has, so never outside its allocation) and
 // shifted into place; the row's last, partial vector reads its elements one by one. Consecutive
 // lanes cover consecutive vectors of a row (and consecutive rows), so both sides are coalesced.
@@ -144,14 +144,23 @@ __device__ __forceinline__ void pack_vectors(const PackOperand& op, unsigned per
     }
 }
 
+// Whether an operand of rows of `per_row` vectors is copied by rows (pack_rows): at most 32
+// vectors that keep at least 7 of 8 of their lanes busy (29 of 32, 14 of 16: +7% against a
+// vector per thread on the H200; 20 of 32 and 13 of 16 lost 3-7%). src/blas/gemm/launch.rs sizes
+// the grid by the same rule.
+__device__ __forceinline__ bool by_rows(unsigned per_row, int lanes_log2) {
+    return per_row <= 32 && per_row * 8 >= (7u << lanes_log2);
+}
+
 template <typename T>
 __device__ __forceinline__ void pack_impl(const PackOperand& op) {
     enum : int { V = 16 / sizeof(T) };
     const unsigned per_row = (unsigned)(op.ld_out / V);
     // The launch keeps batch * rows * per_row plus the grid's threads within 32 bits.
     const unsigned rows = (unsigned)(op.rows * op.batch);
-    if (per_row <= 32) {
-        pack_rows<T>(op, per_row, row_lanes_log2(per_row), rows);
+    const int lanes_log2 = row_lanes_log2(per_row);
+    if (by_rows(per_row, lanes_log2)) {
+        pack_rows<T>(op, per_row, lanes_log2, rows);
     } else {
         pack_vectors<T>(op, per_row, rows * per_row);
     }

@@ -651,12 +651,13 @@ pub(crate) fn align_operands<T: GemmType>(
             }
         };
         let (x, y) = (part(first), part(second));
-        // Rows of v <= 32 16-byte vectors take the least power of two lanes at or above v
-        // (row_lanes_log2 in the kernel), longer rows a thread per vector: the threads that
-        // cover the copy at once.
+        // Rows of v <= 32 16-byte vectors that fill 7 / 8 of the least power of two lanes at or
+        // above v take those lanes (by_rows and row_lanes_log2 in the kernel), other rows a
+        // thread per vector: the threads that cover the copy at once.
         let threads = |op: PackOperand| {
             let v = (op.ld_out / vec).max(1) as u64;
-            (op.rows * op.batch) as u64 * if v <= 32 { v.next_power_of_two() } else { v }
+            let lanes = v.next_power_of_two();
+            (op.rows * op.batch) as u64 * if v <= 32 && v * 8 >= lanes * 7 { lanes } else { v }
         };
         let blocks = threads(x).max(threads(y)).div_ceil(256).clamp(1, max_blocks as u64) as u32;
         let mut l = stream.launch_builder(&f);
