@@ -17,9 +17,9 @@
 // (8, 4 or 2 elements): rows of at most 32 vectors that fill 7 / 8 of a power of two of lanes
 // a row per group of lanes (pack_rows), other rows a vector per thread (pack_vectors). in has
 // no alignment beyond its element's: a vector whose elements all lie inside the row is read as
-// the one or two aligned 16-byte vectors of in that hold them
-// (the 16-byte granules of elements the operand has, so never outside its allocation) and
-// shifted into place; the row's last, partial vector reads its elements one by one. Consecutive
+// the one or two aligned 16-byte vectors of in that hold them (the 16-byte granules of elements
+// the operand has, so never outside its allocation) and shifted into place; the row's last,
+// partial vector reads its elements one by one. Consecutive
 // lanes cover consecutive vectors of a row (and consecutive rows), so both sides are coalesced.
 // Launch contract: block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's
 // rows or vectors); out 16-byte aligned, ld_out a multiple of the elements per vector, out not

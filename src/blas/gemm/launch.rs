@@ -311,10 +311,10 @@ fn copy_transposed(
     let stride_out = count * ld;
     let len = usize::try_from(stride_out.checked_mul(batch).unwrap_or(-1))
         .map_err(|_| crate::error::invalid(format_args!("gemm: the copy of an operand for {kernel} overflows")))?;
-    // SAFETY: the GEMM reads elements (r, p) with r < count, p < k of each matrix, each written by the copy
-    // below before the GEMM is queued on the same stream; the padding columns (k <= p < ld) are
-    // never read (outside the tensor map; the f32 kernels' copies of a row's last partial vector
-    // read only its elements).
+    // SAFETY: the GEMM reads elements (r, p) with r < count, p < k of each matrix, each written
+    // by the copy below before the GEMM is queued on the same stream; the padding columns
+    // (k <= p < ld) are never read (outside the tensor map; the f32 kernels' copies of a row's
+    // last partial vector read only its elements).
     let out = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
     let f = stream.context().kernel(kernel)?;
     let (grid_x, grid_y) = ((count as u64).div_ceil(32), (k as u64).div_ceil(32));
