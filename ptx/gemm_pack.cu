@@ -19,8 +19,8 @@
 // no alignment beyond its element's: a vector whose elements all lie inside the row is read as
 // the one or two aligned 16-byte vectors of in that hold them (the 16-byte granules of elements
 // the operand has, so never outside its allocation) and shifted into place; the row's last,
-// partial vector reads its elements one by one. Consecutive
-// lanes cover consecutive vectors of a row (and consecutive rows), so both sides are coalesced.
+// partial vector reads its elements one by one. Consecutive lanes cover consecutive vectors of a
+// row (and consecutive rows), so both sides are coalesced.
 // Launch contract: block = (256, 1, 1); grid = (any, 1 or 2, 1) (grid-stride over the operand's
 // rows or vectors); out 16-byte aligned, ld_out a multiple of the elements per vector, out not
 // overlapping in; batch * rows * (ld_out / elements per vector) + the grid's threads at most 2^32
@@ -50,6 +50,13 @@ __device__ __forceinline__ uint4 shifted(uint4 lo, uint4 hi, unsigned shift) {
     }
     return make_uint4(__funnelshift_r(a[0], a[1], bits), __funnelshift_r(a[1], a[2], bits),
                       __funnelshift_r(a[2], a[3], bits), __funnelshift_r(a[3], a[4], bits));
+}
+
+// The 16 bytes that start `shift` bytes into the aligned granule `at` (a vector wholly inside
+// its row: with a shift its last element lies in the next granule).
+__device__ __forceinline__ uint4 load_vector(const uint4* __restrict__ at, unsigned shift) {
+    const uint4 lo = __ldg(at);
+    return shift == 0 ? lo : shifted(lo, __ldg(at + 1), shift);
 }
 
 // The row's last vector, `left` < 16 / sizeof(T) elements from p and zeros after them.
@@ -97,9 +104,7 @@ __device__ __forceinline__ void pack_rows(const PackOperand& op, unsigned per_ro
         for (unsigned c = c_first; c < per_row; c += lanes) {
             const long long c0 = (long long)c * V;
             if (c0 + V <= op.cols) {
-                const uint4 lo = __ldg(at + c);
-                // With a shift the vector's last element lies in the next granule.
-                dst[c] = shift == 0 ? lo : shifted(lo, __ldg(at + c + 1), shift);
+                dst[c] = load_vector(at + c, shift);
             } else {
                 dst[c] = partial_vector<T>(src + c0, op.cols - c0);
             }
@@ -135,9 +140,7 @@ __device__ __forceinline__ void pack_vectors(const PackOperand& op, unsigned per
         if (c0 + V <= op.cols) {
             const unsigned long long addr = reinterpret_cast<unsigned long long>(src);
             const unsigned shift = (unsigned)(addr & 15);
-            const uint4* __restrict__ at = reinterpret_cast<const uint4*>(addr - shift);
-            const uint4 lo = __ldg(at);
-            o[i] = shift == 0 ? lo : shifted(lo, __ldg(at + 1), shift);
+            o[i] = load_vector(reinterpret_cast<const uint4*>(addr - shift), shift);
         } else {
             o[i] = partial_vector<T>(src, op.cols - c0);
         }
@@ -182,14 +185,13 @@ GEMM_PACK(gemm_pack_b64, unsigned long long)
 // gemm_transpose_b32(out, in, k, rows, ld_in, ld_out, stride_in, stride_out): a k-contiguous
 // f32 operand (rows x k, element (r, p) at in[r * ld_in + p]) copied transposed, so that the
 // CUDA-core f32 kernels read it with 16-byte copies as an operand that is not k-contiguous:
-// out[p * ld_out + r] =
-// in[r * ld_in + p] for r < rows, p < k (ld_out >= rows; the padding columns are not written,
-// and not read by those kernels, whose copies of a row's last partial vector read only its
-// elements). The parameters come in the shared copy's order (tile_transpose.cuh: its r is this
-// kernel's p, its p this kernel's r). A block moves a 32 x 32 tile through shared memory. Launch
-// contract: block = (32, 8, 1); grid = (ceil(k / 32), ceil(rows / 32), matrices) (rows / 32 and
-// the matrices at most 65535); matrix b at in + b * stride_in and out + b * stride_out; out not
-// overlapping in.
+// out[p * ld_out + r] = in[r * ld_in + p] for r < rows, p < k (ld_out >= rows; the padding
+// columns are not written, and not read by those kernels, whose copies of a row's last partial
+// vector read only its elements). The parameters come in the shared copy's order
+// (tile_transpose.cuh: its r is this kernel's p, its p this kernel's r). A block moves a 32 x 32
+// tile through shared memory. Launch contract: block = (32, 8, 1); grid = (ceil(k / 32),
+// ceil(rows / 32), matrices) (rows / 32 and the matrices at most 65535); matrix b at in + b *
+// stride_in and out + b * stride_out; out not overlapping in.
 extern "C" __global__ void __launch_bounds__(256)
     gemm_transpose_b32(float* __restrict__ out, const float* __restrict__ in, long long k, long long rows,
                        long long ld_in, long long ld_out, long long stride_in,

@@ -174,13 +174,11 @@ __device__ __noinline__ void store_cols_t(T* D, long long ldd, const float* chun
 template <int COLS, int LD, typename T>
 __device__ __forceinline__ void store_rows_at(int evec, T* D, long long ldd, const float* chunk, int q, int warp,
                                               int lane, int rows, int cols, float alpha) {
-    if (evec == 1) {
-        store_rows<1, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
-    } else if (sizeof(T) == 2 && evec == 4) {  // f32 never comes here: its evec is at most 2
-        store_rows<sizeof(T) == 2 ? 4 : 2, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
-    } else {
-        store_rows<2, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    if (evec == 1) return store_rows<1, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
+    if constexpr (sizeof(T) == 2) {  // f32's evec is at most 2
+        if (evec == 4) return store_rows<4, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
     }
+    store_rows<2, COLS, LD>(D + q * COLS, ldd, chunk, q, warp, lane, rows, cols, alpha);
 }
 template <int COLS, int LDT, typename T>
 __device__ __forceinline__ void store_cols_t_at(int evec, T* D, long long ldd, const float* chunk, int q, int warp,

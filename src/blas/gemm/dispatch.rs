@@ -781,17 +781,19 @@ pub(crate) fn choose_on<T: GemmType, S>(
         }
     }
     // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
-    // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first.
-    choice.align = [align[0] && !choice.pack[0], align[1] && !choice.pack[1]];
-    // tf32's register-fed X is read where it lies rather than copied (tf32_operands.rs).
+    // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first; tf32's
+    // register-fed X is read where it lies rather than copied (tf32_operands.rs).
     let activation = g.activation.op().is_some();
-    read_x_in_place(&mut choice, params, activation);
+    let settle_copies = |c: &mut Choice| {
+        c.align = [align[0] && !c.pack[0], align[1] && !c.pack[1]];
+        read_x_in_place(c, params, activation);
+    };
+    settle_copies(&mut choice);
     // Where that copy is left to the 128 x 128 tile (short k), a wide tile reads X in place.
     let auto = matches!(g.kernel, Kernel::Auto | Kernel::Wgmma) && g.tile == Tile::Auto && g.split == SplitK::Auto;
     if let Some(tile) = auto.then(|| wide_in_place(&choice, plan, g.batch, sms)).flatten() {
         let mut wide = pick_tile(g.kernel, tile, &aligned, true)?;
-        wide.align = [align[0] && !wide.pack[0], align[1] && !wide.pack[1]];
-        read_x_in_place(&mut wide, params, activation);
+        settle_copies(&mut wide);
         if wide.x_in_place {
             choice = wide;
         }

@@ -66,10 +66,9 @@ pub(crate) fn read_x_in_place(choice: &mut Choice, params: &GemmParams, activati
 /// takes the wide tile only where it then reads X in place ([`read_x_in_place`]).
 pub(crate) fn wide_in_place(choice: &Choice, plan: &Plan, batch: usize, sms: usize) -> Option<Tile> {
     let copies_x = choice.align[usize::from(choice.swap)];
-    let is_large = choice.family == Family::Wgmma
-        && choice.name.starts_with("gemm_wg_tf32_l_")
-        && choice.split_k.is_none()
-        && !choice.x_in_place;
+    // (The 128 x 128 tile never reads X in place: x_in_place_applies.)
+    let is_large =
+        choice.family == Family::Wgmma && choice.name.starts_with("gemm_wg_tf32_l_") && choice.split_k.is_none();
     let dims = if choice.swap {
         (plan.n, plan.m)
     } else {
