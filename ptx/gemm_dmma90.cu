@@ -10,6 +10,8 @@
 // Kernel names: gemm_dmma90_f64_<tile>_<opA><opB> (xk = opB == 'n', yk = opA == 't'), tiles:
 //   l = 128 x 128, 8 warps (2 x 4) of 64 x 32, m16n8k4, 4 stages  (256 threads, 163840 bytes)
 //   m = 128 x 64,  8 warps (4 x 2) of 32 x 32, m16n8k8, 4 stages  (256 threads, 122880 bytes)
+//   p = 128 x 64,  4 warps (2 x 2) of 64 x 32, m16n8k8, 3 stages  (128 threads,  92160 bytes),
+//       two blocks per multiprocessor, one buffer of A's fragments (ROT in the main loop)
 //   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
 //   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
@@ -23,7 +25,8 @@
 //       that exist (docs/kernels/gemm.md, "Thin tiles").
 // BK = 16 except for t and h. Dynamic shared memory = STAGES * 8 * (slot(BM) + slot(BN)) bytes,
 // slot(rows) = max(rows * (BK + 4), BK * (rows + 4)) (either layout of the tile; the opt-in above
-// 48 KiB is needed for l, m, s, t and h). The template also takes BK = 32, m16n8k16 shapes and splits
+// 48 KiB is needed for l, m, p, s, t and h; every tile has an 8-byte variant `<tile>u`, at the
+// end of the file). The template also takes BK = 32, m16n8k16 shapes and splits
 // in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm.md for
 // the configurations measured and dropped.
 //
@@ -108,7 +111,8 @@ template <int OUTER, int INNER, int SLD, int NT, int CE = 2> struct TileCopy {
     }
 };
 
-template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK, int CE = 2>
+template <int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK, int CE = 2,
+          bool ROT = false>
 __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     constexpr int NT = WM * WN * 32;
     constexpr int LDK = BK + 4, LDXM = BM + 4, LDYN = BN + 4;
@@ -171,7 +175,32 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // k-step's fragments are read from shared memory while the current one's DMMAs run, across the
     // stage boundary too, so the barrier never leaves the tensor pipe without work.
     const int g = lane >> 2, t = lane & 3;
-    double af[2][MI][KS / 2], bf[2][NI][KS / 4];
+    // ROT: one buffer of A's fragments, each row block's reloaded for the next k-step right after
+    // its DMMAs (m16n8k8 on 64 x 32 warp tiles in 2 blocks per multiprocessor: fully
+    // double-buffered fragments spill there).
+    double af[ROT ? 1 : 2][MI][KS / 2], bf[2][NI][KS / 4];
+    auto load_a = [&](int buf, int mi, int stage, int kb) {
+        const double* xs = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES);
+        const int mr = wm * WTM + mi * 16 + g;
+#pragma unroll
+        for (int j = 0; j < KS / 4; ++j) {
+            const int kc = kb + 4 * j + t;
+            af[buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
+            af[buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
+        }
+    };
+    auto load_b = [&](int buf, int stage, int kb) {
+        const double* ys = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES) + XS_ELEMS;
+#pragma unroll
+        for (int j = 0; j < KS / 4; ++j) {
+            const int kc = kb + 4 * j + t;
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int nc = wn * WTN + ni * 8 + g;
+                bf[buf][ni][j] = YK ? ys[nc * LDK + kc] : ys[kc * LDYN + nc];
+            }
+        }
+    };
     auto load_frags = [&](int buf, int stage, int kb) {
         const double* xs = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES);
         const double* ys = xs + XS_ELEMS;
@@ -181,8 +210,8 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
                 const int mr = wm * WTM + mi * 16 + g;
-                af[buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
-                af[buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
+                af[ROT ? 0 : buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
+                af[ROT ? 0 : buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
             }
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
@@ -209,6 +238,7 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 #pragma unroll
         for (int ks = 0; ks < KSTEPS; ++ks) {
             const int cur = ks & 1, nxt = cur ^ 1;
+            int nstage = stage, nkb = (ks + 1) * KS;  // where the next k-step's fragments are (ROT)
             if (ks == KSTEPS - 1) {
                 // Tile kt + 1 resident (at most STAGES - 2 younger groups in flight) and tile kt
                 // read by every warp; then its stage takes tile kt + STAGES.
@@ -216,14 +246,30 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
                 __syncthreads();
                 if (kt + STAGES < KT) load_stage(stage, kt + STAGES);
                 cp_async_commit();
-                load_frags(nxt, (kt + 1) % STAGES, 0);
-            } else {
+                if constexpr (ROT) {
+                    nstage = (kt + 1) % STAGES, nkb = 0;
+                } else {
+                    load_frags(nxt, (kt + 1) % STAGES, 0);
+                }
+            } else if constexpr (!ROT) {
                 load_frags(nxt, stage, (ks + 1) * KS);
             }
+            if constexpr (ROT) {
+                // B's next fragments into the other buffer, then each row block's DMMAs followed
+                // by the reload of its A fragments for the next k-step.
+                load_b(nxt, nstage, nkb);
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
+                for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-                for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[cur][mi], bf[cur][ni]);
+                    for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[0][mi], bf[cur][ni]);
+                    load_a(0, mi, nstage, nkb);
+                }
+            } else {
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[cur][mi], bf[cur][ni]);
+            }
         }
     }
     cp_async_wait<0>();
@@ -282,18 +328,20 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 // SPLIT > 1 kernels carry their cluster shape (SPLIT x 1 x 1), so a plain launch forms the clusters.
 #define DMMA90_CLUSTER_1
 #define DMMA90_CLUSTER_2 __cluster_dims__(2, 1, 1)
-#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK, CE)                          \
+#define GEMM_DMMA90(NAME, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK, CE, ROT)                     \
     extern "C" __global__ void DMMA90_CLUSTER_##SPLIT __launch_bounds__(WM * WN * 32, MINB)             \
         NAME(GemmParams p) {                                                                             \
-        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK, CE>(p);                                 \
+        gemm_dmma90<BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK, CE, ROT>(p);                            \
     }
 // <opA><opB>: xk = (opB == n), yk = (opA == t); CE: doubles per cp.async (1: the unaligned
 // variants, whose operands need only 8-byte alignment and any leading dimension)
+#define GEMM_DMMA90_OPS_R(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, CE, ROT)                          \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false, CE, ROT)  \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, false, CE, ROT) \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, true, CE, ROT)   \
+    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, true, CE, ROT)
 #define GEMM_DMMA90_OPS_CE(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, CE)                           \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false, CE)  \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_nt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, false, CE) \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tn, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, true, CE)   \
-    GEMM_DMMA90(gemm_dmma90_f64_##TILE##_tt, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, false, true, CE)
+    GEMM_DMMA90_OPS_R(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, CE, false)
 #define GEMM_DMMA90_OPS(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB)                                  \
     GEMM_DMMA90_OPS_CE(TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, 2)
 
@@ -306,6 +354,8 @@ GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
 GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)
 GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
 GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
+//                tile  BM  BN  WM WN  BK ST KS SPLIT MINB CE ROT
+GEMM_DMMA90_OPS_R(p, 128, 64, 2, 2, 16, 3, 8, 1, 2, 2, true)
 // The same tiles reading 8 bytes per cp.async, for operands aligned only to their element (odd
 // leading dimensions, views at odd offsets): no aligned copy first.
 GEMM_DMMA90_OPS_CE(lu, 128, 128, 2, 4, 16, 4, 4, 1, 1, 1)
@@ -316,3 +366,4 @@ GEMM_DMMA90_OPS_CE(s2u, 64, 64, 2, 2, 16, 3, 8, 2, 2, 1)
 GEMM_DMMA90_OPS_CE(u2u, 32, 32, 2, 2, 16, 4, 8, 2, 1, 1)
 GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)
+GEMM_DMMA90_OPS_R(pu, 128, 64, 2, 2, 16, 3, 8, 1, 2, 1, true)

@@ -10,11 +10,12 @@ use crate::error::{bail_invalid, Result};
 
 /// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
 ///
-/// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `s` (64 x 64, two),
-/// `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a cluster (`s2`, `u2`); the thin
-/// `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large and Wide give `l`, Narrow `m`,
-/// Small `s`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced
-/// split in 2 takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
+/// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `p` (128 x 64 of 4
+/// warps, two), `s` (64 x 64, two), `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a
+/// cluster (`s2`, `u2`); the thin `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large
+/// and Wide give `l`, Broad `p`, Narrow `m`, Small `s`, Thin `t` when D has at most as many rows
+/// as columns and `h` otherwise; a forced split in 2 takes `s` (Small, or Auto when the 64 x 64
+/// tiles fill a wave) or `u`.
 ///
 /// Automatically (from forced sweeps on the H100, docs/kernels/gemm.md, the DMMA sections,
 /// "Thin tiles" and "f64 tiles by waste and waves"):
@@ -33,7 +34,11 @@ use crate::error::{bail_invalid, Result};
 ///   last wave 0.85 full against `s`'s 0.92, 35.3 -> 42.2 TFLOP/s, 3000 x 3000 x 1000 0.87
 ///   against 0.93, 44.0 -> 48.0; where both are 0.97 full, 4096 x 4096 x 64-1024, 2000 x 2000 x
 ///   500, 2048 x 2048 x 384 and 8192 x 1024 x 512, `l` kept, within 2% of `s` or up to 7%
-///   ahead);
+///   ahead); there, `p` for k up to [`P_MAX_K`]: two blocks per multiprocessor overlap one's
+///   stores of D with the other's DMMAs, which short k leaves the larger share of the time (H200,
+///   2026-11-29, every op: 8192 x 8192 x 64 0.77-0.84x -> 0.86-0.94x cuBLAS, 2048 x 2048 x 128 x
+///   32 0.91-0.93x -> 0.97-0.99x, 512 x 512 x 64 x 96 0.87-0.89x -> 0.99-1.01x, 4096 x 4096 x
+///   256 +1-4%; from k = 700 `l` is as fast or up to 6% faster);
 /// * `m` for 0.9-1.0 wave of its tiles;
 /// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
 ///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
@@ -95,7 +100,8 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
             ('u', 2)
         }
         Tile::Auto if thin_side(plan) => (thin, 1),
-        Tile::Large | Tile::Wide | Tile::Broad => ('l', 1),
+        Tile::Large | Tile::Wide => ('l', 1),
+        Tile::Broad => ('p', 1),
         Tile::Narrow => ('m', 1),
         Tile::Small | Tile::Half | Tile::Medium => ('s', 1),
         Tile::Auto
@@ -105,7 +111,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
                 && plan.k >= 32
                 && full((128, 128)) =>
         {
-            ('l', 1)
+            (if plan.k <= P_MAX_K { 'p' } else { 'l' }, 1)
         }
         Tile::Auto if tm * 10 >= sms * 9 && tm <= sms && full((128, 64)) => ('m', 1),
         Tile::Auto
@@ -128,6 +134,10 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
 /// How much fuller `s`'s last round (two blocks per multiprocessor) may be than `l`'s last wave
 /// before the automatic choice leaves `l` for `s` (see [`dmma90_tile`]).
 const L_FILL_MARGIN: f64 = 0.05;
+
+/// The longest k for which the automatic choice takes `p` where it would take `l` (see
+/// [`dmma90_tile`]).
+const P_MAX_K: usize = 256;
 
 /// What splitting k over a cluster's 2 blocks costs, in k of a block's work (the partial tile
 /// handed over and added).
@@ -161,6 +171,7 @@ pub(crate) fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
     match letter {
         'l' => ((128, 128), 256, 16, 4),
         'm' => ((128, 64), 256, 16, 4),
+        'p' => ((128, 64), 128, 16, 3),
         's' => ((64, 64), 128, 16, 3),
         't' => ((THIN_MAX, 64), 128, 32, 4),
         'h' => ((64, THIN_MAX), 128, 32, 4),
@@ -182,5 +193,6 @@ pub(crate) fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32
 pub(crate) fn eight_byte_variant(name: &str) -> Option<String> {
     let rest = name.strip_prefix("gemm_dmma90_f64_")?;
     let (tile, ops) = rest.split_once('_')?;
-    matches!(tile, "l" | "m" | "s" | "u" | "s2" | "u2" | "t" | "h").then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
+    matches!(tile, "l" | "m" | "p" | "s" | "u" | "s2" | "u2" | "t" | "h")
+        .then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
 }

@@ -92,8 +92,9 @@ pub enum Tile {
     /// 128 x 256 tiles leave many multiprocessors idle in their last round (2304 x 1024: 72 wide
     /// tiles on 132 multiprocessors, 108 of these); it does not split k. f32 on the CUDA cores:
     /// 128 x 128 with 4 warps of 8 x 16 per thread, two blocks per multiprocessor, when A and B
-    /// allow 16-byte copies (short k, and problems 128 columns wide). Elsewhere the same as
-    /// `Large`.
+    /// allow 16-byte copies (short k, and problems 128 columns wide); f64 on the sm_90 DMMA
+    /// kernels: 128 x 64 with 4 warps, two blocks per multiprocessor (short k). Elsewhere the
+    /// same as `Large`.
     Broad,
     /// 128 x 64 (wgmma: 2 consumer warpgroups of 64 x 64, for mid-size problems that would
     /// leave multiprocessors idle with larger tiles); f32 on the CUDA cores: 32 x 64 (two

@@ -334,7 +334,14 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     // Unsplit, 94 x 2 tiles of 64 x 64 (one per SM) with long k take s rather than u.
     assert_eq!(pick_mnk((100, 6000, 6000), SplitK::Off), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((128, 8192, 8192), SplitK::Auto), "gemm_dmma90_f64_m_nt");
-    assert_eq!(pick_mnk((8192, 8192, 64), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    // Where l's waves are full, k up to 256 takes p (128 x 64, two blocks per SM).
+    assert_eq!(pick_mnk((8192, 8192, 64), SplitK::Auto), "gemm_dmma90_f64_p_nt");
+    assert_eq!(pick_mnk((4096, 4096, 256), SplitK::Auto), "gemm_dmma90_f64_p_nt");
+    assert_eq!(pick_mnk((4096, 4096, 257), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    assert_eq!(
+        pick_split(4096, 4096, 1, Kernel::Auto, Tile::Broad, SplitK::Auto, h).unwrap(),
+        ("gemm_dmma90_f64_p_nt".into(), (128, 64), 92160, 128, 1)
+    );
     // l's last wave emptier than s's last round by more than 0.05: s (5684 x 1168: 450 tiles of
     // 128 x 128 fill their last wave to 0.85, 1691 of 64 x 64 their last round of two per SM to
     // 0.92; 3000^2: 0.87 against 0.93); both 0.97 full (4096^2, 2000^2): l.
