@@ -36,9 +36,9 @@ use crate::error::{bail_invalid, Result};
 ///   500, 2048 x 2048 x 384 and 8192 x 1024 x 512, `l` kept, within 2% of `s` or up to 7%
 ///   ahead); there, `p` for k up to [`P_MAX_K`]: two blocks per multiprocessor overlap one's
 ///   stores of D with the other's DMMAs, which short k leaves the larger share of the time (H200,
-///   2026-11-29, every op: 8192 x 8192 x 64 0.77-0.84x -> 0.86-0.94x cuBLAS, 2048 x 2048 x 128 x
-///   32 0.91-0.93x -> 0.97-0.99x, 512 x 512 x 64 x 96 0.87-0.89x -> 0.99-1.01x, 4096 x 4096 x
-///   256 +1-4%; from k = 700 `l` is as fast or up to 6% faster);
+///   2026-11-29, A/B in every op: 8192 x 8192 x 64 0.76-0.83x -> 0.84-0.91x cuBLAS, 2048 x 2048
+///   x 128 x 32 0.89-0.92x -> 0.94-0.99x, 512 x 512 x 64 x 96 0.87-0.88x -> 0.99-1.00x, 4096 x
+///   4096 x 256 -0.1% to +2.4%; from k = 700 `l` is as fast or up to 6% faster, forced);
 /// * `m` for 0.9-1.0 wave of its tiles;
 /// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
 ///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
