@@ -179,40 +179,27 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // its DMMAs (m16n8k8 on 64 x 32 warp tiles in 2 blocks per multiprocessor: fully
     // double-buffered fragments spill there).
     double af[ROT ? 1 : 2][MI][KS / 2], bf[2][NI][KS / 4];
+    // A's fragment elements 2j and 2j + 1 of row block mi, at k column kc of the stage at xs.
+    auto a_frag = [&](int buf, int mi, int j, const double* xs, int kc) {
+        const int mr = wm * WTM + mi * 16 + g;
+        af[buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
+        af[buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
+    };
     auto load_a = [&](int buf, int mi, int stage, int kb) {
         const double* xs = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES);
-        const int mr = wm * WTM + mi * 16 + g;
 #pragma unroll
-        for (int j = 0; j < KS / 4; ++j) {
-            const int kc = kb + 4 * j + t;
-            af[buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
-            af[buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
-        }
+        for (int j = 0; j < KS / 4; ++j) a_frag(buf, mi, j, xs, kb + 4 * j + t);
     };
-    auto load_b = [&](int buf, int stage, int kb) {
-        const double* ys = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES) + XS_ELEMS;
-#pragma unroll
-        for (int j = 0; j < KS / 4; ++j) {
-            const int kc = kb + 4 * j + t;
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni) {
-                const int nc = wn * WTN + ni * 8 + g;
-                bf[buf][ni][j] = YK ? ys[nc * LDK + kc] : ys[kc * LDYN + nc];
-            }
-        }
-    };
-    auto load_frags = [&](int buf, int stage, int kb) {
+    // A's and B's fragments of one k-step, or B's alone (with_a false: ROT reloads A by row
+    // block, load_a).
+    auto load_frags = [&](int buf, int stage, int kb, bool with_a = true) {
         const double* xs = reinterpret_cast<const double*>(smem + stage * STAGE_BYTES);
         const double* ys = xs + XS_ELEMS;
 #pragma unroll
         for (int j = 0; j < KS / 4; ++j) {
             const int kc = kb + 4 * j + t;
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-                const int mr = wm * WTM + mi * 16 + g;
-                af[ROT ? 0 : buf][mi][2 * j] = XK ? xs[mr * LDK + kc] : xs[kc * LDXM + mr];
-                af[ROT ? 0 : buf][mi][2 * j + 1] = XK ? xs[(mr + 8) * LDK + kc] : xs[kc * LDXM + mr + 8];
-            }
+            for (int mi = 0; mi < MI && with_a; ++mi) a_frag(ROT ? 0 : buf, mi, j, xs, kc);
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
                 const int nc = wn * WTN + ni * 8 + g;
@@ -257,7 +244,7 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
             if constexpr (ROT) {
                 // B's next fragments into the other buffer, then each row block's DMMAs followed
                 // by the reload of its A fragments for the next k-step.
-                load_b(nxt, nstage, nkb);
+                load_frags(nxt, nstage, nkb, false);
 #pragma unroll
                 for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
