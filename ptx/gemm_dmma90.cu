@@ -13,6 +13,7 @@
 //   p = 128 x 64,  4 warps (2 x 2) of 64 x 32, m16n8k8, 3 stages  (128 threads,  92160 bytes),
 //       two blocks per multiprocessor, one buffer of A's fragments (ROT in the main loop)
 //   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
+//   q = s in three blocks per multiprocessor (at most 168 registers: ROT, as p), for short k
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
 //   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
 //   t = 16 x 64,   4 warps (1 x 4) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
@@ -25,7 +26,7 @@
 //       that exist (docs/kernels/gemm.md, "Thin tiles").
 // BK = 16 except for t and h. Dynamic shared memory = STAGES * 8 * (slot(BM) + slot(BN)) bytes,
 // slot(rows) = max(rows * (BK + 4), BK * (rows + 4)) (either layout of the tile; the opt-in above
-// 48 KiB is needed for l, m, p, s, t and h; every tile has an 8-byte variant `<tile>u`, at the
+// 48 KiB is needed for l, m, p, q, s, t and h; every tile has an 8-byte variant `<tile>u`, at the
 // end of the file). The template also takes BK = 32, m16n8k16 shapes and splits
 // in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm.md for
 // the configurations measured and dropped.
@@ -176,8 +177,8 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     // stage boundary too, so the barrier never leaves the tensor pipe without work.
     const int g = lane >> 2, t = lane & 3;
     // ROT: one buffer of A's fragments, each row block's reloaded for the next k-step right after
-    // its DMMAs (m16n8k8 on 64 x 32 warp tiles in 2 blocks per multiprocessor: fully
-    // double-buffered fragments spill there).
+    // its DMMAs (p: m16n8k8 on 64 x 32 warp tiles in 2 blocks per multiprocessor; q: 32 x 32 in
+    // 3, at most 168 registers; fully double-buffered fragments spill in both).
     double af[ROT ? 1 : 2][MI][KS / 2], bf[2][NI][KS / 4];
     // A's fragment elements 2j and 2j + 1 of row block mi, at k column kc of the stage at xs.
     auto a_frag = [&](int buf, int mi, int j, const double* xs, int kc) {
@@ -343,6 +344,7 @@ GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
 GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
 //                tile  BM  BN  WM WN  BK ST KS SPLIT MINB CE ROT
 GEMM_DMMA90_OPS_R(p, 128, 64, 2, 2, 16, 3, 8, 1, 2, 2, true)
+GEMM_DMMA90_OPS_R(q, 64, 64, 2, 2, 16, 3, 8, 1, 3, 2, true)
 // The same tiles reading 8 bytes per cp.async, for operands aligned only to their element (odd
 // leading dimensions, views at odd offsets): no aligned copy first.
 GEMM_DMMA90_OPS_CE(lu, 128, 128, 2, 4, 16, 4, 4, 1, 1, 1)
@@ -354,3 +356,4 @@ GEMM_DMMA90_OPS_CE(u2u, 32, 32, 2, 2, 16, 4, 8, 2, 1, 1)
 GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_R(pu, 128, 64, 2, 2, 16, 3, 8, 1, 2, 1, true)
+GEMM_DMMA90_OPS_R(qu, 64, 64, 2, 2, 16, 3, 8, 1, 3, 1, true)

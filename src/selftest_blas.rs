@@ -181,13 +181,15 @@ fn wgmma_sweeps(
 
 /// The sm_90 f64 DMMA kernels' checks (module gemm_dmma90): (tile, split, kernel letter,
 /// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
-/// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Thin is `t` (16 x 64) or `h`
+/// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
+/// blocks per multiprocessor), Thin is `t` (16 x 64) or `h`
 /// (64 x 16) by the shape; the k splits over the 2 blocks of a cluster are forced. Leading
 /// dimensions one element longer (operands aligned only to their element) run each tile's
 /// 8-byte variant (`<letter>u`) in place of an aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs) checks that each entry
 /// picks the kernel it names.
-pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 18] = [
+pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 20] = [
     (Tile::Small, SplitK::Auto, "s", 0),
+    (Tile::Half, SplitK::Auto, "q", 0),
     (Tile::Large, SplitK::Auto, "l", 0),
     (Tile::Auto, SplitK::Auto, "u", 0),
     (Tile::Narrow, SplitK::Auto, "m", 0),
@@ -197,6 +199,7 @@ pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 18] = [
     (Tile::Thin, SplitK::Auto, "t", 0),
     (Tile::Thin, SplitK::Auto, "h", 0),
     (Tile::Small, SplitK::Auto, "su", 1),
+    (Tile::Half, SplitK::Auto, "qu", 1),
     (Tile::Large, SplitK::Auto, "lu", 1),
     (Tile::Auto, SplitK::Auto, "uu", 1),
     (Tile::Narrow, SplitK::Auto, "mu", 1),
@@ -220,6 +223,8 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         // f64's `p` (128 x 64, 3 stages of 16 k): 2 x 3 tiles, the last of each side partial,
         // over 12 k-tiles and a partial one.
         "p" | "pu" => (200, 136, 200),
+        // f64's `q` (64 x 64, 3 stages of 16 k): 3 x 2 tiles over 12 k-tiles and a partial one.
+        "q" | "qu" => (136, 72, 200),
         // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
         // k-tiles and a partial one.
         "b" => (200, 392, 200),

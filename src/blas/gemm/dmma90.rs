@@ -11,11 +11,11 @@ use crate::error::{bail_invalid, Result};
 /// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
 ///
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `p` (128 x 64 of 4
-/// warps, two), `s` (64 x 64, two), `u` (32 x 32); `s` and `u` also split k over the 2 blocks of a
-/// cluster (`s2`, `u2`); the thin `t` (16 x 64) and `h` (64 x 16), two blocks each. Forced: Large
-/// and Wide give `l`, Broad `p`, Narrow `m`, Small `s`, Thin `t` when D has at most as many rows
-/// as columns and `h` otherwise; a forced split in 2 takes `s` (Small, or Auto when the 64 x 64
-/// tiles fill a wave) or `u`.
+/// warps, two), `s` (64 x 64, two), `q` (64 x 64, three), `u` (32 x 32); `s` and `u` also split k
+/// over the 2 blocks of a cluster (`s2`, `u2`); the thin `t` (16 x 64) and `h` (64 x 16), two
+/// blocks each. Forced: Large and Wide give `l`, Broad `p`, Narrow `m`, Small and Medium `s`, Half
+/// `q`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced split in 2
+/// takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
 ///
 /// Automatically (from forced sweeps on the H100, docs/kernels/gemm.md, the DMMA sections,
 /// "Thin tiles" and "f64 tiles by waste and waves"):
@@ -52,6 +52,14 @@ use crate::error::{bail_invalid, Result};
 ///   to it wherever k >= 1024);
 /// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
 ///   with k >= 1024; `u` from a wave of its tiles; below that `u` split in 2 (k >= 256).
+/// * Where `s` (unsplit) is taken and k is at most [`Q_MAX_K`], `q` (the same tile in three
+///   blocks per multiprocessor) when its rounds of three leave the busiest multiprocessor fewer
+///   rounds than `s`'s of two: where the blocks are short-lived, a third block per
+///   multiprocessor overlaps the others' first loads and last stores (H200, 2026-11-29, A/B in
+///   every op: 1536 x 1536 x 96 0.78-0.82x -> 0.98-1.01x cuBLAS, 4096 x 4096 x 16 +2-11%, batches
+///   38 x 284 x 42 x 240 and 201 x 154 x 41 x 65 +14-22% but TT at k 42 +0-1%, 100 x 60 x 64 x 500
+///   +9-10%; 64 x 64 x 64 x 512, as many rounds either way, -4% NN / NT / TN; from k = 376 `q`
+///   was 1-10% slower than `s`, at k = 1677 up to 15%).
 pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
@@ -103,7 +111,8 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Large | Tile::Wide => ('l', 1),
         Tile::Broad => ('p', 1),
         Tile::Narrow => ('m', 1),
-        Tile::Small | Tile::Half | Tile::Medium => ('s', 1),
+        Tile::Small | Tile::Medium => ('s', 1),
+        Tile::Half => ('q', 1),
         Tile::Auto
             if tl >= sms
                 && fill(tl, sms) >= 0.75
@@ -124,7 +133,18 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
             ('s', 2)
         }
         Tile::Auto if m_half_wave => ('m', 1),
-        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => ('s', 1),
+        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => {
+            // The busiest multiprocessor's rounds of `per` blocks at a time.
+            let rounds = |per: usize| ts.div_ceil(sms.max(1)).div_ceil(per);
+            (
+                if plan.k <= Q_MAX_K && rounds(3) < rounds(2) {
+                    'q'
+                } else {
+                    's'
+                },
+                1,
+            )
+        }
         Tile::Auto if tu >= sms => ('u', 1),
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
@@ -138,6 +158,10 @@ const L_FILL_MARGIN: f64 = 0.05;
 /// The longest k for which the automatic choice takes `p` where it would take `l` (see
 /// [`dmma90_tile`]).
 const P_MAX_K: usize = 256;
+
+/// The longest k for which the automatic choice takes `q` where it would take `s` (see
+/// [`dmma90_tile`]): at k = 128-131 the two ran within 3% of each other, from k = 376 `s` ahead.
+const Q_MAX_K: usize = 128;
 
 /// What splitting k over a cluster's 2 blocks costs, in k of a block's work (the partial tile
 /// handed over and added).
@@ -172,7 +196,7 @@ pub(crate) fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
         'l' => ((128, 128), 256, 16, 4),
         'm' => ((128, 64), 256, 16, 4),
         'p' => ((128, 64), 128, 16, 3),
-        's' => ((64, 64), 128, 16, 3),
+        's' | 'q' => ((64, 64), 128, 16, 3),
         't' => ((THIN_MAX, 64), 128, 32, 4),
         'h' => ((64, THIN_MAX), 128, 32, 4),
         _ => ((32, 32), 128, 16, 4),
@@ -193,6 +217,6 @@ pub(crate) fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32
 pub(crate) fn eight_byte_variant(name: &str) -> Option<String> {
     let rest = name.strip_prefix("gemm_dmma90_f64_")?;
     let (tile, ops) = rest.split_once('_')?;
-    matches!(tile, "l" | "m" | "p" | "s" | "u" | "s2" | "u2" | "t" | "h")
+    matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "t" | "h")
         .then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
 }

@@ -70,7 +70,8 @@ pub enum Tile {
     Auto,
     /// 64 x 64 on the wgmma kernels (one consumer warpgroup of 64 x 64), for problems under a
     /// wave of 128-row tiles (4096 x 128: 128 of these against 64 of 128 x 64); it does not
-    /// split k. Elsewhere the same as `Small`.
+    /// split k. f64 on the sm_90 DMMA kernels: 64 x 64 in three blocks per multiprocessor (short
+    /// k). Elsewhere the same as `Small`.
     Half,
     /// 64 x 96 on the wgmma kernels (one consumer warpgroup of 64 x 96), for problems whose
     /// 128-row tiles fill less than a wave (1024 x 768: 128 of these against 96 of 128 x 64); it

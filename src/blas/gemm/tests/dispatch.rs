@@ -324,6 +324,24 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     );
     assert_eq!(pick_mnk((1536, 1536, 1536), SplitK::Off), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((1536, 1536, 500), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    // k <= 128 where s's blocks are short-lived: q (three per SM) when its rounds of three
+    // leave the busiest SM fewer rounds (1536^2: 5 blocks, 2 rounds against 3; 4096^2 x 16: 32
+    // blocks, 11 against 16); 64 x 64 x 64 x 512 (4 blocks, 2 rounds either way) keeps s.
+    assert_eq!(pick_mnk((1536, 1536, 96), SplitK::Auto), "gemm_dmma90_f64_q_nt");
+    assert_eq!(pick_mnk((1536, 1536, 128), SplitK::Auto), "gemm_dmma90_f64_q_nt");
+    assert_eq!(pick_mnk((1536, 1536, 129), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((4096, 4096, 16), SplitK::Auto), "gemm_dmma90_f64_q_nt");
+    assert_eq!(
+        pick_split(64, 64, 1000, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
+        ("gemm_dmma90_f64_q_nt".into(), (64, 64), 61440, 128, 1)
+    );
+    assert_eq!(
+        pick_split(64, 64, 512, Kernel::Auto, Tile::Auto, SplitK::Auto, h)
+            .unwrap()
+            .0,
+        "gemm_dmma90_f64_s_nt"
+    );
+    assert_eq!(pick(256, 1, Kernel::Auto, Tile::Half, h).0, "gemm_dmma90_f64_q_nt");
     // Long k over few output tiles: s split in 2 (64 x 8192 x 8192: 128 tiles of 64 x 64 in
     // 256 blocks; 64 x 4096 x 4096 and 100 x 6000 x 6000: k >= 4096); 128 x 8192 x 8192
     // fills a wave of 128 x 64.
@@ -421,8 +439,8 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((4096, 160, 4096), SplitK::Off), "gemm_dmma90_f64_s_nt");
     // Batches of matrices smaller than a tile take the tile they fill (64 x 64 x 64 x 512: s).
     assert_eq!(pick(64, 512, Kernel::Auto, Tile::Auto, h).0, "gemm_dmma90_f64_s_nt");
-    // k < 32: s rather than l (the stores dominate).
-    assert_eq!(pick_mnk((4096, 4096, 16), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    // k < 32: the 64 x 64 tile rather than l (the stores dominate), in three blocks per SM.
+    assert_eq!(pick_mnk((4096, 4096, 16), SplitK::Off), "gemm_dmma90_f64_q_nt");
     assert_eq!(
         pick_split(16, 4096, 1, Kernel::Auto, Tile::Auto, SplitK::Auto, h).unwrap(),
         ("gemm_dmma90_f64_t_nt".into(), (16, 64), 94208, 128, 1)
