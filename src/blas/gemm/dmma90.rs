@@ -22,9 +22,13 @@ use crate::error::{bail_invalid, Result};
 /// * the thin tile along a short side ([`thin_side`]: at most [`THIN_MAX`], or up to 80 where
 ///   16-wide strips waste much less of D than 64-wide ones: 31 x 4099 x 257 0.82x -> 1.59x
 ///   cuBLAS, 2053 x 67 x 1999 0.54x -> 0.79x, 4096 x 24 x 4096 0.54x (`s`) -> 1.03x), except
-///   that a side over 16 with k >= 1024 takes `u` split in 2 where that leaves the busiest
-///   multiprocessor a tenth less work (2053 x 67 x 1999: 0.81x -> 1.09x). Few tiles with long k
-///   are split through partial products before this is asked (`partials::auto_parts`).
+///   that a side over 16 with k >= [`THIN_SPLIT_MIN_K`] takes `u` split in 2 where that leaves
+///   the busiest multiprocessor a tenth less work (2053 x 67 x 1999: 0.81x -> 1.09x; H200,
+///   2026-11-29, 72 shapes of a side 24-80 by 300-2500 at k 256-800, NN and TT: every one the
+///   rule splits ran faster split, 300 x 65 x 512 +25% / +57%, 1000 x 24 x 800 +34-41%, 300 x
+///   24 x 256 +12%; where the thin tiles' blocks are fewer per SM than the split's, the split
+///   lost up to 24%, as the rule has it). Few tiles with long k are split through partial
+///   products before this is asked (`partials::auto_parts`).
 /// * A tile only where it covers D with little waste ([`FULL`] of its area holds D): 128 x 128
 ///   on a batch of 64 x 64 matrices computes 4x the work (0.45x -> 1.05x on `s`).
 /// * `l` from a wave of its tiles when the last wave is at least 3/4 full, no more than
@@ -96,13 +100,13 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
     let thin = if plan.m <= plan.n { 't' } else { 'h' };
     Ok(match tile {
         Tile::Thin => (thin, 1),
-        // A short side of 17-80 with long k: `u` in 2 parts where it loads the busiest SM a
-        // tenth less than the thin tile (2053 x 67 x 1999: 16.1 TFLOP/s against `t` 12.0).
+        // A short side of 17-80: `u` in 2 parts where it loads the busiest SM a tenth less than
+        // the thin tile (2053 x 67 x 1999: 16.1 TFLOP/s against `t` 12.0).
         Tile::Auto
             if thin_side(plan)
                 && may_split
                 && plan.m.min(plan.n) > THIN_MAX
-                && plan.k >= 1024
+                && plan.k >= THIN_SPLIT_MIN_K
                 && split_keeps(2 * tu, count(dmma90_config(thin).0), (9, 10)) =>
         {
             ('u', 2)
@@ -158,6 +162,11 @@ const L_FILL_MARGIN: f64 = 0.05;
 /// The longest k for which the automatic choice takes `p` where it would take `l` (see
 /// [`dmma90_tile`]).
 const P_MAX_K: usize = 256;
+
+/// The least k for which the automatic choice splits a product with a short side of 17-80 in 2
+/// parts of `u` rather than run the thin tile (see [`dmma90_tile`]; H200, 2026-11-29: at k = 256
+/// the split ran 2-27% faster wherever the rule takes it; below, not measured).
+const THIN_SPLIT_MIN_K: usize = 256;
 
 /// The longest k for which the automatic choice takes `q` where it would take `s` (see
 /// [`dmma90_tile`]): at k = 128-131 the two ran within 3% of each other, from k = 376 `s` ahead.

@@ -433,6 +433,14 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     // 67 columns with long k: u split in 2 (390 blocks of 32 x 32) against 165 of 16 x 64.
     assert_eq!(pick_mnk((2053, 67, 1999), SplitK::Auto), "gemm_dmma90_f64_u2_nt");
     assert_eq!(pick_mnk((2053, 67, 1999), SplitK::Off), "gemm_dmma90_f64_t_nt");
+    // From k = 256 where the thin tiles' blocks are as few per SM as the split's (300 x 65 x
+    // 512: 25 of 16 x 64 against 60 split blocks of 32 x 32, one per SM either way); not where
+    // the split puts more blocks on an SM (2500 x 40 x 512: 120 thin blocks, 316 split).
+    assert_eq!(pick_mnk((300, 65, 512), SplitK::Auto), "gemm_dmma90_f64_u2_nt");
+    assert_eq!(pick_mnk((1000, 24, 256), SplitK::Auto), "gemm_dmma90_f64_u2_nt");
+    assert_eq!(pick_mnk((1000, 24, 255), SplitK::Auto), "gemm_dmma90_f64_t_nt");
+    assert_eq!(pick_mnk((2500, 40, 512), SplitK::Auto), "gemm_dmma90_f64_t_nt");
+    assert_eq!(pick_mnk((1000, 65, 800), SplitK::Auto), "gemm_dmma90_f64_t_nt");
     // 1023 x 1025 x 1027: 272 tiles of 64 x 64 (3 on some SMs), split in 2.
     assert_eq!(pick_mnk((1023, 1025, 1027), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
     assert_eq!(pick_mnk((4096, 33, 4096), SplitK::Off), "gemm_dmma90_f64_u_nt");
