@@ -43,6 +43,14 @@ use crate::error::{bail_invalid, Result};
 ///   2026-11-29, A/B in every op: 8192 x 8192 x 64 0.76-0.83x -> 0.84-0.91x cuBLAS, 2048 x 2048
 ///   x 128 x 32 0.89-0.92x -> 0.94-0.99x, 512 x 512 x 64 x 96 0.87-0.88x -> 0.99-1.00x, 4096 x
 ///   4096 x 256 -0.1% to +2.4%; from k = 700 `l` is as fast or up to 6% faster, forced);
+/// * `l` also from 3/4 of one wave of its tiles where `s` would put 4 blocks or more on the
+///   busiest multiprocessor and k is at least [`L_PART_WAVE_MIN_K`]: a lone `l` block takes
+///   about 3.2 times a lone `s` block, two rounds of `s` pairs 3.49 (H200, 2026-11-29: 24 shapes
+///   of 104-128 such tiles and 416-504 of `s` at k 384-2048, NN and TT, `l` forced 0.5-14%
+///   faster than the automatic `s` or `s2` in every case; then A/B in every op, 1792 x 1152 x
+///   4096 +9-12%, 1536 x 1280 x 3000 +7-12%, 1000 x 1700 x 800 +4-7%; where `s` put 3 blocks
+///   on an SM, 1408 x 1152 x 500 with 99 `l` tiles, `l` lost 18-22%, and at k = 300, 960 x
+///   2000, 2-6%);
 /// * `m` for 0.9-1.0 wave of its tiles;
 /// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
 ///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
@@ -126,6 +134,17 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         {
             (if plan.k <= P_MAX_K { 'p' } else { 'l' }, 1)
         }
+        // 3/4 of one wave of l's tiles or more, where s would put 4 blocks or more on the
+        // busiest SM (two rounds of pairs) and k is long enough for a lone block per SM.
+        Tile::Auto
+            if tl < sms
+                && fill(tl, sms) >= 0.75
+                && ts.div_ceil(sms.max(1)) >= 4
+                && plan.k >= L_PART_WAVE_MIN_K
+                && full((128, 128)) =>
+        {
+            ('l', 1)
+        }
         Tile::Auto if tm * 10 >= sms * 9 && tm <= sms && full((128, 64)) => ('m', 1),
         Tile::Auto
             if may_split
@@ -158,6 +177,11 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
 /// How much fuller `s`'s last round (two blocks per multiprocessor) may be than `l`'s last wave
 /// before the automatic choice leaves `l` for `s` (see [`dmma90_tile`]).
 const L_FILL_MARGIN: f64 = 0.05;
+
+/// The least k for which the automatic choice takes `l` over less than a wave of its tiles
+/// (see [`dmma90_tile`]): from k = 384 it ran ahead of `s` where the rule takes it, at 300 2-6%
+/// behind.
+const L_PART_WAVE_MIN_K: usize = 384;
 
 /// The longest k for which the automatic choice takes `p` where it would take `l` (see
 /// [`dmma90_tile`]).

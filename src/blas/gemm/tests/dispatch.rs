@@ -367,6 +367,18 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((3000, 3000, 1000), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((4096, 4096, 1024), SplitK::Auto), "gemm_dmma90_f64_l_nt");
     assert_eq!(pick_mnk((2000, 2000, 500), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    // l from 3/4 of one wave of its tiles where s would put 4 blocks on the busiest SM and k >=
+    // 384 (1152 x 1792: 126 tiles of l, 504 of s; 1100 x 1600: 117, 450; 1280 x 1536: 120,
+    // 480); not at k = 383, nor where s puts 3 on an SM (1408 x 1152: 99 tiles, 396), nor under
+    // 3/4 of a wave (1024 x 1408: 88 tiles), nor where D fills under 0.9 of the tiles (912 x
+    // 1786: 0.89).
+    assert_eq!(pick_mnk((1152, 1792, 1024), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    assert_eq!(pick_mnk((1100, 1600, 384), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    assert_eq!(pick_mnk((1280, 1536, 551), SplitK::Auto), "gemm_dmma90_f64_l_nt");
+    assert_eq!(pick_mnk((1280, 1536, 383), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((1408, 1152, 500), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((912, 1786, 551), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_ne!(pick_mnk((1024, 1408, 1024), SplitK::Auto), "gemm_dmma90_f64_l_nt");
     // 1024: 128 tiles of 128 x 64, one wave.
     assert_eq!(
         pick(1024, 1, Kernel::Auto, Tile::Auto, h),
