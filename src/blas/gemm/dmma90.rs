@@ -68,10 +68,10 @@ use crate::error::{bail_invalid, Result};
 ///   blocks per multiprocessor) when its rounds of three leave the busiest multiprocessor fewer
 ///   rounds than `s`'s of two: where the blocks are short-lived, a third block per
 ///   multiprocessor overlaps the others' first loads and last stores (H200, 2026-11-29, A/B in
-///   every op: 1536 x 1536 x 96 0.78-0.82x -> 0.98-1.01x cuBLAS, 4096 x 4096 x 16 +2-11%, batches
-///   38 x 284 x 42 x 240 and 201 x 154 x 41 x 65 +14-22% but TT at k 42 +0-1%, 100 x 60 x 64 x 500
-///   +9-10%; 64 x 64 x 64 x 512, as many rounds either way, -4% NN / NT / TN; from k = 376 `q`
-///   was 1-10% slower than `s`, at k = 1677 up to 15%).
+///   every op: 1536 x 1536 x 96 0.77-0.81x -> 0.95-1.03x cuBLAS, 4096 x 4096 x 16 +1-10%, batches
+///   38 x 284 x 42 x 240 and 201 x 154 x 41 x 65 +14-22% but TT at k 42 +0-2%, 100 x 60 x 64 x 500
+///   +8-10%; forced, 64 x 64 x 64 x 512, as many rounds either way, -4% NN / NT / TN; from k =
+///   376 `q` was 1-10% slower than `s`, at k = 1677 up to 15%).
 pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
