@@ -75,6 +75,8 @@ use crate::error::{bail_invalid, Result};
 pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
+    // The `s` blocks on the busiest multiprocessor, spread evenly.
+    let s_busiest = ts.div_ceil(sms.max(1));
     // The fraction of the block slots that the last wave of `blocks` fills.
     let fill = |blocks: usize, slots: usize| blocks as f64 / (blocks.div_ceil(slots).max(1) * slots) as f64;
     // Whether a tile's area is mostly D's.
@@ -139,7 +141,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Auto
             if tl < sms
                 && fill(tl, sms) >= 0.75
-                && ts.div_ceil(sms.max(1)) >= 4
+                && s_busiest >= 4
                 && plan.k >= L_PART_WAVE_MIN_K
                 && full((128, 128)) =>
         {
@@ -158,7 +160,7 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Auto if m_half_wave => ('m', 1),
         Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => {
             // The busiest multiprocessor's rounds of `per` blocks at a time.
-            let rounds = |per: usize| ts.div_ceil(sms.max(1)).div_ceil(per);
+            let rounds = |per: usize| s_busiest.div_ceil(per);
             (
                 if plan.k <= Q_MAX_K && rounds(3) < rounds(2) {
                     'q'
