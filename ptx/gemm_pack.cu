@@ -198,3 +198,64 @@ extern "C" __global__ void __launch_bounds__(256)
                        long long stride_out) {
     copy_tile_transposed<false>(out, in, k, rows, ld_in, ld_out, stride_in, stride_out);
 }
+
+// gemm_split_tf32x3(out, in, count, k, ld_in, ld_out, stride_in, stride_out, k_inner, lo_seg):
+// an f32 GEMM operand split for three tf32 products (MathMode::Tf32x3, src/blas/gemm/tf32x3.rs).
+// The operand holds `count` vectors of k elements (rows of op(A), columns of op(B)): element
+// (r, p) at in[r * ld_in + p] when k_inner, else at in[p * ld_in + r]. Each x is split into
+// hi = x rounded to tf32 and lo = x - hi rounded to tf32 (|x - hi - lo| <= 2^-22 |x|), and row r
+// of out gets three segments of k, out[r * ld_out + s * k + p] for s = 0, 1, 2:
+//   lo_seg == 1 (op(A)): [hi', lo, hi]        lo_seg == 0 (op(B)): [lo, hi', hi]
+// so that the GEMM over 3k sums hi_a lo_b + lo_a hi_b + hi_a hi_b, the small products first.
+// hi' is hi for a finite x and 0 otherwise, lo is 0 for a non-finite x: an infinite or NaN
+// element meets the other operand only in the last segment (hi, then x itself), so inf * b gives
+// inf (not inf * 0 = NaN from a small part of b) and a NaN propagates. hi rounds to nearest,
+// ties away from zero, on the bit pattern; a finite x that would round up to infinity (within
+// 2^-12 of FLT_MAX) is truncated instead, so that hi and lo stay finite.
+// Launch contract: block = (32, 8, 1); grid = (ceil(k / 32), ceil(count / 32), matrices) (count
+// / 32 and the matrices at most 65535); matrix b at in + b * stride_in and out + b * stride_out;
+// ld_out >= 3k; out not overlapping in. A block moves a 32 x 32 tile of (r, p) through shared
+// memory padded to 33 columns, so that reads along either index and writes along p are
+// coalesced and free of bank conflicts.
+__device__ __forceinline__ float tf32_nearest(float x) {
+    const unsigned u = __float_as_uint(x);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, NaN
+    unsigned r = (u + 0x1000u) & 0xffffe000u;
+    if ((r & 0x7f800000u) == 0x7f800000u) r = u & 0xffffe000u;  // would round to inf
+    return __uint_as_float(r);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_split_tf32x3(float* __restrict__ out, const float* __restrict__ in, long long count, long long k,
+                      long long ld_in, long long ld_out, long long stride_in, long long stride_out,
+                      int k_inner, int lo_seg) {
+    __shared__ float tile[32][33];  // tile[r - r0][p - p0]
+    const long long p0 = (long long)blockIdx.x * 32, r0 = (long long)blockIdx.y * 32;
+    in += blockIdx.z * stride_in;
+    out += blockIdx.z * stride_out;
+#pragma unroll
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        if (k_inner) {
+            const long long r = r0 + j, p = p0 + threadIdx.x;
+            tile[j][threadIdx.x] = (r < count && p < k) ? in[r * ld_in + p] : 0.f;
+        } else {
+            const long long p = p0 + j, r = r0 + threadIdx.x;
+            tile[threadIdx.x][j] = (r < count && p < k) ? in[p * ld_in + r] : 0.f;
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const long long r = r0 + j, p = p0 + threadIdx.x;
+        if (r < count && p < k) {
+            const float x = tile[j][threadIdx.x];
+            const bool finite = (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+            const float hi = tf32_nearest(x);
+            const float lo = finite ? tf32_nearest(x - hi) : 0.f;
+            float* row = out + r * ld_out + p;
+            row[0] = lo_seg == 0 ? lo : (finite ? hi : 0.f);
+            row[k] = lo_seg == 1 ? lo : (finite ? hi : 0.f);
+            row[2 * k] = hi;
+        }
+    }
+}

@@ -110,10 +110,17 @@
 #include "gemm_wg_ops.cuh"
 #include "gemm_wg_x_in_place.cuh"
 
-template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT>
+// PROMOTE > 0 (the tf32 products over split f32 operands, MathMode::Tf32x3): the tensor cores
+// add each k step into the accumulators truncated, an error that grows with the k steps summed
+// in one accumulator; every PROMOTE k-tiles the accumulators are added into a second set with
+// f32 adds that round to nearest, and the next chunk starts from zero, so the truncation only
+// reaches sums of PROMOTE * BK terms. Each chunk is the plain loop: its first k-tile peeled, its
+// groups in flight across its iterations, drained (wgmma.wait_group 0) at its end.
+template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT, int PROMOTE = 0>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
                                         const GemmParams& p, int flags, const WgSplit& sp) {
     static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows, one or two");
+    static_assert(PROMOTE == 0 || (XK && YK && !DT), "promotion: both operands k-contiguous, in shared memory");
     constexpr int NC = BM / 64;                // consumer warpgroups
     constexpr int BK = 128 / (int)sizeof(T);   // one 128-byte swizzle row of k
     constexpr int KSTEP = Wg<T>::KSTEP;
@@ -247,6 +254,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     unsigned staged = 0;
     unsigned loaded = 0;  // bit b: the phase parity of box b's C-load barrier
     float d[NACC];
+    float dm[PROMOTE > 0 ? NACC : 1];  // PROMOTE: the sum of the finished chunks
 
     // RS (tf32, m-contiguous X): each thread loads its A fragments from the stage's X tile (four
     // 32-row boxes, k row p of a box at p * 128 bytes, 16-byte chunk c of that row at (c ^ p % 8)
@@ -311,20 +319,45 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         const int t = u / parts, part = u % parts;
         const int kt0 = part * kper, nk = min(kt0 + kper, ktiles) - kt0;
         const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
+        if constexpr (PROMOTE > 0) {
+            // Chunks of PROMOTE k-tiles, each summed from zero and added into dm rounded to nearest.
 #pragma unroll
-        for (int i = 0; i < NACC; ++i) d[i] = 0.f;
-        // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
-        // accumulators' initial values reach a loop whose groups stay in flight across iterations.
-        mma_tile(it, fa);
-        for (int kt = 1; kt < nk; ++kt) {
-            if (RS && (kt & 1)) {
-                mma_tile(it + kt, fb);
-            } else {
-                mma_tile(it + kt, fa);
+            for (int i = 0; i < NACC; ++i) dm[i] = 0.f;
+            for (int c0 = 0; c0 < nk; c0 += PROMOTE) {
+                const int cn = min(PROMOTE, nk - c0);
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) d[i] = 0.f;
+                mma_tile(it + c0, fa);
+                for (int kt = 1; kt < cn; ++kt) {
+                    mma_tile(it + c0 + kt, fa);
+                    wgmma_wait<1>();
+                    if (lane == 0) mbar_arrive(empty + 8 * ((it + c0 + kt - 1) % STAGES));
+                }
+                wgmma_wait<0>();
+                fence_regs(d);
+                if (lane == 0) mbar_arrive(empty + 8 * ((it + c0 + cn - 1) % STAGES));
+#pragma unroll
+                for (int i = 0; i < NACC; ++i) dm[i] = __fadd_rn(dm[i], d[i]);
             }
-            // The group before this one has finished reading its stage: hand that stage back.
-            wgmma_wait<1>();
-            if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) d[i] = dm[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) d[i] = 0.f;
+            // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
+            // accumulators' initial values reach a loop whose groups stay in flight across
+            // iterations.
+            mma_tile(it, fa);
+            for (int kt = 1; kt < nk; ++kt) {
+                if (RS && (kt & 1)) {
+                    mma_tile(it + kt, fb);
+                } else {
+                    mma_tile(it + kt, fa);
+                }
+                // The group before this one has finished reading its stage: hand that stage back.
+                wgmma_wait<1>();
+                if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
+            }
         }
         const long long row0 = (long long)tc.m0 + 64 * cw;
         const long long rows = p.m - row0 < 64 ? p.m - row0 : 64;
@@ -347,7 +380,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         }
         wgmma_wait<0>();
         fence_regs(d);
-        if (lane == 0) mbar_arrive(empty + 8 * ((it + nk - 1) % STAGES));
+        // (PROMOTE: each chunk handed its stages back.)
+        if (PROMOTE == 0 && lane == 0) mbar_arrive(empty + 8 * ((it + nk - 1) % STAGES));
         it += nk;
         if constexpr (SPLITS) {
             // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
@@ -727,6 +761,16 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         gemm_wg<T, BM, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, flags, sp);                               \
     }
 #define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT) GEMM_WG_KERNEL_BM(NAME, T, 128, BN, STAGES, XK, YK, DT, ACT)
+
+// The tf32 kernels over split f32 operands (MathMode::Tf32x3): tn only (the split writes both
+// operands k-contiguous), accumulators promoted every PROMOTE k-tiles (gemm_wg above). Their
+// second accumulator set leaves the 128 x 256 tile without registers: 128 x 192 and smaller.
+#define GEMM_WG_KERNEL_PROMOTED(NAME, BM, BN, STAGES, PROMOTE)                                                 \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
+        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
+             const __grid_constant__ TensorMap td, const GemmParams p, int flags, const WgSplit sp) {          \
+        gemm_wg<float, BM, BN, STAGES, true, true, false, ACT_NONE, PROMOTE>(&tx, &ty, &td, p, flags, sp);      \
+    }
 
 // One tile L (BM x BN, STAGES) of a 16-bit type in every op combination: P_L_<ops>.
 #define GEMM_WG_TILE_OPS(P, L, T, BM, BN, STAGES, ACT)                                \

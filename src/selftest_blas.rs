@@ -334,6 +334,73 @@ fn thin_element_variants(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Chec
     }
 }
 
+/// [`MathMode::Tf32x3`] forced onto the tensor cores: the split (`gemm_split_tf32x3`, which
+/// reads each operand k-contiguous or not as the ops make it) in every op pair with an
+/// activation and a bias, and on compute capability 9.0 each tile of the promoted tf32 kernels
+/// (`gemm_wg_tf32x3_<tile>_tn`) forced, at f32's tolerance. A check covers the kernels that
+/// [`Gemm::kernel_name`] reports for it, and fails where that is not the product it names.
+fn tf32x3_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    use Transpose::{N, T as Tr};
+    let hopper = stream.context().compute_capability() == (9, 0);
+    let tiles: &[(Tile, &str)] = if hopper {
+        &[
+            (Tile::Broad, "b"),
+            (Tile::Large, "l"),
+            (Tile::Narrow, "n"),
+            (Tile::Medium, "m"),
+            (Tile::Half, "h"),
+        ]
+    } else {
+        &[(Tile::Auto, "")]
+    };
+    let (m, n, k) = (200, 136, 72);
+    for &(tile, letter) in tiles {
+        for ops in [(N, N), (N, Tr), (Tr, N), (Tr, Tr)] {
+            let act = ACTIVATIONS[out.len() % ACTIVATIONS.len()];
+            let g = Gemm::<f32>::new(ops.0, ops.1, m, n, k)
+                .math(MathMode::Tf32x3)
+                .kernel(Kernel::TensorCore)
+                .tile(tile);
+            let promoted = format!("gemm_wg_tf32x3_{letter}_tn");
+            let ran = (|| {
+                let buf = |len| DeviceBuffer::<f32>::zeroed(stream, len);
+                g.kernel_name(&buf(m * k)?, &buf(k * n)?, &buf(m * n)?)
+            })();
+            let result = match ran {
+                Ok(name) if name.starts_with("gemm_split_tf32x3+") && (!hopper || name.ends_with(&promoted)) => {
+                    gemm_case::<f32>(
+                        stream,
+                        rng,
+                        ops,
+                        (m, n, k),
+                        [0; 3],
+                        MathMode::Tf32x3,
+                        Kernel::TensorCore,
+                        (tile, SplitK::Auto),
+                        act,
+                    )
+                }
+                Ok(name) => Err(crate::error::invalid(format_args!("ran {name}"))),
+                Err(e) => Err(e),
+            };
+            let label = if hopper {
+                format!("gemm gemm_split_tf32x3+{promoted}")
+            } else {
+                "gemm gemm_split_tf32x3".to_string()
+            };
+            let what = format!("{m}x{n}x{k} {}{} +bias {act:?}", letter_of(ops.0), letter_of(ops.1));
+            let check = Check::new(label, what, 1e-5, result);
+            if check.passed {
+                covered.insert("gemm_split_tf32x3".to_string());
+                if hopper {
+                    covered.insert(promoted);
+                }
+            }
+            out.push(check);
+        }
+    }
+}
+
 /// The op pairs whose thin mma.sync kernels have element variants (at least one operand
 /// k-contiguous: A under T, B under N).
 pub(crate) const ELEMENT_OPS: [((Transpose, Transpose), &str); 3] = [
@@ -668,6 +735,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         aligned_copies(s, r, &mut out, &mut covered);
         transposed_copies(s, r, &mut out, &mut covered);
         thin_element_variants(s, r, &mut out, &mut covered);
+        tf32x3_products(s, r, &mut out, &mut covered);
     }
     small_matrices(s, r, &mut out, &mut covered);
     skinny_products(s, r, &mut out, &mut covered);

@@ -10,7 +10,8 @@
 //!
 //! `|got - ref| <= (u_in + u_acc(k)) * 1.25 * S + u_out * |ref| + tiny`,
 //! `S = |alpha| sum_p |a_ip b_pj| + |beta c_ij| + |bias|`, where `u_in` is the input rounding
-//! (tf32 operands not already tf32: 2^-9; else 0), `u_acc(k) = u * (64 + 2 sqrt(k))` with `u` the
+//! (tf32 operands not already tf32: 2^-9; f32 in `MathMode::Tf32x3`: 3 * 2^-22, with `u_acc` over
+//! 3k terms; else 0), `u_acc(k) = u * (64 + 2 sqrt(k))` with `u` the
 //! accumulator's unit roundoff (2^-24, f64 2^-53), and `u_out` one unit in the last place of
 //! the output (f16 2^-10, bf16 2^-7, f32 2^-23, f64 2^-52; plus 1e-5 for the fast sigmoid and
 //! tanh). With `beta = 0`, C is filled with
@@ -62,6 +63,9 @@ pub enum FuzzType {
     Bf16,
     /// f64.
     F64,
+    /// f32 storage, [`MathMode::Tf32x3`] (three tf32 products on the tensor cores, or the exact
+    /// kernels where the mode takes those).
+    F32x3,
 }
 
 impl FuzzType {
@@ -69,17 +73,18 @@ impl FuzzType {
     ///
     /// ```
     /// use cudrv::selftest::fuzz::FuzzType;
-    /// assert_eq!(FuzzType::ALL.len(), 5);
+    /// assert_eq!(FuzzType::ALL.len(), 6);
     /// ```
-    pub const ALL: [FuzzType; 5] = [
+    pub const ALL: [FuzzType; 6] = [
         FuzzType::F32,
         FuzzType::Tf32,
         FuzzType::F16,
         FuzzType::Bf16,
         FuzzType::F64,
+        FuzzType::F32x3,
     ];
 
-    /// `f32`, `tf32`, `f16`, `bf16`, `f64`.
+    /// `f32`, `tf32`, `f16`, `bf16`, `f64`, `f32x3`.
     ///
     /// ```
     /// use cudrv::selftest::fuzz::FuzzType;
@@ -92,6 +97,7 @@ impl FuzzType {
             FuzzType::F16 => "f16",
             FuzzType::Bf16 => "bf16",
             FuzzType::F64 => "f64",
+            FuzzType::F32x3 => "f32x3",
         }
     }
 }
@@ -499,8 +505,10 @@ fn run_case<T: FuzzElement>(
         .kernel(case.knobs.0)
         .tile(case.knobs.1)
         .split_k(case.knobs.2);
-    if case.ty == FuzzType::Tf32 {
-        g = g.math(MathMode::Tf32);
+    match case.ty {
+        FuzzType::Tf32 => g = g.math(MathMode::Tf32),
+        FuzzType::F32x3 => g = g.math(MathMode::Tf32x3),
+        _ => {}
     }
     if batch != 1 {
         g = g.batched(batch, oa.stride, ob.stride, oc.stride);
@@ -569,12 +577,14 @@ fn run_case<T: FuzzElement>(
         ));
     }
     // Sampled entries against the f64 reference.
-    let u_in = if case.ty == FuzzType::Tf32 && !case.tf32_exact_inputs {
-        1.0 / 512.0
-    } else {
-        0.0
+    // Tf32x3: the splits and the dropped lo * lo product, 3 * 2^-22 of each |a b|, over three
+    // times k accumulated terms.
+    let (u_in, k_acc) = match case.ty {
+        FuzzType::Tf32 if !case.tf32_exact_inputs => (1.0 / 512.0, k),
+        FuzzType::F32x3 => (3.0 / 4_194_304.0, 3 * k),
+        _ => (0.0, k),
     };
-    let u_acc = T::ACC_U * (64.0 + 2.0 * (k as f64).sqrt());
+    let u_acc = T::ACC_U * (64.0 + 2.0 * (k_acc as f64).sqrt());
     let u_act = match case.act {
         Activation::Sigmoid | Activation::Tanh if case.ty != FuzzType::F64 => 1e-5,
         _ => 0.0,
@@ -639,7 +649,7 @@ fn run_case<T: FuzzElement>(
 /// [`run_case`] for the element type of `case.ty` (f32 storage for tf32).
 fn run_typed(stream: &Arc<Stream>, case: &GemmCase, runs: usize, rng: &mut Rng) -> Result<(String, CaseOutcome)> {
     match case.ty {
-        FuzzType::F32 | FuzzType::Tf32 => run_case::<f32>(stream, case, runs, rng),
+        FuzzType::F32 | FuzzType::Tf32 | FuzzType::F32x3 => run_case::<f32>(stream, case, runs, rng),
         FuzzType::F16 => run_case::<f16>(stream, case, runs, rng),
         FuzzType::Bf16 => run_case::<bf16>(stream, case, runs, rng),
         FuzzType::F64 => run_case::<f64>(stream, case, runs, rng),

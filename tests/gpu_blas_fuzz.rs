@@ -1,5 +1,5 @@
 //! Randomized differential GPU tests of `cudrv::blas` (`cudrv::selftest::fuzz`): thousands of
-//! seeded GEMM cases over every type (f32, tf32, f16, bf16, f64), op pair, layout, alignment,
+//! seeded GEMM cases over every type (f32, tf32, f16, bf16, f64, f32 in MathMode::Tf32x3), op pair, layout, alignment,
 //! leading dimension, batch layout, alpha/beta, bias and activation, tile and k split, each run
 //! twice (bit-identical) and checked entry by entry against an f64 CPU reference; GEMV likewise.
 //!
@@ -138,6 +138,34 @@ fn gemm_fuzz_f32() {
 #[test]
 fn gemm_fuzz_tf32() {
     gemm_fuzz("gemm_fuzz_tf32", FuzzType::Tf32);
+}
+
+/// f32 in `MathMode::Tf32x3`: both its routes must have run (the split and its tf32 product, on
+/// a device with tf32 tensor cores, and the exact kernels), within f32's bound plus the split's.
+#[test]
+fn gemm_fuzz_f32x3() {
+    let Some(ctx) = gpu!("gemm_fuzz_f32x3") else { return };
+    let stream = ctx.new_stream().expect("stream");
+    let start = Instant::now();
+    let reports: Vec<Report> = seeds()
+        .into_iter()
+        .map(|seed| fuzz::gemm(&stream, FuzzType::F32x3, seed, cases(), true).expect("fuzz run"))
+        .collect();
+    let ran = |prefix: &str| {
+        reports
+            .iter()
+            .flat_map(|r| r.kernels.keys())
+            .any(|k| k.starts_with(prefix))
+    };
+    let (split, exact) = (ran("gemm_split_tf32x3+"), ran("gemm_simt_f32"));
+    check(
+        &format!("gemm_fuzz_f32x3 ({:.1} s)", start.elapsed().as_secs_f64()),
+        reports,
+    );
+    if ctx.compute_capability() >= (8, 0) {
+        assert!(split, "no case ran the tf32x3 split");
+    }
+    assert!(exact, "no case ran the exact kernels");
 }
 
 #[test]

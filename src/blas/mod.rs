@@ -135,6 +135,32 @@ pub enum MathMode {
     /// f32 operands rounded to TF32 (10-bit mantissa) on the tensor cores, f32 accumulation: like
     /// cuBLAS's `CUBLAS_TF32_TENSOR_OP_MATH`. Relative error about 1e-3 instead of 1e-6.
     Tf32,
+    /// f32 accuracy on the tensor cores: each operand split into a tf32 part and a tf32
+    /// remainder (`x = hi + lo` to 2^-22 of `|x|`), and three tf32 products summed in f32
+    /// (`hi_a lo_b + lo_a hi_b + hi_a hi_b`), so each product is off by at most `3 * 2^-22 |a b|`
+    /// and the sum is accumulated in f32 as the exact kernels do (infinities and NaN as in
+    /// exact f32; subnormal inputs may be read as zero by the tensor cores, as with
+    /// [`MathMode::Tf32`]). The split copies `(m + n) * 3k` elements per matrix first; small,
+    /// short and one-row or one-column products run on the exact kernels instead, which are as
+    /// fast there (and [`Kernel::Simt`](crate::blas::Kernel::Simt) forces them). On an H200,
+    /// 1.4-2.4x cuBLAS's exact f32 from 2048^3 and 3000 x 5000 x 700 up (docs/PERFORMANCE.md).
+    /// Ignored by the other types.
+    ///
+    /// ```no_run
+    /// use cudrv::blas::{Gemm, MathMode, Transpose};
+    /// use cudrv::DeviceBuffer;
+    /// let ctx = cudrv::Context::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let n = 4096;
+    /// let a = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+    /// let b = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+    /// let mut c = DeviceBuffer::<f32>::zeroed(&stream, n * n)?;
+    /// let g = Gemm::new(Transpose::N, Transpose::N, n, n, n).math(MathMode::Tf32x3);
+    /// assert!(g.kernel_name(&a, &b, &c)?.starts_with("gemm_split_tf32x3+"));
+    /// g.run(&a, &b, &mut c)?;
+    /// # Ok::<(), cudrv::Error>(())
+    /// ```
+    Tf32x3,
 }
 
 /// The activation of a fused GEMM epilogue, applied last: `C = act(alpha op(A) op(B) + beta C + bias)`.

@@ -28,7 +28,7 @@ impl El for f32 {
     }
     fn bound(math: MathMode) -> f64 {
         match math {
-            MathMode::Exact => 1e-5,
+            MathMode::Exact | MathMode::Tf32x3 => 1e-5,
             MathMode::Tf32 => 5e-3,
         }
     }

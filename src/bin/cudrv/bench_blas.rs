@@ -8,7 +8,8 @@
 //! cuBLAS (none found, or `CUDRV_LIBCUBLAS` names a library that does not load) the table shows
 //! cudrv's figures alone.
 //!
-//! Options: `--types f32,tf32,f16,bf16,f64` (gemm; gemv takes f32,f64,f16,bf16, default f32),
+//! Options: `--types f32,tf32,f16,bf16,f64` (gemm, and `f32x3`: f32 in `MathMode::Tf32x3`
+//! against cuBLAS's exact f32, on request; gemv takes f32,f64,f16,bf16, default f32),
 //! `--sizes 256,1024` (square sizes; gemv runs N at each and T up to 16384), `--no-skinny`,
 //! `--suite` (gemm: the shape suite of `bench_suite.rs`, with a per-type summary; `--names` ends
 //! each of its rows with the kernels cudrv ran), `--shapes 8192x8192x64,...` (gemm: m x n x k
@@ -132,13 +133,14 @@ pub struct Options(Opts);
 pub fn options(what: &str, args: &[String]) -> Result<Options> {
     let (types, sizes): (&[&str], &[usize]) = match what {
         "gemm" => (
-            &["f32", "tf32", "f16", "bf16", "f64"],
+            &["f32", "tf32", "f16", "bf16", "f64", "f32x3"],
             &[256, 512, 1024, 2048, 4096, 8192],
         ),
         _ => (&["f32", "f64", "f16", "bf16"], &[1024, 4096, 6144, 8192, 16384, 32768]),
     };
     let default_types = if what == "gemm" {
-        types.join(",")
+        // f32x3 (MathMode::Tf32x3 against cuBLAS's exact f32) on request only.
+        types[..5].join(",")
     } else {
         "f32".to_string()
     };
@@ -399,10 +401,15 @@ fn gemm_bench(
                 let r = match ty.as_str() {
                     "f32" => one_gemm::<f32>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
                     "tf32" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32, sel, cublas::COMPUTE_32F_FAST_TF32, o),
+                    "f32x3" => one_gemm::<f32>(stream, c, shape, MathMode::Tf32x3, sel, cublas::COMPUTE_32F, o),
                     "f16" => one_gemm::<f16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
                     "bf16" => one_gemm::<bf16>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_32F, o),
                     "f64" => one_gemm::<f64>(stream, c, shape, MathMode::Exact, sel, cublas::COMPUTE_64F, o),
-                    other => return Err(err(format!("unknown type {other:?}; choose f32, tf32, f16, bf16, f64"))),
+                    other => {
+                        return Err(err(format!(
+                            "unknown type {other:?}; choose f32, tf32, f16, bf16, f64, f32x3"
+                        )))
+                    }
                 };
                 let (m, n, k) = shape;
                 let r = match r {

@@ -92,7 +92,7 @@ pub(crate) fn print_summary(types: &[String], rows: &[(String, f64, String)], fl
 /// show: the types' rounding, and for exact f32 its growth with sqrt(k) past 1024.
 pub(crate) fn diff_bound(ty: &str, k: usize) -> f64 {
     match ty {
-        "f32" => 1e-5 * (k as f64 / 1024.0).sqrt().max(1.0),
+        "f32" | "f32x3" => 1e-5 * (k as f64 / 1024.0).sqrt().max(1.0),
         "f64" => 1e-12,
         "tf32" => 5e-3,
         _ => 2e-2,
@@ -134,6 +134,8 @@ fn peak(ty: &str) -> f64 {
     match ty {
         "f32" => 67.0,
         "tf32" => 494.7,
+        // Three tf32 products per f32 product.
+        "f32x3" => 494.7 / 3.0,
         "f16" | "bf16" => 989.4,
         _ => 67.0,
     }

@@ -253,6 +253,7 @@ pub(crate) fn run_gemm(
         for (c, &sel) in cases.iter().flat_map(|c| opts.sels.iter().map(move |s| (c, s))) {
             let r = match ty.as_str() {
                 "f32" => one::<f32>(stream, cublas, c, MathMode::Exact, cublas::COMPUTE_32F, trials, sel),
+                "f32x3" => one::<f32>(stream, cublas, c, MathMode::Tf32x3, cublas::COMPUTE_32F, trials, sel),
                 "tf32" => one::<f32>(
                     stream,
                     cublas,

@@ -4,7 +4,7 @@
 use super::dispatch::choose;
 use super::launch::run_choice;
 use super::params::GemmParams;
-use super::{partials, skinny, skinny90, vector};
+use super::{partials, skinny, skinny90, tf32x3, vector};
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::{batched_span, span, Activation, Layout, MathMode, Transpose};
 use crate::error::{bail_invalid, Result};
@@ -269,7 +269,7 @@ fn ops_suffix(first: Transpose, second: Transpose) -> &'static str {
 }
 
 /// How a checked GEMM runs: the skinny kernel, or the tiled kernels' choice.
-enum Path {
+pub(super) enum Path {
     Skinny(skinny::SkinnyRoute),
     Skinny90(skinny90::Skinny90Route),
     Partials(partials::PartialsRoute),
@@ -506,11 +506,33 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(String::new());
         }
+        if T::NAME == "f32" && self.math == MathMode::Tf32x3 {
+            let cc = c.stream().context().compute_capability();
+            if !tf32x3::splits(self, cc)? {
+                let exact = Gemm {
+                    math: MathMode::Exact,
+                    ..*self
+                };
+                return exact.kernel_name(a, b, c);
+            }
+            return tf32x3::product_name::<T, S>(self, c, None);
+        }
+        self.name_at::<T>(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], c.stream())
+    }
+
+    /// The kernel name of [`Gemm::kernel_name`] for the checked `plan` on operands at `ptrs`
+    /// (A, B, C).
+    pub(super) fn name_at<T: GemmType<Scalar = S>>(
+        &self,
+        plan: &Plan,
+        ptrs: [u64; 3],
+        stream: &Stream,
+    ) -> Result<String> {
         if let Some(route) = vector::route::<T, S>(self, self.lds()) {
             return Ok(route.name(T::NAME));
         }
-        let params = self.params(&plan, [a.device_ptr(), b.device_ptr(), c.device_ptr()], 0);
-        Ok(match self.path::<T>(&plan, &params, c.stream())? {
+        let params = self.params(plan, ptrs, 0);
+        Ok(match self.path::<T>(plan, &params, stream)? {
             Path::Skinny(route) => route.name(),
             Path::Skinny90(route) => route.name(),
             Path::Partials(route) => route.name::<T>(),
@@ -525,7 +547,12 @@ impl<S: Copy + Into<f64>> Gemm<S> {
     /// it added 25-30 ns to every repeated GEMM on the null driver (`cargo bench --bench host`,
     /// 2026-11-28: f32 64^3 237-249 -> 271 ns), inlined 10-20.
     #[inline(always)]
-    fn path<T: GemmType<Scalar = S>>(&self, plan: &Plan, params: &GemmParams, stream: &Stream) -> Result<Path> {
+    pub(super) fn path<T: GemmType<Scalar = S>>(
+        &self,
+        plan: &Plan,
+        params: &GemmParams,
+        stream: &Stream,
+    ) -> Result<Path> {
         let ctx = stream.context();
         let (sms, cc) = (ctx.limits().multiprocessor_count as usize, ctx.compute_capability());
         let bandwidth = ctx.limits().peak_memory_bandwidth();
@@ -578,10 +605,10 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         } else {
             String::new()
         };
-        let tf32 = if T::NAME == "f32" && self.math == MathMode::Tf32 {
-            " tf32"
-        } else {
-            ""
+        let tf32 = match (T::NAME, self.math) {
+            ("f32", MathMode::Tf32) => " tf32",
+            ("f32", MathMode::Tf32x3) => " tf32x3",
+            _ => "",
         };
         Op {
             label: format!(
@@ -611,6 +638,23 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             return Ok(());
         }
         let _scope = OpScope::enter(c.stream().context(), || self.op::<T>());
+        if T::NAME == "f32" && self.math == MathMode::Tf32x3 {
+            return tf32x3::run(self, &plan, a, b, bias, c);
+        }
+        self.launch_planned(&plan, a, b, bias, c)
+    }
+
+    /// [`Gemm::launch`] after its checks, inside the caller's profiler scope: `plan` is this
+    /// GEMM's plan against these operands (not empty); the rest of the checks, then the queued
+    /// kernels.
+    pub(super) fn launch_planned<T: GemmType<Scalar = S>>(
+        &self,
+        plan: &Plan,
+        a: &impl DeviceSlice<T>,
+        b: &impl DeviceSlice<T>,
+        bias: Option<(u64, usize, &dyn DeviceSlice<T>)>,
+        c: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
         if bias.is_none() {
             if let Some(route) = vector::route::<T, S>(self, self.lds()) {
                 return vector::run(&route, a, b, c);
@@ -618,12 +662,12 @@ impl<S: Copy + Into<f64>> Gemm<S> {
         }
         let stream = c.stream().clone();
         let params = self.params(
-            &plan,
+            plan,
             [a.device_ptr(), b.device_ptr(), c.device_ptr()],
             bias.map_or(0, |b| b.0),
         );
         // Every check (including the kernel choice) comes before anything is queued.
-        let path = self.path::<T>(&plan, &params, &stream)?;
+        let path = self.path::<T>(plan, &params, &stream)?;
         use_on(a, &stream)?;
         use_on(b, &stream)?;
         if let Some((_, _, bias)) = bias {
@@ -635,6 +679,6 @@ impl<S: Copy + Into<f64>> Gemm<S> {
             Path::Partials(route) => return partials::run::<T>(&stream, &route, &params),
             Path::Tiles(choice) => choice,
         };
-        run_choice::<T>(&stream, &choice, &plan, params, self.batch, self.activation)
+        run_choice::<T>(&stream, &choice, plan, params, self.batch, self.activation)
     }
 }

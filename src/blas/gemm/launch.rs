@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::builder::Plan;
 use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
-use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32, MAX_BATCH_PER_LAUNCH};
+use super::params::{batch_launches, tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::wg_tiles::{has_act_twin, splits_k, wg_parts};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
@@ -163,9 +163,7 @@ pub(crate) fn run_kernel<T: GemmType>(
     }
     let threads = choice.threads;
     let sz = size_of::<T>() as u64;
-    let mut done = 0usize;
-    while done < batch {
-        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+    for (done, count) in batch_launches(batch) {
         let mut p = params;
         p.x += done as u64 * params.sx as u64 * sz;
         p.y += done as u64 * params.sy as u64 * sz;
@@ -215,7 +213,6 @@ pub(crate) fn run_kernel<T: GemmType>(
             })
         }?;
         drop(scratch);
-        done += count;
     }
     Ok(())
 }
@@ -323,12 +320,10 @@ fn copy_transposed(
     }
     let o = out.device_ptr();
     // Up to 65535 matrices (grid z) per launch.
-    let mut first = 0i64;
-    while first < batch {
-        let matrices = (batch - first).min(65535);
+    for (first, matrices) in batch_launches(batch as usize) {
         let (i, o) = (
-            input + (first * stride_in * 4) as u64,
-            o + (first * stride_out * 4) as u64,
+            input + (first as i64 * stride_in * 4) as u64,
+            o + (first as i64 * stride_out * 4) as u64,
         );
         let mut l = stream.launch_builder(&f);
         l.arg(&o).arg(&i).arg(&count).arg(&k).arg(&ld_in).arg(&ld);
@@ -345,7 +340,6 @@ fn copy_transposed(
                 shared_mem_bytes: 0,
             })
         }?;
-        first += matrices;
     }
     Ok(out)
 }
@@ -371,10 +365,11 @@ pub(crate) fn run_wgmma<T: GemmType>(
     };
     // With an activation, a D for the TMA runs the twin kernel of that activation's module
     // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
-    // epilogue. The 128 x 192 and 64-row tiles have no twin (only the plain modules hold them).
+    // epilogue. The 128 x 192 and 64-row tiles have no twin (only the plain modules hold them),
+    // nor have the promoted tf32 kernels of MathMode::Tf32x3.
     let act_name = activation
         .op()
-        .filter(|_| has_act_twin(choice.tile))
+        .filter(|_| has_act_twin(choice.tile) && !choice.name.starts_with(super::tf32x3::PROMOTED_PREFIX))
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     let xk = choice.name.ends_with('n');
     let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
@@ -399,9 +394,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
     // kernel stores without the TMA (partials.rs).
     let partial = params.act == ACT_PARTIAL_F32;
     let dsz = if partial { 4 } else { sz };
-    let mut done = 0usize;
-    while done < batch {
-        let count = (batch - done).min(MAX_BATCH_PER_LAUNCH);
+    for (done, count) in batch_launches(batch) {
         // The kernel numbers its tiles with 32-bit integers.
         if tiles.saturating_mul(count) > i32::MAX as usize {
             bail_invalid!(
@@ -522,7 +515,6 @@ pub(crate) fn run_wgmma<T: GemmType>(
             })
         }?;
         drop(scratch);
-        done += count;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ mod partials;
 mod skinny;
 mod skinny90;
 mod tf32_operands;
+mod tf32x3;
 mod thin;
 mod types;
 mod vector;

@@ -34,6 +34,14 @@ pub(crate) const ACT_PARTIAL_F32: i32 = 16;
 
 /// Most grid.y a launch uses (the batch index); larger batches take several launches.
 pub(crate) const MAX_BATCH_PER_LAUNCH: usize = 65535;
+
+/// The launches of a batch of `total` matrices, each as (its first matrix, its matrices): at
+/// most [`MAX_BATCH_PER_LAUNCH`] matrices each, in order.
+pub(crate) fn batch_launches(total: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..total)
+        .step_by(MAX_BATCH_PER_LAUNCH)
+        .map(move |first| (first, (total - first).min(MAX_BATCH_PER_LAUNCH)))
+}
 /// Tensor-core pipeline depth (the kernels' STAGES).
 pub(crate) const TC_STAGES: u32 = 4;
 /// Dynamic shared memory of the wgmma kernels (every tile): stages, the epilogue's four 8 KiB

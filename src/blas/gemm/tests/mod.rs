@@ -194,5 +194,6 @@ mod partials_route;
 mod selftest_names;
 mod skinny90_route;
 mod skinny_route;
+mod tf32x3_route;
 mod vector_route;
 mod wg_dispatch;
