@@ -665,7 +665,7 @@ fn wgmma_fits<T: GemmType>(g_math: MathMode, plan: &Plan, params: &GemmParams, b
 
 /// The tiled kernel for `g` on `stream`'s device: [`choose_on`], memoized per thread (see
 /// [`super::choice_cache`]), so a repeated shape costs one lookup.
-pub(crate) fn choose<T: GemmType, S>(
+pub(crate) fn choose<T: GemmType, S: Copy>(
     g: &Gemm<S>,
     plan: &Plan,
     params: &GemmParams,
@@ -673,8 +673,41 @@ pub(crate) fn choose<T: GemmType, S>(
 ) -> Result<Arc<Choice>> {
     let ctx = stream.context();
     let (cc, sms) = (ctx.compute_capability(), ctx.limits().multiprocessor_count as usize);
+    let room = ctx.limits().max_shared_per_block_optin;
+    // The key leaves `room` out: devices of one compute capability give a block the same.
     let key = Key::new::<T, S>(g, plan, params, cc, sms);
-    choice_cache::get_or_choose(key, || choose_on::<T, S>(g, plan, params, cc, sms))
+    choice_cache::get_or_choose(key, || choose_within::<T, S>(g, plan, params, (cc, sms), room))
+}
+
+/// [`choose_on`] on a device that gives a block at most `room` bytes of shared memory.
+///
+/// Where the automatic tile needs more (f32's 128 x 256 CUDA-core tile, `F32_W_SMEM`, on the
+/// 99 KiB of compute capability 8.6, 8.9 and 12.x), the choice is remade on the 128 x 128
+/// tiles (`Tile::Broad`), which every device of compute capability 7.0 and up holds. A forced
+/// tile stays as asked, and its launch reports the shortfall.
+pub(crate) fn choose_within<T: GemmType, S: Copy>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    params: &GemmParams,
+    (cc, sms): ((u32, u32), usize),
+    room: u32,
+) -> Result<Choice> {
+    let choice = choose_on::<T, S>(g, plan, params, cc, sms)?;
+    if fits_shared_memory(&choice, room) || g.tile != Tile::Auto {
+        return Ok(choice);
+    }
+    let smaller = Gemm {
+        tile: Tile::Broad,
+        split: SplitK::Auto,
+        ..*g
+    };
+    choose_on::<T, S>(&smaller, plan, params, cc, sms)
+}
+
+/// Whether `choice` and the choice it gives way to (without memory for its copies) each ask for
+/// at most `room` bytes of dynamic shared memory per block.
+fn fits_shared_memory(choice: &Choice, room: u32) -> bool {
+    choice.smem <= room && choice.fallback.as_deref().map_or(true, |f| fits_shared_memory(f, room))
 }
 
 /// The tiled kernel for `g` on a device of compute capability `cc` with `sms` multiprocessors:

@@ -192,6 +192,7 @@ mod choice_memo;
 mod dispatch;
 mod partials_route;
 mod selftest_names;
+mod shared_memory_fit;
 mod skinny90_route;
 mod skinny_route;
 mod tf32x3_route;
