@@ -119,15 +119,22 @@ fn plain_case(ty: FuzzType, ops: (Transpose, Transpose), dims: (usize, usize, us
     }
 }
 
-fn gemm_fuzz(name: &str, ty: FuzzType) {
-    let Some(ctx) = gpu!(name) else { return };
+/// The GEMM fuzz of `ty` over every seed of [`seeds`], on a new stream of `ctx`: its reports and
+/// the seconds it took.
+fn gemm_reports(ctx: &std::sync::Arc<cudrv::Context>, ty: FuzzType) -> (Vec<Report>, f64) {
     let stream = ctx.new_stream().expect("stream");
     let start = Instant::now();
     let reports = seeds()
         .into_iter()
         .map(|seed| fuzz::gemm(&stream, ty, seed, cases(), true).expect("fuzz run"))
         .collect();
-    check(&format!("{name} ({:.1} s)", start.elapsed().as_secs_f64()), reports);
+    (reports, start.elapsed().as_secs_f64())
+}
+
+fn gemm_fuzz(name: &str, ty: FuzzType) {
+    let Some(ctx) = gpu!(name) else { return };
+    let (reports, secs) = gemm_reports(&ctx, ty);
+    check(&format!("{name} ({secs:.1} s)"), reports);
 }
 
 #[test]
@@ -145,12 +152,7 @@ fn gemm_fuzz_tf32() {
 #[test]
 fn gemm_fuzz_f32x3() {
     let Some(ctx) = gpu!("gemm_fuzz_f32x3") else { return };
-    let stream = ctx.new_stream().expect("stream");
-    let start = Instant::now();
-    let reports: Vec<Report> = seeds()
-        .into_iter()
-        .map(|seed| fuzz::gemm(&stream, FuzzType::F32x3, seed, cases(), true).expect("fuzz run"))
-        .collect();
+    let (reports, secs) = gemm_reports(&ctx, FuzzType::F32x3);
     let ran = |prefix: &str| {
         reports
             .iter()
@@ -158,10 +160,7 @@ fn gemm_fuzz_f32x3() {
             .any(|k| k.starts_with(prefix))
     };
     let (split, exact) = (ran("gemm_split_tf32x3+"), ran("gemm_simt_f32"));
-    check(
-        &format!("gemm_fuzz_f32x3 ({:.1} s)", start.elapsed().as_secs_f64()),
-        reports,
-    );
+    check(&format!("gemm_fuzz_f32x3 ({secs:.1} s)"), reports);
     if ctx.compute_capability() >= (8, 0) {
         assert!(split, "no case ran the tf32x3 split");
     }
@@ -184,12 +183,7 @@ fn gemm_fuzz_bf16() {
 #[test]
 fn gemm_fuzz_f64() {
     let Some(ctx) = gpu!("gemm_fuzz_f64") else { return };
-    let stream = ctx.new_stream().expect("stream");
-    let start = Instant::now();
-    let reports: Vec<Report> = seeds()
-        .into_iter()
-        .map(|seed| fuzz::gemm(&stream, FuzzType::F64, seed, cases(), true).expect("fuzz run"))
-        .collect();
+    let (reports, secs) = gemm_reports(&ctx, FuzzType::F64);
     let eight_byte = ["lu", "mu", "su", "uu", "s2u", "u2u"]
         .iter()
         .filter(|t| {
@@ -198,10 +192,7 @@ fn gemm_fuzz_f64() {
                 .any(|r| r.kernels.keys().any(|k| k.contains(&format!("gemm_dmma90_f64_{t}_"))))
         })
         .count();
-    check(
-        &format!("gemm_fuzz_f64 ({:.1} s)", start.elapsed().as_secs_f64()),
-        reports,
-    );
+    check(&format!("gemm_fuzz_f64 ({secs:.1} s)"), reports);
     // With the default 150 cases per seed all six run; a short run (CUDRV_FUZZ_CASES) may
     // draw fewer unaligned cases.
     if ctx.compute_capability() >= (9, 0) && cases() >= 100 {
