@@ -142,7 +142,7 @@ pub enum MathMode {
     /// exact f32; subnormal inputs may be read as zero by the tensor cores, as with
     /// [`MathMode::Tf32`]). The split copies `(m + n) * 3k` elements per matrix first; small,
     /// short and one-row or one-column products run on the exact kernels instead, which are as
-    /// fast there (and [`Kernel::Simt`](crate::blas::Kernel::Simt) forces them). On an H200,
+    /// fast there (and [`Kernel::Simt`] forces them). On an H200,
     /// 1.4-2.4x cuBLAS's exact f32 from 2048^3 and 3000 x 5000 x 700 up (docs/PERFORMANCE.md).
     /// Ignored by the other types.
     ///
