@@ -42,6 +42,7 @@ pub(crate) fn batch_launches(total: usize) -> impl Iterator<Item = (usize, usize
         .step_by(MAX_BATCH_PER_LAUNCH)
         .map(move |first| (first, (total - first).min(MAX_BATCH_PER_LAUNCH)))
 }
+
 /// Tensor-core pipeline depth (the kernels' STAGES).
 pub(crate) const TC_STAGES: u32 = 4;
 /// Dynamic shared memory of the wgmma kernels (every tile): stages, the epilogue's four 8 KiB
