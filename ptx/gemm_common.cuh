@@ -61,11 +61,12 @@ __device__ __forceinline__ TileRC raster_tile(int tile, int tiles_m, int tiles_n
 // applies alpha, beta * D, the bias and the activation, with coalesced accesses to D. With
 // PARTS > 1 the tile is the sum of PARTS partial tiles, `part_stride` doubles apart in `cs`, added
 // in order (part 0 first), so the result does not depend on timing.
-template <int BM, int BN, int NT, int PARTS = 1>
-__device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double* D, const GemmParams& p,
+// TD: D's element type (double, or float for the f32 DMMA kernels: computed in f64, rounded once).
+template <int BM, int BN, int NT, int PARTS = 1, typename TD>
+__device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, TD* D, const GemmParams& p,
                                                long long m0, long long n0, int tid, int part_stride = 0) {
     const double alpha = p.alpha, beta = p.beta;
-    const double* bias = reinterpret_cast<const double*>(p.bias);
+    const TD* bias = reinterpret_cast<const TD*>(p.bias);
     const int rows = (int)min((long long)BM, p.m - m0), cols = (int)min((long long)BN, p.n - n0);
 #pragma unroll 1
     for (int i = tid; i < BM * BN; i += NT) {
@@ -75,11 +76,11 @@ __device__ __forceinline__ void store_tile_f64(const double* cs, int ldc, double
 #pragma unroll
         for (int q = 1; q < PARTS; ++q) s += cs[q * part_stride + r * ldc + c];
         double v = alpha * s;
-        double* dp = D + (m0 + r) * p.ldd + (n0 + c);
-        if (beta != 0.0) v += beta * *dp;
-        if (bias) v += bias[n0 + c];
+        TD* dp = D + (m0 + r) * p.ldd + (n0 + c);
+        if (beta != 0.0) v += beta * (double)*dp;
+        if (bias) v += (double)bias[n0 + c];
         if (p.act) v = activate(v, p.act);
-        *dp = v;
+        *dp = (TD)v;
     }
 }
 
@@ -118,23 +119,52 @@ __device__ __forceinline__ void store_out2(double* dp, double v0, double v1, con
     if (bias_c) v[0] += bias_c[0], v[1] += bias_c[1];
     *reinterpret_cast<double2*>(dp) = make_double2(v[0], v[1]);
 }
+// The same for f32 outputs of f64 sums (the f32 DMMA kernels): computed in f64, rounded once.
+__device__ __forceinline__ void store_out2(float* dp, double v0, double v1, const float* bias_c, double alpha,
+                                           double beta) {
+    double v[2] = {alpha * v0, alpha * v1};
+    if (beta != 0.0) {
+        const float2 o = *reinterpret_cast<const float2*>(dp);
+        v[0] += beta * (double)o.x, v[1] += beta * (double)o.y;
+    }
+    if (bias_c) v[0] += (double)bias_c[0], v[1] += (double)bias_c[1];
+    *reinterpret_cast<float2*>(dp) = make_float2((float)v[0], (float)v[1]);
+}
+
+// The same one output at a time, for a D whose rows are not 8-byte aligned (an odd leading
+// dimension or offset of an f32 D): two 4-byte loads and stores per pair, straight from the
+// registers, instead of the rolled epilogue through shared memory.
+__device__ __forceinline__ void store_out1x2(float* dp, double v0, double v1, const float* bias_c, double alpha,
+                                             double beta) {
+    double v[2] = {alpha * v0, alpha * v1};
+    if (beta != 0.0) v[0] += beta * (double)dp[0], v[1] += beta * (double)dp[1];
+    if (bias_c) v[0] += (double)bias_c[0], v[1] += (double)bias_c[1];
+    dp[0] = (float)v[0], dp[1] = (float)v[1];
+}
 
 // The direct epilogue of a warp's f64 DMMA accumulators (full tiles, see above). Fragment
 // (mi, ni) holds H pairs of consecutive outputs: pair h at row r0 + mi * FR + g + 8 h, columns
 // c0 + ni * 8 + 2 t and the next (m8n8k4: FR = 8, H = 1; m16n8kK: FR = 16, H = 2).
-template <int MI, int NI, int FR, int H>
-__device__ __forceinline__ void store_acc_f64(const double (&acc)[MI][NI][2 * H], double* D, const GemmParams& p,
+// PAIRS false (f32 D only): each pair as two 4-byte stores (store_out1x2), for rows that are not
+// 8-byte aligned.
+template <int MI, int NI, int FR, int H, bool PAIRS = true, typename TD>
+__device__ __forceinline__ void store_acc_f64(const double (&acc)[MI][NI][2 * H], TD* D, const GemmParams& p,
                                               long long r0, long long c0, int g, int t) {
-    const double* bias = reinterpret_cast<const double*>(p.bias);
+    const TD* bias = reinterpret_cast<const TD*>(p.bias);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < NI; ++ni) {
             const long long r = r0 + mi * FR + g, c = c0 + ni * 8 + 2 * t;
-            const double* bc = bias ? bias + c : nullptr;
+            const TD* bc = bias ? bias + c : nullptr;
 #pragma unroll
-            for (int h = 0; h < H; ++h)
-                store_out2(D + (r + 8 * h) * p.ldd + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], bc, p.alpha,
-                           p.beta);
+            for (int h = 0; h < H; ++h) {
+                if constexpr (PAIRS)
+                    store_out2(D + (r + 8 * h) * p.ldd + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], bc, p.alpha,
+                               p.beta);
+                else
+                    store_out1x2(D + (r + 8 * h) * p.ldd + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], bc,
+                                 p.alpha, p.beta);
+            }
         }
 }

@@ -51,6 +51,9 @@ pub struct DeviceLimits {
     pub memory_clock_khz: u32,
     /// Width of the memory bus (bits); 0 if the driver does not report it.
     pub memory_bus_bits: u32,
+    /// The device's f32 rate over its f64 rate on the CUDA cores (2 on an H100 or A100, 32-64 on
+    /// consumer GPUs); 0 if the driver does not report it.
+    pub single_to_double_ratio: u32,
 }
 
 impl DeviceLimits {
@@ -65,6 +68,7 @@ impl DeviceLimits {
     ///     max_grid_dim: [i32::MAX as u32, 65535, 65535], max_shared_per_block: 49152,
     ///     max_shared_per_block_optin: 232448, multiprocessor_count: 132, warp_size: 32,
     ///     l2_cache_bytes: 50 << 20, memory_clock_khz: 2_619_000, memory_bus_bits: 5120,
+    ///     single_to_double_ratio: 2,
     /// };
     /// let gbs = limits.peak_memory_bandwidth().unwrap() / 1e9;
     /// assert!((gbs - 3352.3).abs() < 0.1, "{gbs}");
@@ -264,6 +268,7 @@ impl Device {
             // Tuning inputs too (GEMM's choices by memory bandwidth).
             memory_clock_khz: a(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0),
             memory_bus_bits: a(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0),
+            single_to_double_ratio: a(Attr::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO).unwrap_or(0),
         })
     }
 }

@@ -56,6 +56,7 @@ impl LaunchConfig {
     ///     max_grid_dim: [i32::MAX as u32, 65535, 65535], max_shared_per_block: 49152,
     ///     max_shared_per_block_optin: 232448, multiprocessor_count: 132, warp_size: 32,
     ///     l2_cache_bytes: 50 << 20, memory_clock_khz: 2_619_000, memory_bus_bits: 5120,
+    ///     single_to_double_ratio: 2,
     /// };
     /// let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (2048, 1, 1), shared_mem_bytes: 0 };
     /// let err = cfg.check(&limits, 1024, 49152).unwrap_err().to_string();
@@ -459,6 +460,7 @@ mod tests {
             l2_cache_bytes: 50 << 20,
             memory_clock_khz: 2_619_000,
             memory_bus_bits: 5120,
+            single_to_double_ratio: 2,
         }
     }
 

@@ -179,7 +179,8 @@ fn wgmma_sweeps(
     );
 }
 
-/// The sm_90 f64 DMMA kernels' checks (module gemm_dmma90): (tile, split, kernel letter,
+/// The sm_90 DMMA kernels' checks (modules gemm_dmma90, f64, and gemm_dmma90_f32, exact f32 on
+/// the same tiles): (tile, split, kernel letter,
 /// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
 /// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
 /// blocks per multiprocessor), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape; the k splits
@@ -753,6 +754,19 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             Kernel::TensorCore,
             &DMMA90_SWEEP,
             1e-12,
+            &mut out,
+            &mut covered,
+            &ACTIVATIONS,
+        ); // Exact f32 on the same tiles (module gemm_dmma90_f32): f32 operands converted to f64,
+           // f64 sums, D rounded once: f32's tolerance with room to spare.
+        sweep::<f32>(
+            s,
+            r,
+            "gemm_dmma90_f32",
+            MathMode::Exact,
+            Kernel::TensorCore,
+            &DMMA90_SWEEP,
+            1e-5,
             &mut out,
             &mut covered,
             &ACTIVATIONS,

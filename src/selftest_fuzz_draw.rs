@@ -170,6 +170,11 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             ]),
         };
         (kernel, tile, split)
+    } else if ty == FuzzType::F32 && rng.next_u64() % 3 == 0 {
+        // Exact f32 has two automatic families: the f64 tensor cores where the device's f64
+        // units are fast (Hopper), the CUDA cores elsewhere; a third of the cases keep the CUDA
+        // cores' automatic choice covered there too.
+        (Kernel::Simt, Tile::Auto, SplitK::Auto)
     } else {
         (Kernel::Auto, Tile::Auto, SplitK::Auto)
     };

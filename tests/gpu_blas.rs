@@ -87,7 +87,8 @@ fn u_split_cases() -> Vec<Case> {
             // The kernels' D is 67 x 2053 either way.
             let (m, n) = if j == 0 { (2053, 67) } else { (67, 2053) };
             let mut c = Case::new(ta, tb, m, n, 1999);
-            c.layout = layout;
+            // The CUDA cores' automatic choice (a Hopper's takes its f64 tensor cores).
+            (c.layout, c.kernel) = (layout, Kernel::Simt);
             c.ld_align = if (i + j) % 2 == 0 { 4 } else { 1 };
             c.bias = i % 2 == 0;
             c.act = if i == 1 { Activation::Tanh } else { Activation::None };
@@ -113,7 +114,8 @@ fn aligned_copy_cases() -> Vec<Case> {
         .enumerate()
         .map(|(i, &(ta, tb))| {
             let mut c = Case::new(ta, tb, 2048, 2048, if i % 2 == 0 { 136 } else { 40 });
-            c.pad = 1;
+            // The CUDA cores' automatic choice (a Hopper's takes its f64 tensor cores).
+            (c.pad, c.kernel) = (1, Kernel::Simt);
             if i >= 2 {
                 (c.bias, c.beta, c.act) = (true, 0.5, Activation::Gelu);
             }
@@ -157,7 +159,8 @@ fn v_split_cases() -> Vec<Case> {
             // The kernels' D is 8200 x 52 either way (row-major C is the transposed problem).
             let (m, n) = if j == 0 { (52, 8200) } else { (8200, 52) };
             let mut c = Case::new(ta, tb, m, n, k);
-            c.layout = layout;
+            // The CUDA cores' automatic choice (a Hopper's takes its f64 tensor cores).
+            (c.layout, c.kernel) = (layout, Kernel::Simt);
             c.ld_align = if (i + j) % 2 == 0 { 4 } else { 1 };
             c.bias = i % 2 == 1;
             c.act = if i == 2 { Activation::Gelu } else { Activation::None };
@@ -208,22 +211,7 @@ fn gemm_f64_dmma_and_simt() {
     // The sm_90 DMMA kernels on every forced tile and k split (the split blocks of a tile add
     // their partial tiles through a thread block cluster's shared memory), with all shapes
     // (k = 1 leaves some parts without k), ops, layouts, epilogues and batches.
-    // Mid-size problems: the automatic choice is m (128 x 64) at 1000^2 and, with k >= 512, s
-    // split in 2 at 1500^2 (on the H100's 132 multiprocessors).
-    let mid: Vec<Case> = OPS
-        .iter()
-        .enumerate()
-        .flat_map(|(i, &(ta, tb))| {
-            [(1000, 40 + 9 * i), (1000, 600 + 9 * i), (1500, 600 + 9 * i)].map(|(mn, k)| (i, ta, tb, mn, k))
-        })
-        .map(|(i, ta, tb, mn, k)| {
-            let mut c = Case::new(ta, tb, mn, mn, k);
-            (c.kernel, c.ld_align, c.beta, c.bias) = (Kernel::TensorCore, 2, 0.5, i % 2 == 0);
-            c.layout = if i < 2 { Layout::ColMajor } else { Layout::RowMajor };
-            c
-        })
-        .collect();
-    sweep::<f64>(&stream, &mut Rng::new(39), &mid);
+    sweep::<f64>(&stream, &mut Rng::new(39), &dmma_mid_cases(|_| 2));
     // Small = s, Large = l, Narrow = m; Auto split in 2 = u2 on the small cases, s2 on big ones.
     let forced = [
         (Tile::Small, SplitK::Off),
@@ -232,13 +220,7 @@ fn gemm_f64_dmma_and_simt() {
         (Tile::Small, SplitK::Parts(2)),
         (Tile::Auto, SplitK::Parts(2)),
     ];
-    for (seed, (tile, split)) in (40..).zip(forced) {
-        let mut cs = all_cases(Kernel::TensorCore, MathMode::Exact, 2);
-        for c in &mut cs {
-            (c.tile, c.split) = (tile, split);
-        }
-        sweep::<f64>(&stream, &mut Rng::new(seed), &cs);
-    }
+    dmma_forced_sweeps::<f64>(&stream, 40, 2, &forced);
     let dmma90 = [Tile::Auto, Tile::Small, Tile::Narrow, Tile::Large];
     sweep::<f64>(
         &stream,
@@ -439,6 +421,92 @@ fn gemm_f32_small_tiles_and_k_zero_and_alpha_zero() {
     assert_eq!(cc.to_vec().unwrap(), vec![4.0, 5.0, 10.0, 11.0]);
 }
 
+/// Mid-size problems forced onto the sm_90 DMMA kernels (f64, and exact f32 on them): the
+/// automatic tile is m (128 x 64) at 1000^2 and, with k >= 512, s split in 2 at 1500^2 (on the
+/// H100's 132 multiprocessors); every op, both layouts, beta, a bias on half; `ld_align(i)` for
+/// the i-th op pair.
+fn dmma_mid_cases(ld_align: impl Fn(usize) -> usize) -> Vec<Case> {
+    OPS.iter()
+        .enumerate()
+        .flat_map(|(i, &(ta, tb))| {
+            [(1000, 40 + 9 * i), (1000, 600 + 9 * i), (1500, 600 + 9 * i)].map(|(mn, k)| (i, ta, tb, mn, k))
+        })
+        .map(|(i, ta, tb, mn, k)| {
+            let mut c = Case::new(ta, tb, mn, mn, k);
+            (c.kernel, c.ld_align, c.beta, c.bias) = (Kernel::TensorCore, ld_align(i), 0.5, i % 2 == 0);
+            c.layout = if i < 2 { Layout::ColMajor } else { Layout::RowMajor };
+            c
+        })
+        .collect()
+}
+
+/// Every shape, op, layout, epilogue and batch of `all_cases` forced onto the sm_90 DMMA kernels
+/// with each (tile, split) of `forced`, the i-th on seed `seed + i`.
+fn dmma_forced_sweeps<T: El>(stream: &Arc<Stream>, seed: u64, ld_align: usize, forced: &[(Tile, SplitK)]) {
+    for (seed, &(tile, split)) in (seed..).zip(forced) {
+        let mut cs = all_cases(Kernel::TensorCore, MathMode::Exact, ld_align);
+        for c in &mut cs {
+            (c.tile, c.split) = (tile, split);
+        }
+        sweep::<T>(stream, &mut Rng::new(seed), &cs);
+    }
+}
+
+/// Exact f32 on the f64 tensor cores (the gemm_dmma90_f32 kernels, compute capability 9.0):
+/// every shape, op, layout, epilogue and batch of the sweep forced onto them, on leading
+/// dimensions aligned to 4 (16-byte copies) and not (the aligned copy from k = 512, the 4-byte
+/// element variants below), every forced tile and cluster split, mid-size problems on the
+/// automatic tile, and full tiles of every DMMA tile.
+#[test]
+fn gemm_f32_on_f64_tensor_cores() {
+    let Some(ctx) = gpu!("gemm_f32_on_f64_tensor_cores") else {
+        return;
+    };
+    if ctx.compute_capability() < (9, 0) {
+        println!(
+            "SKIPPED gemm_f32_on_f64_tensor_cores: exact f32 takes the f64 tensor cores from compute capability 9.0"
+        );
+        return;
+    }
+    let stream = ctx.new_stream().unwrap();
+    for (seed, align) in [(60, 1), (61, 4)] {
+        sweep::<f32>(
+            &stream,
+            &mut Rng::new(seed),
+            &all_cases(Kernel::TensorCore, MathMode::Exact, align),
+        );
+    }
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(62),
+        &dmma_mid_cases(|i| if i % 2 == 0 { 4 } else { 1 }),
+    );
+    let forced = [
+        (Tile::Small, SplitK::Off),
+        (Tile::Large, SplitK::Off),
+        (Tile::Narrow, SplitK::Off),
+        (Tile::Broad, SplitK::Off),
+        (Tile::Half, SplitK::Off),
+        (Tile::Thin, SplitK::Off),
+        (Tile::Small, SplitK::Parts(2)),
+        (Tile::Auto, SplitK::Parts(2)),
+    ];
+    dmma_forced_sweeps::<f32>(&stream, 63, 1, &forced);
+    let tiles = [
+        Tile::Auto,
+        Tile::Small,
+        Tile::Narrow,
+        Tile::Large,
+        Tile::Broad,
+        Tile::Half,
+    ];
+    sweep::<f32>(
+        &stream,
+        &mut Rng::new(71),
+        &whole_tile_cases(Kernel::TensorCore, 4, &tiles),
+    );
+}
+
 #[test]
 fn gemm_errors_leave_c_untouched() {
     let Some(ctx) = gpu!("gemm_errors_leave_c_untouched") else {
@@ -485,15 +553,18 @@ fn gemm_errors_leave_c_untouched() {
         "overlap",
     );
     assert_eq!(c2.to_vec().unwrap(), vec![5.0; 20]);
-    // Exact f32 has no tensor-core kernel.
-    check(
-        Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
-            .kernel(Kernel::TensorCore)
-            .run(&a, &b, &mut c)
-            .unwrap_err(),
-        "tensor-core",
-    );
-    assert_eq!(c.to_vec().unwrap(), vec![5.0; 9]);
+    // Exact f32's tensor-core kernel is the f64 tensor cores' (compute capability 9.0 and later);
+    // before, it has none.
+    let forced = Gemm::new(Transpose::N, Transpose::N, 3, 3, 4)
+        .kernel(Kernel::TensorCore)
+        .run(&a, &b, &mut c);
+    if ctx.compute_capability() >= (9, 0) {
+        forced.unwrap();
+        assert_eq!(c.to_vec().unwrap(), vec![4.0; 9]);
+    } else {
+        check(forced.unwrap_err(), "tensor-core");
+        assert_eq!(c.to_vec().unwrap(), vec![5.0; 9]);
+    }
     // A forced tensor-core f64 run with an odd lda (3 doubles: not a multiple of 16 bytes) is
     // not refused: a side this short runs on the thin tile that reads 8 bytes at a time (wider
     // products copy their operands into aligned buffers first: selftest's aligned copies).

@@ -159,7 +159,11 @@ fn gemm_fuzz_f32x3() {
             .flat_map(|r| r.kernels.keys())
             .any(|k| k.starts_with(prefix))
     };
-    let (split, exact) = (ran("gemm_split_tf32x3+"), ran("gemm_simt_f32"));
+    // The exact kernels: the CUDA cores, or the f64 tensor cores where exact f32 runs on them.
+    let (split, exact) = (
+        ran("gemm_split_tf32x3+"),
+        ran("gemm_simt_f32") || ran("gemm_dmma90_f32"),
+    );
     check(&format!("gemm_fuzz_f32x3 ({secs:.1} s)"), reports);
     if ctx.compute_capability() >= (8, 0) {
         assert!(split, "no case ran the tf32x3 split");
@@ -407,7 +411,8 @@ fn gemm_fuzz_waves() {
         if ty == FuzzType::F32 {
             use Transpose::{N, T};
             // Past a wave of tiles: aligned operands split k over w tiles (3 parts on the H100),
-            // leading dimensions one longer over v tiles (3 parts).
+            // leading dimensions one longer over v tiles (3 parts); on the CUDA cores, which a
+            // Hopper's automatic choice leaves for its f64 tensor cores.
             let cases = [
                 ((N, N), (22016, 128, 4096), [0; 3]),
                 ((T, N), (11008, 256, 4096), [0; 3]),
@@ -417,6 +422,7 @@ fn gemm_fuzz_waves() {
             for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
                 let case = GemmCase {
                     ld_pad,
+                    knobs: (Kernel::Simt, Tile::Auto, SplitK::Auto),
                     ..plain_case(ty, ops, dims, 0.5)
                 };
                 reports.push(fuzz::gemm_case(&stream, &case, 2, 0x3A7E + i as u64).expect("case"));

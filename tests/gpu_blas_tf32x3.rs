@@ -173,8 +173,14 @@ fn gemm_tf32x3_accuracy_beside_exact_f32() {
         g.run(&a, &b, &mut c).unwrap();
         c.to_vec().unwrap()
     };
-    let (exact, split) = (run(g), run(g.math(MathMode::Tf32x3).kernel(Kernel::TensorCore)));
-    let (mut want, mut e, mut s) = (Vec::new(), Vec::new(), Vec::new());
+    // Exact f32 arithmetic is the CUDA cores' (the automatic exact choice on an H100 or H200 sums
+    // in f64 on its f64 tensor cores, closer still: compared below too).
+    let (exact, split) = (
+        run(g.kernel(Kernel::Simt)),
+        run(g.math(MathMode::Tf32x3).kernel(Kernel::TensorCore)),
+    );
+    let auto = run(g);
+    let (mut want, mut e, mut s, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..600 {
         let (i, j) = (
             (rng.next_u64() % m as u64) as usize,
@@ -187,9 +193,16 @@ fn gemm_tf32x3_accuracy_beside_exact_f32() {
         );
         e.push(f64::from(exact[i + j * m]));
         s.push(f64::from(split[i + j * m]));
+        d.push(f64::from(auto[i + j * m]));
     }
-    let (err_exact, err_split) = (rel_err(&e, &want), rel_err(&s, &want));
-    println!("{m} x {n} x {k}: error exact f32 {err_exact:.3e}, tf32x3 {err_split:.3e} (seed {seed:#x})");
+    let (err_exact, err_split, err_auto) = (rel_err(&e, &want), rel_err(&s, &want), rel_err(&d, &want));
+    println!(
+        "{m} x {n} x {k}: error exact f32 {err_exact:.3e} (CUDA cores), {err_auto:.3e} (automatic), tf32x3 {err_split:.3e} (seed {seed:#x})"
+    );
+    assert!(
+        err_auto <= err_exact * 1.5 + 1e-9,
+        "automatic exact f32 error {err_auto:e} against the CUDA cores' {err_exact:e}"
+    );
     assert!(err_split < 1e-5, "tf32x3 error {err_split:e}");
     assert!(
         err_split <= 4.0 * err_exact.max(1e-8),

@@ -6,7 +6,7 @@
 //!
 //! | type | math | kernels |
 //! |---|---|---|
-//! | `f32` | exact f32 on the CUDA cores ([`MathMode::Exact`], the default) | `gemm_simt` |
+//! | `f32` | exact ([`MathMode::Exact`], the default): on compute capability 9.0 with full-rate f64 (H100, H200) the f64 tensor cores, f32 operands converted exactly, f64 sums, D rounded once; elsewhere f32 on the CUDA cores | `gemm_dmma90_f32` (`gemm_dmma90_f32_*`), `gemm_simt` |
 //! | `f32` | TF32 tensor cores, f32 accumulate ([`MathMode::Tf32`], opt-in) | `gemm_wg_tf32` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync); decode steps on compute capability 9.0 on `gemm_skinny90` (TMA + mma.sync) |
 //! | `f16`, `bf16` | tensor cores, f32 accumulate, f32 `alpha`/`beta` | `gemm_wg_f16` / `gemm_wg_bf16` (wgmma + TMA) on compute capability 9.0, else `gemm_tc` (mma.sync); decode steps (a side of at most 16, both operands k-contiguous) on `gemm_skinny90` (TMA + mma.sync) or `gemm_tc`'s thin tiles |
 //! | `f64` | f64 on the DMMA tensor cores (mma.sync m16n8k4 / m16n8k8 on compute capability 9.0 and later, m8n8k4 before), f64 accumulate | `gemm_dmma90` (`gemm_dmma90_*`), `gemm_tc` (`gemm_dmma_*`) |
@@ -129,7 +129,11 @@ pub enum Layout {
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MathMode {
-    /// Exact f32 arithmetic (CUDA cores). Ignored by the other types.
+    /// Exact f32: every product and sum at least as accurate as f32 arithmetic. On compute
+    /// capability 9.0 with full-rate f64 units (H100, H200) the automatic choice runs it on the
+    /// f64 tensor cores (each element converted exactly to f64, products exact, sums in f64, D
+    /// rounded to f32 once: closer to the exact result than cuBLAS's `CUBLAS_COMPUTE_32F`);
+    /// elsewhere, and with [`Kernel::Simt`], on the CUDA cores. Ignored by the other types.
     #[default]
     Exact,
     /// f32 operands rounded to TF32 (10-bit mantissa) on the tensor cores, f32 accumulation: like

@@ -316,6 +316,9 @@ fn info(memory: bool) -> Result<bool> {
                 l.memory_bus_bits
             );
         }
+        if l.single_to_double_ratio > 0 {
+            println!("  f32 : f64 rate       {} : 1 (CUDA cores)", l.single_to_double_ratio);
+        }
         println!("  threads per block    {}", l.max_threads_per_block);
         println!("  block dims           {:?}", l.max_block_dim);
         println!("  grid dims            {:?}", l.max_grid_dim);

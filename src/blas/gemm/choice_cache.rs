@@ -49,6 +49,8 @@ pub(crate) struct Key {
     pub activation: bool,
     pub cc: (u32, u32),
     pub sms: usize,
+    /// Whether exact f32 runs on the device's f64 tensor cores (`dmma90::f32_on_f64_cores`).
+    pub f64_cores: bool,
 }
 
 impl Key {
@@ -60,6 +62,7 @@ impl Key {
         params: &GemmParams,
         cc: (u32, u32),
         sms: usize,
+        f64_cores: bool,
     ) -> Key {
         Key {
             type_name: T::NAME,
@@ -77,6 +80,7 @@ impl Key {
             activation: g.activation.op().is_some(),
             cc,
             sms,
+            f64_cores,
         }
     }
 }

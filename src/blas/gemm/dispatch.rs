@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
-use super::dmma90::{dmma90_config, dmma90_smem, dmma90_tile, eight_byte_variant};
+use super::dmma90::{
+    dmma90_config, dmma90_smem, dmma90_tile, element_variant as dmma90_element_variant, f32_on_f64_cores,
+};
 use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
     F32_X_SMEM,
@@ -233,7 +235,14 @@ pub(crate) fn choose_kernel(
     };
     let tensor_checks = || -> Result<()> {
         if tc_name.is_none() {
-            bail_invalid!("gemm: {type_name} has no tensor-core kernel with {math:?} math");
+            bail_invalid!(
+                "gemm: {type_name} has no tensor-core kernel with {math:?} math{}",
+                if type_name == "f32" && math == MathMode::Exact {
+                    " before compute capability 9.0 (where exact f32 takes the f64 tensor cores) or on the mma.sync kernels"
+                } else {
+                    ""
+                }
+            );
         }
         if !aligned {
             bail_invalid!(
@@ -251,9 +260,15 @@ pub(crate) fn choose_kernel(
     };
     let wg_type = matches!(tc_name, Some("f16" | "bf16" | "tf32"));
     let wg_possible = wg_type && aligned && wgmma_ok && cc == (9, 0);
+    // Exact f32 on the f64 tensor cores (ptx/gemm_dmma90_f32.cu): the tensor-core kernel of f32
+    // on compute capability 9.0 and later, on any alignment (the element variants read operands
+    // aligned only to their element). The automatic choice asks for it where the device's f64
+    // units are fast ([`f32_on_f64_cores`], in `choose_on`).
+    let f32_dmma = type_name == "f32" && math == MathMode::Exact && forced == Kernel::TensorCore && cc >= (9, 0);
     // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
     let family = match forced {
         Kernel::Simt => Family::Simt,
+        Kernel::TensorCore if f32_dmma => Family::Dmma,
         Kernel::MmaSync => {
             tensor_checks()?;
             Family::MmaSync
@@ -305,7 +320,7 @@ pub(crate) fn choose_kernel(
     let f32_simt = family == Family::Simt && type_name == "f32";
     let wgmma = family == Family::Wgmma;
     if let SplitK::Parts(parts) = split {
-        if !dmma90 && !f32_simt && !wgmma && parts > 1 {
+        if !dmma90 && !f32_dmma && !f32_simt && !wgmma && parts > 1 {
             bail_invalid!(
                 "gemm: a split of k in {parts} parts exists only for f64 on the sm_90 DMMA kernels (compute capability 9.0 and later), for f16, bf16 and tf32 on the wgmma kernels and for f32 on the CUDA cores"
             );
@@ -440,18 +455,20 @@ pub(crate) fn choose_kernel(
                 fallback: None,
             })
         }
-        Family::MmaSync if dmma90 => {
-            // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu).
+        Family::MmaSync | Family::Dmma if dmma90 || f32_dmma => {
+            // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu; f32 operands
+            // ptx/gemm_dmma90_f32.cu, which take the f64 tiles' rule: the same tiles, stages and
+            // threads), f32 on operands not 16-byte aligned in their element variant.
             let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
             let suffix = if parts > 1 { parts.to_string() } else { String::new() };
-            let mut choice = plain(
-                format!("gemm_dmma90_f64_{letter}{suffix}_{}", plan.ops),
-                Family::Dmma,
-                tile,
-                dmma90_smem(tile, bk, stages),
-                threads,
-            );
+            let (ty, elem) = if f32_dmma { ("f32", 4) } else { ("f64", 8) };
+            let name = format!("gemm_dmma90_{ty}_{letter}{suffix}_{}", plan.ops);
+            let name = match dmma90_element_variant(&name) {
+                Some(variant) if f32_dmma && !aligned => variant,
+                _ => name,
+            };
+            let mut choice = plain(name, Family::Dmma, tile, dmma90_smem(tile, bk, stages, elem), threads);
             choice.cluster_k = parts;
             Ok(choice)
         }
@@ -674,9 +691,12 @@ pub(crate) fn choose<T: GemmType, S: Copy>(
     let ctx = stream.context();
     let (cc, sms) = (ctx.compute_capability(), ctx.limits().multiprocessor_count as usize);
     let room = ctx.limits().max_shared_per_block_optin;
+    let f64_cores = f32_on_f64_cores(cc, ctx.limits().single_to_double_ratio);
     // The key leaves `room` out: devices of one compute capability give a block the same.
-    let key = Key::new::<T, S>(g, plan, params, cc, sms);
-    choice_cache::get_or_choose(key, || choose_within::<T, S>(g, plan, params, (cc, sms), room))
+    let key = Key::new::<T, S>(g, plan, params, cc, sms, f64_cores);
+    choice_cache::get_or_choose(key, || {
+        choose_within::<T, S>(g, plan, params, (cc, sms, f64_cores), room)
+    })
 }
 
 /// [`choose_on`] on a device that gives a block at most `room` bytes of shared memory.
@@ -689,10 +709,10 @@ pub(crate) fn choose_within<T: GemmType, S: Copy>(
     g: &Gemm<S>,
     plan: &Plan,
     params: &GemmParams,
-    (cc, sms): ((u32, u32), usize),
+    (cc, sms, f64_cores): ((u32, u32), usize, bool),
     room: u32,
 ) -> Result<Choice> {
-    let choice = choose_on::<T, S>(g, plan, params, cc, sms)?;
+    let choice = choose_on::<T, S>(g, plan, params, cc, sms, f64_cores)?;
     if fits_shared_memory(&choice, room) || g.tile != Tile::Auto {
         return Ok(choice);
     }
@@ -701,8 +721,33 @@ pub(crate) fn choose_within<T: GemmType, S: Copy>(
         split: SplitK::Auto,
         ..*g
     };
-    choose_on::<T, S>(&smaller, plan, params, cc, sms)
+    choose_on::<T, S>(&smaller, plan, params, cc, sms, f64_cores)
 }
+
+/// Whether the automatic choice runs exact f32 on the f64 tensor cores (the gemm_dmma90_f32
+/// kernels): on a device where they are fast (`f64_cores`), with kernel, tile and split left to
+/// it (or no split), for any product but those the one-block kernel takes (every side at most
+/// [`SMALL_MAX`]). Measured against the CUDA-core kernels on an H200 (2026-12-01,
+/// docs/kernels/gemm.md, "f32 on the f64 tensor cores").
+pub(crate) fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f64_cores: bool) -> bool {
+    f64_cores
+        && type_name == "f32"
+        && g.math == MathMode::Exact
+        && g.kernel == Kernel::Auto
+        && g.tile == Tile::Auto
+        && matches!(split, SplitK::Auto | SplitK::Off)
+        && !(plan.m <= SMALL_MAX && plan.n <= SMALL_MAX && plan.k <= SMALL_MAX)
+}
+
+/// The k from which exact f32 on the DMMA tiles copies an unaligned operand aligned first
+/// (`gemm_pack_b32`) rather than read it in place with the 4-byte element variants (the thin
+/// tiles always read in place). The variants' copies are a quarter as wide as the aligned
+/// tiles', so their cost grows with the main loop while the copy's does not: on an H200
+/// (2026-12-01, NN / TN against cuBLAS) the copy ran 777 x 1531 x 2049 0.84 / 0.79 -> 1.07 /
+/// 1.00, 3827 x 262 x 3075 0.69 / 0.81 -> 0.87 / 0.98, 12345 x 321 x 4567 0.79 / 0.90 -> 1.03 /
+/// 1.05, 1255 x 429 x 1038 0.76 / 0.78 -> 0.92 / 0.93, 997 x 1009 x 1013 0.83 / 0.90 -> 0.90 /
+/// 0.91, and lost at k = 179 (2831 x 702 x 179 0.68 / 0.82 -> 0.64 / 0.68); at k = 82 a tie.
+const F32_ELEMENT_MAX_K: usize = 512;
 
 /// Whether `choice` and the choice it gives way to (without memory for its copies) each ask for
 /// at most `room` bytes of dynamic shared memory per block.
@@ -710,7 +755,8 @@ fn fits_shared_memory(choice: &Choice, room: u32) -> bool {
     choice.smem <= room && choice.fallback.as_deref().map_or(true, |f| fits_shared_memory(f, room))
 }
 
-/// The tiled kernel for `g` on a device of compute capability `cc` with `sms` multiprocessors:
+/// The tiled kernel for `g` on a device of compute capability `cc` with `sms` multiprocessors
+/// (`f64_cores`: exact f32 runs automatically on its f64 tensor cores, [`f32_on_f64_cores`]):
 /// a pure function of the type, the knobs, the plan, the batch, the kernels' k and the operand
 /// addresses' alignment (what [`Key`] holds).
 pub(crate) fn choose_on<T: GemmType, S>(
@@ -719,6 +765,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     params: &GemmParams,
     cc: (u32, u32),
     sms: usize,
+    f64_cores: bool,
 ) -> Result<Choice> {
     let vec = match (T::NAME, g.math) {
         ("f32", _) => 4,
@@ -748,8 +795,15 @@ pub(crate) fn choose_on<T: GemmType, S>(
             g.activation.op().is_some(),
         )
     };
+    // Exact f32 on the f64 tensor cores where they are fast, with the kernel, tile and split
+    // left to dispatch (a forced tile or split keeps its meaning on the CUDA cores), past the
+    // one-block kernel of tiny products: the automatic choice then picks among the DMMA kernels
+    // as a forced tensor-core kernel would (unaligned operands: below).
+    let f32_dmma_auto = f32_auto_dmma(T::NAME, g, plan, split, f64_cores);
+    let kernel = if f32_dmma_auto { Kernel::TensorCore } else { g.kernel };
+    let f32_dmma = T::NAME == "f32" && g.math == MathMode::Exact && kernel == Kernel::TensorCore && cc >= (9, 0);
     let pick_on = |kernel: Kernel, params: &GemmParams, aligned: bool| pick_tile(kernel, g.tile, params, aligned);
-    let pick = |params: &GemmParams, aligned: bool| pick_on(g.kernel, params, aligned);
+    let pick = |params: &GemmParams, aligned: bool| pick_on(kernel, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);
     // A choice that copies or packs an operand gives way, without the memory for the copy, to
     // the CUDA-core kernels on the operands as they are (automatic kernel only: a forced one
@@ -761,7 +815,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
         }
         choice
     };
-    let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32);
+    let tensor_type = T::TENSOR_CORES || (T::NAME == "f32" && g.math == MathMode::Tf32) || f32_dmma;
     let flop = 2 * plan.m as u128 * plan.n as u128 * plan.k as u128 * g.batch as u128;
     // An unaligned operand is copied into an aligned buffer when a tensor-core kernel is forced,
     // or automatically when the problem is large enough for the copy to pay (the CUDA-core
@@ -792,10 +846,16 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // bound: 11008 x 16 x 4096 at an odd offset 0.50x -> 1.32x cuBLAS) and where 1/m + 1/n >=
     // 1/1536 (1023^3 0.75x -> 0.93x, 12345 x 321 x 4567 0.86x -> 0.99x; 4097^3 1.12x with the
     // copy against 1.06x; H100, docs/kernels/gemm.md, "f64 tiles by waste and waves").
-    if let Some(name) = eight_byte_variant(&choice.name) {
+    if let Some(name) = dmma90_element_variant(&choice.name) {
         let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
         let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
-        if (thin || copy_costs) && params.x % 8 == 0 && params.y % 8 == 0 {
+        let size = size_of::<T>() as u64;
+        let element = if T::NAME == "f32" {
+            thin || plan.k < F32_ELEMENT_MAX_K
+        } else {
+            thin || copy_costs
+        };
+        if element && params.x % size == 0 && params.y % size == 0 {
             choice.name = name;
             return Ok(choice);
         }

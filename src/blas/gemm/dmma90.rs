@@ -1,6 +1,7 @@
-//! The f64 kernels for compute capability 9.0 and later (ptx/gemm_dmma90.cu: mma.sync
-//! m16n8k4 / m16n8k8 .f64): which tile and cluster split a problem takes, each tile's launch
-//! shape and its shared memory (docs/kernels/gemm.md, the DMMA sections and "Thin tiles").
+//! The DMMA kernels for compute capability 9.0 and later (ptx/gemm_dmma90.cu on f64 operands,
+//! ptx/gemm_dmma90_f32.cu on f32 ones: mma.sync m16n8k4 / m16n8k8 .f64): which tile and cluster
+//! split a problem takes, each tile's launch shape and its shared memory (docs/kernels/gemm.md,
+//! the DMMA sections, "Thin tiles" and "f32 on the f64 tensor cores").
 
 use super::builder::Plan;
 use super::params::{paired_time, tiles2};
@@ -238,20 +239,35 @@ pub(crate) fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
     }
 }
 
-/// Dynamic shared memory of an f64 sm_90 DMMA tile (ptx/gemm_dmma90.cu): per stage, each
-/// operand's slot holds either layout of its tile, `rows x (bk + 4)` or `bk x (rows + 4)` doubles.
-pub(crate) fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32) -> u32 {
+/// Dynamic shared memory of an sm_90 DMMA tile (ptx/gemm_dmma90.cuh) on operands of `elem`
+/// bytes (8: f64, 4: the f32 kernels): per stage, each operand's slot holds either layout of its
+/// tile, `rows x (bk + 4)` or `bk x (rows + 32 / elem)` elements; with f32 operands the f64 C
+/// tile of the epilogue, `bm x (bn + 8)` doubles, may be the larger.
+pub(crate) fn dmma90_smem((bm, bn): (usize, usize), bk: u32, stages: u32, elem: usize) -> u32 {
     let bk = bk as usize;
-    let slot = |rows: usize| (rows * (bk + 4)).max(bk * (rows + 4));
-    (stages as usize * 8 * (slot(bm) + slot(bn))) as u32
+    let slot = |rows: usize| (rows * (bk + 4)).max(bk * (rows + 32 / elem));
+    let pipeline = stages as usize * elem * (slot(bm) + slot(bn));
+    pipeline.max(bm * (bn + 8) * 8) as u32
 }
 
-/// The variant of an f64 sm_90 DMMA kernel that reads its operands 8 bytes at a time, so that
-/// they need be aligned only to their element (`gemm_dmma90_f64_<tile>_<ops>` ->
-/// `gemm_dmma90_f64_<tile>u_<ops>`, every tile and cluster split); `None` for any other kernel.
-pub(crate) fn eight_byte_variant(name: &str) -> Option<String> {
-    let rest = name.strip_prefix("gemm_dmma90_f64_")?;
+/// The variant of an sm_90 DMMA kernel that reads its operands one element at a time (8 bytes
+/// for f64, 4 for f32), so that they need be aligned only to their element
+/// (`gemm_dmma90_<t>_<tile>_<ops>` -> `gemm_dmma90_<t>_<tile>u_<ops>`, every tile and cluster
+/// split); `None` for any other kernel.
+pub(crate) fn element_variant(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("gemm_dmma90_")?;
+    let (ty, rest) = rest.split_once('_')?;
     let (tile, ops) = rest.split_once('_')?;
-    matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "t" | "h")
-        .then(|| format!("gemm_dmma90_f64_{tile}u_{ops}"))
+    (matches!(ty, "f64" | "f32") && matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "t" | "h"))
+        .then(|| format!("gemm_dmma90_{ty}_{tile}u_{ops}"))
+}
+
+/// Whether the automatic choice runs exact f32 on the f64 tensor cores (ptx/gemm_dmma90_f32.cu):
+/// Hopper (compute capability 9.0) whose f64 units run at half the f32 rate or better (H100,
+/// H200: `single_to_double_ratio` 2; parts with cut-down f64, which report a larger ratio, and
+/// drivers that report none keep f32 on the CUDA cores). There one DMMA does the work of 256-512
+/// FFMAs and leaves the issue slots to the loads (H200, 2026-12-01: docs/kernels/gemm.md, "f32 on
+/// the f64 tensor cores").
+pub(crate) fn f32_on_f64_cores(cc: (u32, u32), single_to_double_ratio: u32) -> bool {
+    cc == (9, 0) && (1..=2).contains(&single_to_double_ratio)
 }

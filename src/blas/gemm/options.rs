@@ -29,11 +29,12 @@ pub enum Kernel {
     Auto,
     /// The general CUDA-core kernel (any shape, leading dimension and alignment).
     Simt,
-    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies; for f64 on compute
-    /// capability 9.0 and later the sm_90 DMMA kernels (m16n8k4 / m16n8k8); else mma.sync),
-    /// on aligned copies of operands that do not meet its alignment rules; an error when the
-    /// type has no tensor-core path (f32 without [`MathMode::Tf32`]) or the device is older
-    /// than compute capability 8.0.
+    /// A tensor-core kernel (the sm_90a wgmma kernel where it applies; for f64, and for f32 in
+    /// [`MathMode::Exact`], on compute capability 9.0 and later the sm_90 DMMA kernels (m16n8k4
+    /// / m16n8k8 on f64); else mma.sync), on aligned copies of operands that do not meet its
+    /// alignment rules (or, for the DMMA kernels, reading them element by element in place);
+    /// an error when the type has no tensor-core path (exact f32 before compute capability 9.0)
+    /// or the device is older than compute capability 8.0.
     TensorCore,
     /// The sm_80 mma.sync tensor-core kernels, even on Hopper (for f64: the m8n8k4 DMMA kernel).
     MmaSync,

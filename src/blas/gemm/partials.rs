@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
 use super::dispatch::{choose, Choice};
+use super::dmma90::f32_on_f64_cores;
 use super::launch::run_choice;
 use super::memory_class::fast_memory;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
@@ -86,8 +87,9 @@ fn scratch_size<T: GemmType>() -> usize {
 /// The automatic part count, or `None` to leave the GEMM to the other kernels. Fitted to forced
 /// splits on the H100 (docs/kernels/gemm.md, "Partial products"): the best count makes about
 /// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
-/// f64 (the DMMA tiles): `2 sms / t` rounded down to a power of two, at most 64, where `t` is
-/// the 64 x 64 tiles of the output; taken from 4 parts. f32 on the CUDA cores: the same, at most
+/// f64 (the DMMA tiles), and exact f32 where it runs on them (`f64_cores`): `2 sms / t` rounded
+/// down to a power of two, at most 64, where `t` is the 64 x 64 tiles of the output; taken from 4
+/// parts. f32 on the CUDA cores: the same, at most
 /// 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
 /// sides at least 256 and k from 8192, `2 sms / t` over the 128 x 128 tiles rounded to the
 /// nearest power of two, at most 128 and k / 1024, taken from 4 parts. tf32 (the
@@ -101,7 +103,7 @@ fn scratch_size<T: GemmType>() -> usize {
 /// is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
 /// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of
 /// k, and k is at least 4096 (the measured range: 4096 to 65536).
-pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -> Option<usize> {
+pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f64_cores: bool) -> Option<usize> {
     if !automatic(g, plan) {
         return None;
     }
@@ -121,6 +123,9 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize) -
     let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
     let (parts, least) = match (T::NAME, g.math) {
         ("f64", _) => (pow2_below(two_per_sm((64, 64))).min(64), 4),
+        // Exact f32 on the f64 tensor cores (`f64_cores`): its parts run f64's tiles, so f64's
+        // count.
+        ("f32", MathMode::Exact) if f64_cores => (pow2_below(two_per_sm((64, 64))).min(64), 4),
         // f32 with both sides at least 256 and k from 8192: the parts' 128 x 128 tiles two per
         // SM, rounded to a power of two, each part keeping at least 1024 of k (H100,
         // 2026-11-27, TFLOP/s: 256 x 256 x 65536 in 64 parts 37.2 -> 41.1, 512 x 512 x 16384
@@ -369,8 +374,10 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             asked
         }
         SplitK::Auto if g.batch == 1 && params.k != 0 && automatic(g, plan) && splittable::<T>(cc) => {
-            let sms = stream.context().limits().multiprocessor_count.max(1) as usize;
-            match auto_parts::<T, S>(g, plan, sms) {
+            let limits = stream.context().limits();
+            let sms = limits.multiprocessor_count.max(1) as usize;
+            let f64_cores = f32_on_f64_cores(cc, limits.single_to_double_ratio);
+            match auto_parts::<T, S>(g, plan, sms, f64_cores) {
                 // f16 / bf16: a decode step's thin tiles on the mma.sync kernels (the rule was
                 // fitted on them); the few 64 x 64 tiles of two longer sides on wgmma's, where
                 // the same count ran faster (H200, 2026-11-27: 128 x 128 x 65536 in 64 parts

@@ -15,7 +15,7 @@ fn params(g: &Gemm<f32>, lens: [usize; 3], a: u64, b: u64) -> (Plan, GemmParams)
 /// multiprocessors), A at address `a`, B at `b`, on buffers long enough for every problem here.
 fn h100_choice<T: GemmType>(g: &Gemm<f32>, a: u64, b: u64) -> Choice {
     let (plan, p) = params(g, [1 << 30; 3], a, b);
-    choose_on::<T, f32>(g, &plan, &p, (9, 0), 132).expect("choice")
+    choose_on::<T, f32>(g, &plan, &p, (9, 0), 132, false).expect("choice")
 }
 
 #[test]

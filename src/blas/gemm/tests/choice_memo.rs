@@ -101,8 +101,8 @@ where
 {
     let (plan, params) = planned(case)?;
     let ((cc, sms), g) = (H100, &case.g);
-    let key = Key::new::<T, T::Scalar>(g, &plan, &params, cc, sms);
-    let choice = choose_on::<T, T::Scalar>(g, &plan, &params, cc, sms)
+    let key = Key::new::<T, T::Scalar>(g, &plan, &params, cc, sms, false);
+    let choice = choose_on::<T, T::Scalar>(g, &plan, &params, cc, sms, false)
         .map(|c| format!("{c:?}"))
         .map_err(|e| e.to_string());
     Some((key, choice))
@@ -168,9 +168,9 @@ fn the_memo_answers_what_the_choice_answers() {
                 continue;
             };
             let ((cc, sms), g) = (H100, &case.g);
-            let key = Key::new::<f32, f32>(g, &plan, &params, cc, sms);
-            let direct = choose_on::<f32, f32>(g, &plan, &params, cc, sms);
-            let memo = choice_cache::get_or_choose(key, || choose_on::<f32, f32>(g, &plan, &params, cc, sms));
+            let key = Key::new::<f32, f32>(g, &plan, &params, cc, sms, false);
+            let direct = choose_on::<f32, f32>(g, &plan, &params, cc, sms, false);
+            let memo = choice_cache::get_or_choose(key, || choose_on::<f32, f32>(g, &plan, &params, cc, sms, false));
             match (direct, memo) {
                 (Ok(d), Ok(m)) => assert_eq!(d, *m, "{g:?}"),
                 (Err(d), Err(m)) => assert_eq!(d.to_string(), m.to_string(), "{g:?}"),
@@ -187,7 +187,7 @@ fn unaligned_f64_products_read_their_operands_in_place_unless_the_copy_pays() {
     let choose = |g: &Gemm<f64>, offset: u64| {
         let plan = g.plan([usize::MAX / 64; 3], None).expect("plan");
         let p = g.params(&plan, [0x1000_0000 + 8 * offset, 0x2000_0000, 0x3000_0000], 0);
-        choose_on::<f64, f64>(g, &plan, &p, H100.0, H100.1).expect("choice")
+        choose_on::<f64, f64>(g, &plan, &p, H100.0, H100.1, false).expect("choice")
     };
     // A decode step at an odd offset: the thin tile's 8-byte variant, nothing copied.
     let c = choose(&Gemm::new(T, N, 11008, 16, 4096), 1);

@@ -40,7 +40,18 @@ fn dispatch_by_type_alignment_and_size() {
         c("f64", true, MathMode::Exact, Kernel::Auto, false).unwrap().name,
         "gemm_simt_f64_s_nn"
     );
-    assert!(c("f32", false, MathMode::Exact, Kernel::TensorCore, true).is_err());
+    // Exact f32's tensor-core kernel on compute capability 9.0: the f64 tensor cores, any alignment.
+    assert_eq!(
+        c("f32", false, MathMode::Exact, Kernel::TensorCore, true).unwrap().name,
+        "gemm_dmma90_f32_l_nn"
+    );
+    assert_eq!(
+        c("f32", false, MathMode::Exact, Kernel::TensorCore, false)
+            .unwrap()
+            .name,
+        "gemm_dmma90_f32_lu_nn"
+    );
+    assert!(c("f32", false, MathMode::Exact, Kernel::MmaSync, true).is_err());
     assert!(c("f16", true, MathMode::Exact, Kernel::TensorCore, false).is_err());
     let small = plan(
         &Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256),

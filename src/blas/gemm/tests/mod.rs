@@ -190,6 +190,7 @@ mod degenerate {
 mod aligned_copies;
 mod choice_memo;
 mod dispatch;
+mod f32_dmma_route;
 mod partials_route;
 mod selftest_names;
 mod shared_memory_fit;

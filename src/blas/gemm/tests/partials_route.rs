@@ -7,7 +7,7 @@ use crate::blas::gemm::partials::{auto_parts, sum_launch};
 
 fn parts<T: GemmType>(g: &Gemm<T::Scalar>) -> Option<usize> {
     let plan = g.plan([1 << 30; 3], None).expect("plan");
-    auto_parts::<T, T::Scalar>(g, &plan, 132)
+    auto_parts::<T, T::Scalar>(g, &plan, 132, false)
 }
 
 fn nn<S: Copy + From<u8>>(m: usize, n: usize, k: usize) -> Gemm<S> {

@@ -13,7 +13,7 @@ const ROOM_163K: u32 = 166_912;
 fn choice(g: &Gemm<f32>, cc: (u32, u32), sms: usize, room: u32) -> Result<Choice> {
     let plan = g.plan([1 << 28; 3], None).unwrap();
     let p = g.params(&plan, [1 << 20, 1 << 21, 1 << 22], 0);
-    choose_within::<f32, f32>(g, &plan, &p, (cc, sms), room)
+    choose_within::<f32, f32>(g, &plan, &p, (cc, sms, false), room)
 }
 
 #[test]
@@ -52,6 +52,6 @@ fn forced_tiles_and_small_problems_are_left_as_they_are() {
     let small = Gemm::<f32>::new(Transpose::N, Transpose::N, 256, 256, 256);
     let plan = small.plan([1 << 20; 3], None).unwrap();
     let p = small.params(&plan, [1 << 20, 1 << 21, 1 << 22], 0);
-    let direct = crate::blas::gemm::dispatch::choose_on::<f32, f32>(&small, &plan, &p, (8, 9), 128).unwrap();
+    let direct = crate::blas::gemm::dispatch::choose_on::<f32, f32>(&small, &plan, &p, (8, 9), 128, false).unwrap();
     assert_eq!(choice(&small, (8, 9), 128, ROOM_99K).unwrap().name, direct.name);
 }

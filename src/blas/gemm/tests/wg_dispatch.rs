@@ -149,7 +149,7 @@ fn an_activation_keeps_the_wide_wgmma_tile_where_the_rule_takes_128_x_192() {
             .tile(tile);
         let p = g.plan([usize::MAX / 64; 3], None).unwrap();
         let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
-        choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132)
+        choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132, false)
             .unwrap()
             .name
     };
@@ -227,7 +227,7 @@ fn wgmma_takes_a_64_row_tile_where_it_covers_the_problem_in_one_round_with_less_
     let g = Gemm::<half::f16>::new(N, N, 4096, 128, 4096).activation(Activation::Relu);
     let p = g.plan([usize::MAX / 64; 3], None).unwrap();
     let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
-    let ch = choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132).unwrap();
+    let ch = choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132, false).unwrap();
     assert_eq!((ch.name.as_str(), ch.split_k), ("gemm_wg_f16_n_nn", Some(2)));
     // Forced, they run (without a k split).
     let forced = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Medium, SplitK::Auto).unwrap();
