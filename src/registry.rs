@@ -8,7 +8,10 @@
 //! at a time (the module's text with that kernel's definition only, see
 //! [`ptx_info::entry_module`]): the driver compiles a whole module when it loads it, and a GEMM
 //! needs one kernel of a module of a dozen. A user's module is loaded whole, since its kernels
-//! may share module-scope variables.
+//! may share module-scope variables. The modules linked on use ([`ON_USE_MODULES`]) join a
+//! context's registry when the code that launches their kernels first asks for one (the
+//! crate-internal `Context::kernel_on_use`): a program that never does, such as one that only
+//! copies memory, does not link their PTX.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -225,6 +228,37 @@ impl KernelRegistry {
         registry
     }
 
+    /// Adds `module`, linked on use, unless an earlier call did (under the sources' write lock,
+    /// so concurrent first launches add it once).
+    fn add_on_use(&self, module: &'static EmbeddedModule) {
+        {
+            let sources = self.sources.read();
+            if sources
+                .iter()
+                .any(|s| matches!(s.ptx, Text::Embedded(m) if std::ptr::eq(m, module)))
+            {
+                return;
+            }
+        }
+        let mut sources = self.sources.write();
+        if sources
+            .iter()
+            .any(|s| matches!(s.ptx, Text::Embedded(m) if std::ptr::eq(m, module)))
+        {
+            return;
+        }
+        sources.push(Source {
+            name: module.name.to_string(),
+            ptx: Text::Embedded(module),
+        });
+        let index = sources.len() - 1;
+        let (mut map, mut functions) = (self.kernels.write(), self.functions.write());
+        for kernel in module.kernels {
+            functions.remove(*kernel);
+            map.insert(kernel.to_string(), index);
+        }
+    }
+
     fn add(&self, name: String, ptx: Text, kernels: impl IntoIterator<Item = String>) -> usize {
         let mut sources = self.sources.write();
         let mut map = self.kernels.write();
@@ -396,16 +430,37 @@ impl Context {
     pub fn kernel(self: &Arc<Self>, name: &str) -> Result<Function> {
         self.registry().function(self, name)
     }
+
+    /// The kernel `name` of `module`, one of the modules linked on use ([`ON_USE_MODULES`]):
+    /// [`kernel`](Self::kernel), with the module added to this context's registry the first
+    /// time one of its kernels is asked for (a module this device cannot run is not added, and
+    /// the name stays unknown).
+    pub(crate) fn kernel_on_use(self: &Arc<Self>, name: &str, module: &'static EmbeddedModule) -> Result<Function> {
+        match self.registry().function(self, name) {
+            Err(Error::UnknownKernel { .. })
+                if module.runs_on(self.compute_capability()) && module.kernels.contains(&name) =>
+            {
+                self.registry().add_on_use(module);
+                self.registry().function(self, name)
+            }
+            found => found,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every module: the ones in every context's registry, and the ones linked on use.
+    fn all_modules() -> impl Iterator<Item = &'static EmbeddedModule> {
+        EMBEDDED_MODULES.iter().chain(ON_USE_MODULES.iter().copied())
+    }
+
     #[test]
     fn embedded_modules_are_listed_with_their_kernels() {
         assert!(!EMBEDDED_MODULES.is_empty());
-        for m in &EMBEDDED_MODULES {
+        for m in all_modules() {
             let ptx = m.ptx().unwrap();
             assert!(ptx.ends_with('\0'), "{} is not NUL-terminated", m.name);
             assert_eq!(ptx.len(), m.ptx_len + 1, "{}", m.name);
@@ -413,6 +468,30 @@ mod tests {
             assert_eq!(ptx_info::isa_version(ptx), Some((8, 0)), "{}", m.name);
             assert!(std::ptr::eq(ptx, m.ptx().unwrap()), "{}: decompressed once", m.name);
         }
+    }
+
+    #[test]
+    fn on_use_modules_join_a_registry_once_and_shadow_nothing_before() {
+        let registry = KernelRegistry::with_embedded((9, 0));
+        let embedded: std::collections::HashSet<&str> = EMBEDDED_MODULES
+            .iter()
+            .flat_map(|m| m.kernels.iter().copied())
+            .collect();
+        for m in ON_USE_MODULES {
+            assert!(m.kernels.iter().all(|k| !embedded.contains(k)), "{}", m.name);
+            assert!(!registry.kernels.read().contains_key(m.kernels[0]), "{}", m.name);
+            registry.add_on_use(m);
+            registry.add_on_use(m);
+            let sources = registry.sources.read();
+            assert_eq!(sources.iter().filter(|s| s.name == m.name).count(), 1, "{}", m.name);
+            let index = sources.len() - 1;
+            drop(sources);
+            assert!(m
+                .kernels
+                .iter()
+                .all(|k| registry.kernels.read().get(*k) == Some(&index)));
+        }
+        assert!(GEMM_DMMA90_F32_MODULE.kernels.contains(&"gemm_dmma90_f32_l_nn"));
     }
 
     #[test]
@@ -435,7 +514,7 @@ mod tests {
 
     #[test]
     fn embedded_modules_split_into_one_kernel_each() {
-        for m in &EMBEDDED_MODULES {
+        for m in all_modules() {
             let ptx = m.ptx().unwrap();
             let header: Vec<&str> = ptx.lines().take_while(|l| !l.contains(".entry")).collect();
             for &k in m.kernels {

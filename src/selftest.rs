@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
 use crate::ops::{self, Activation, Float};
-use crate::registry::EMBEDDED_MODULES;
+use crate::registry::{EMBEDDED_MODULES, ON_USE_MODULES};
 use crate::stream::Stream;
 
 /// Randomized differential checks of the BLAS kernels (GEMM and GEMV), seeded and replayable.
@@ -484,7 +484,8 @@ pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
     checks.extend(blas_checks);
     covered.extend(blas_covered);
     checks.extend(fuzz_checks(&stream, seed)?);
-    for m in EMBEDDED_MODULES.iter().filter(|m| m.runs_on(ctx.compute_capability())) {
+    let bundled = EMBEDDED_MODULES.iter().chain(ON_USE_MODULES.iter().copied());
+    for m in bundled.filter(|m| m.runs_on(ctx.compute_capability())) {
         for k in m.kernels.iter().filter(|k| !covered.contains(**k)) {
             checks.push(Check {
                 kernel: k.to_string(),

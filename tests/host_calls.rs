@@ -267,8 +267,15 @@ fn host_calls_child() {
     }
     let (g, lens) = nn(2, 2, 2);
     gemm_case::<f32>(&calls, &stream, g, lens, [0; 3]);
+    // Exact f32 on this H100-like device's f64 tensor cores (their module joins the context's
+    // registry on the first call), the CUDA cores forced, and operands one element in: read in
+    // place below k = 512, copied aligned first from there.
     let (g, lens) = nn(256, 256, 256);
     gemm_case::<f32>(&calls, &stream, g, lens, [0; 3]);
+    gemm_case::<f32>(&calls, &stream, g.kernel(cudrv::blas::Kernel::Simt), lens, [0; 3]);
+    gemm_case::<f32>(&calls, &stream, g, lens, [1, 0, 0]);
+    let (g1000, lens1000) = nn(1000, 1000, 1000);
+    gemm_case::<f32>(&calls, &stream, g1000, lens1000, [1, 0, 0]);
     gemm_case::<f32>(&calls, &stream, g.math(MathMode::Tf32), lens, [0; 3]);
     let (g, lens) = nn(64, 64, 65536);
     gemm_case::<f32>(&calls, &stream, g, lens, [0; 3]);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use std::path::{Path, PathBuf};
 
 use cudrv::kernel_cache::{CacheKey, KernelCache};
-use cudrv::registry::{EmbeddedModule, EMBEDDED_MODULES};
+use cudrv::registry::{EmbeddedModule, EMBEDDED_MODULES, ON_USE_MODULES};
 use cudrv::tune::Autotuner;
 use cudrv::{ptx_info, Context, Module, Result};
 
@@ -69,7 +69,11 @@ fn warm(cache: &KernelCache) -> Result<bool> {
     let cc = ctx.compute_capability();
     let driver = cudrv::driver_version()?.0;
     let ptxas = find_ptxas();
-    let runnable: Vec<_> = EMBEDDED_MODULES.iter().filter(|m| m.runs_on(cc)).collect();
+    let runnable: Vec<_> = EMBEDDED_MODULES
+        .iter()
+        .chain(ON_USE_MODULES.iter().copied())
+        .filter(|m| m.runs_on(cc))
+        .collect();
     let left_to_driver: usize = if ptxas.is_some() {
         0
     } else {

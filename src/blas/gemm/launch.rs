@@ -15,6 +15,7 @@ use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice};
 use crate::module::Function;
+use crate::registry::GEMM_DMMA90_F32_MODULE;
 use crate::stream::Stream;
 
 /// The second parameter of the f32 `w` kernels (`struct SplitK` in ptx/gemm_simt.cu).
@@ -149,7 +150,13 @@ pub(crate) fn run_kernel<T: GemmType>(
     params: GemmParams,
     batch: usize,
 ) -> Result<()> {
-    let f = stream.context().kernel(&choice.name)?;
+    // Exact f32's DMMA module is linked on use (ptx/MANIFEST): a program without GEMMs does
+    // not carry its PTX.
+    let f = if choice.name.starts_with("gemm_dmma90_f32_") {
+        stream.context().kernel_on_use(&choice.name, &GEMM_DMMA90_F32_MODULE)?
+    } else {
+        stream.context().kernel(&choice.name)?
+    };
     if choice.smem > f.max_dynamic_shared_memory() {
         f.set_max_dynamic_shared_memory(choice.smem)?;
     }
