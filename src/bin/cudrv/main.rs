@@ -295,8 +295,14 @@ fn info(memory: bool) -> Result<bool> {
             Ok(ctx) => {
                 let (free, _) = ctx.memory_info()?;
                 println!("  memory free          {}", mib(free));
-                let kernels = ctx.registry().kernel_names();
-                println!("  bundled kernels      {} usable on this device", kernels.len());
+                // The registry's, and those of the modules linked on use (added on first launch).
+                let on_use: usize = cudrv::registry::ON_USE_MODULES
+                    .iter()
+                    .filter(|m| m.runs_on(ctx.compute_capability()))
+                    .map(|m| m.kernels.len())
+                    .sum();
+                let kernels = ctx.registry().kernel_names().len() + on_use;
+                println!("  bundled kernels      {kernels} usable on this device");
                 if memory {
                     memory_report(&ctx)?;
                 }
