@@ -229,17 +229,8 @@ impl KernelRegistry {
     }
 
     /// Adds `module`, linked on use, unless an earlier call did (under the sources' write lock,
-    /// so concurrent first launches add it once).
+    /// so concurrent first launches add it once; only a first launch of its kernels calls this).
     fn add_on_use(&self, module: &'static EmbeddedModule) {
-        {
-            let sources = self.sources.read();
-            if sources
-                .iter()
-                .any(|s| matches!(s.ptx, Text::Embedded(m) if std::ptr::eq(m, module)))
-            {
-                return;
-            }
-        }
         let mut sources = self.sources.write();
         if sources
             .iter()

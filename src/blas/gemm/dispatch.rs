@@ -729,7 +729,7 @@ pub(crate) fn choose_within<T: GemmType, S: Copy>(
 /// it (or no split), for any product but those the one-block kernel takes (every side at most
 /// [`SMALL_MAX`]). Measured against the CUDA-core kernels on an H200 (2026-12-01,
 /// docs/kernels/gemm.md, "f32 on the f64 tensor cores").
-pub(crate) fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f64_cores: bool) -> bool {
+fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f64_cores: bool) -> bool {
     f64_cores
         && type_name == "f32"
         && g.math == MathMode::Exact
