@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::builder::{Gemm, Plan};
 use super::choice_cache::{self, Key};
 use super::dmma90::{
-    dmma90_config, dmma90_smem, dmma90_tile, element_variant as dmma90_element_variant, f32_on_f64_cores,
+    dmma90_config, dmma90_smem, dmma90_tile, element_variant as dmma90_element_variant, f32_on_dmma, f32_on_f64_cores,
 };
 use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
@@ -264,7 +264,7 @@ pub(crate) fn choose_kernel(
     // on compute capability 9.0 and later, on any alignment (the element variants read operands
     // aligned only to their element). The automatic choice asks for it where the device's f64
     // units are fast ([`f32_on_f64_cores`], in `choose_on`).
-    let f32_dmma = type_name == "f32" && math == MathMode::Exact && forced == Kernel::TensorCore && cc >= (9, 0);
+    let f32_dmma = f32_on_dmma(type_name, math, forced, cc);
     // Family: Simt, MmaSync (incl. DMMA for f64) or Wgmma.
     let family = match forced {
         Kernel::Simt => Family::Simt,
@@ -801,7 +801,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // as a forced tensor-core kernel would (unaligned operands: below).
     let f32_dmma_auto = f32_auto_dmma(T::NAME, g, plan, split, f64_cores);
     let kernel = if f32_dmma_auto { Kernel::TensorCore } else { g.kernel };
-    let f32_dmma = T::NAME == "f32" && g.math == MathMode::Exact && kernel == Kernel::TensorCore && cc >= (9, 0);
+    let f32_dmma = f32_on_dmma(T::NAME, g.math, kernel, cc);
     let pick_on = |kernel: Kernel, params: &GemmParams, aligned: bool| pick_tile(kernel, g.tile, params, aligned);
     let pick = |params: &GemmParams, aligned: bool| pick_on(kernel, params, aligned);
     let ok = operands_aligned(params, vec, g.batch);

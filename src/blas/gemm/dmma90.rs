@@ -6,7 +6,8 @@
 use super::builder::Plan;
 use super::params::{paired_time, tiles2};
 use super::thin::THIN_MAX;
-use super::{SplitK, Tile};
+use super::{Kernel, SplitK, Tile};
+use crate::blas::MathMode;
 use crate::error::{bail_invalid, Result};
 
 /// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
@@ -270,4 +271,11 @@ pub(crate) fn element_variant(name: &str) -> Option<String> {
 /// the f64 tensor cores").
 pub(crate) fn f32_on_f64_cores(cc: (u32, u32), single_to_double_ratio: u32) -> bool {
     cc == (9, 0) && (1..=2).contains(&single_to_double_ratio)
+}
+
+/// Whether a GEMM of `type_name` in `math` with the `kernel` family runs on the f32 DMMA kernels
+/// (ptx/gemm_dmma90_f32.cu): exact f32 with the tensor-core family on compute capability 9.0 and
+/// later (the automatic choice asks for that family where [`f32_on_f64_cores`] holds).
+pub(crate) fn f32_on_dmma(type_name: &str, math: MathMode, kernel: Kernel, cc: (u32, u32)) -> bool {
+    type_name == "f32" && math == MathMode::Exact && kernel == Kernel::TensorCore && cc >= (9, 0)
 }

@@ -122,10 +122,10 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f
     let tf32 = T::NAME == "f32" && g.math == MathMode::Tf32;
     let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
     let (parts, least) = match (T::NAME, g.math) {
-        ("f64", _) => (pow2_below(two_per_sm((64, 64))).min(64), 4),
-        // Exact f32 on the f64 tensor cores (`f64_cores`): its parts run f64's tiles, so f64's
-        // count.
-        ("f32", MathMode::Exact) if f64_cores => (pow2_below(two_per_sm((64, 64))).min(64), 4),
+        // f64, and exact f32 on the f64 tensor cores (`f64_cores`), whose parts run f64's tiles.
+        (name, math) if name == "f64" || (name == "f32" && math == MathMode::Exact && f64_cores) => {
+            (pow2_below(two_per_sm((64, 64))).min(64), 4)
+        }
         // f32 with both sides at least 256 and k from 8192: the parts' 128 x 128 tiles two per
         // SM, rounded to a power of two, each part keeping at least 1024 of k (H100,
         // 2026-11-27, TFLOP/s: 256 x 256 x 65536 in 64 parts 37.2 -> 41.1, 512 x 512 x 16384
