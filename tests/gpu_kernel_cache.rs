@@ -5,8 +5,8 @@
 //! Each check runs this test binary again as a child (`child_workload`, selected by an
 //! environment variable) with its own `CUDRV_CACHE_DIR` and the driver's JIT cache off
 //! (`CUDA_CACHE_DISABLE=1`), and reads the child's counters from its output. The child computes
-//! a GEMM and an AXPY on fresh random data against an f64 CPU reference, so a cached kernel is
-//! also a correct one. Without a GPU the tests say they skipped; under `REQUIRE_GPU=1` they fail.
+//! a GEMM on the CUDA cores and an AXPY on fresh random data against an f64 CPU reference, so a
+//! cached kernel is also a correct one. Without a GPU the tests say they skipped; under `REQUIRE_GPU=1` they fail.
 
 #[path = "support/gpu.rs"]
 #[macro_use]
@@ -15,7 +15,7 @@ mod gpu;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cudrv::blas::{self, Transpose};
+use cudrv::blas::{Gemm, Kernel, Transpose};
 use cudrv::kernel_cache::KernelCache;
 use cudrv::{ops, DeviceBuffer, DeviceSlice};
 
@@ -240,22 +240,13 @@ fn child_workload() {
             DeviceBuffer::from_slice(&stream, &b).unwrap(),
         );
         let mut dc = DeviceBuffer::from_slice(&stream, &vec![f32::NAN; m * n]).unwrap();
-        blas::gemm(
-            Transpose::N,
-            Transpose::N,
-            m,
-            n,
-            k,
-            1.0f32,
-            &da,
-            m,
-            &db,
-            k,
-            0.0,
-            &mut dc,
-            m,
-        )
-        .unwrap();
+        // On the CUDA cores: the cache compiles and stores those kernels (tensor-core PTX is
+        // the driver's to load unless `cudrv cache warm` put it there, and exact f32 runs on
+        // the f64 tensor cores on Hopper).
+        Gemm::new(Transpose::N, Transpose::N, m, n, k)
+            .kernel(Kernel::Simt)
+            .run(&da, &db, &mut dc)
+            .unwrap();
         let c = dc.to_vec().unwrap();
         for (got, want) in c.iter().zip(&want) {
             assert!(
