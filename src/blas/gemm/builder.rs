@@ -273,7 +273,7 @@ pub(super) enum Path {
     Skinny(skinny::SkinnyRoute),
     Skinny90(skinny90::Skinny90Route),
     Partials(partials::PartialsRoute),
-    Tiles(std::sync::Arc<super::dispatch::Choice>),
+    Tiles(std::sync::Arc<super::choice::Choice>),
 }
 
 /// Checks one operand: stored `rows x cols` in `layout`, leading dimension `ld`, `len` elements.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::Choice;
+use super::choice::Choice;
 use super::params::GemmParams;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::MathMode;

@@ -5,6 +5,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
+use super::choice::{Choice, Family};
 use super::choice_cache::{self, Key};
 use super::dmma90::{
     dmma90_config, dmma90_smem, dmma90_tile, element_variant as dmma90_element_variant, f32_on_dmma, f32_on_f64_cores,
@@ -13,6 +14,7 @@ use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
     F32_X_SMEM,
 };
+use super::operand_copies::{aligned_params, operands_aligned};
 use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM};
 use super::tf32_operands::{nt_packs_x, read_x_in_place, wide_in_place};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
@@ -25,17 +27,6 @@ use crate::blas::tma::{self, TmaElement, TmaMatrix};
 use crate::blas::MathMode;
 use crate::error::{bail_invalid, Result};
 use crate::stream::Stream;
-
-/// The kernel families.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Family {
-    Simt,
-    MmaSync,
-    Dmma,
-    Wgmma,
-    /// `gemm_small_<t>`: one block per matrix, m, n and k at most [`SMALL_MAX`].
-    Small,
-}
 
 /// The largest m, n and k of the `gemm_small_<t>` kernels (ptx/gemm_small.cu).
 pub(crate) const SMALL_MAX: usize = 32;
@@ -50,114 +41,8 @@ pub(crate) fn small_launch(m: usize, n: usize, k: usize, f64_acc: bool) -> (u32,
     (threads as u32, smem as u32)
 }
 
-/// The chosen kernel: name, block tile, dynamic shared memory, threads per block.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Choice {
-    pub name: String,
-    pub family: Family,
-    /// wgmma tf32 only: X / Y are packed k-contiguous first (`gemm_wg_pack_tf32`).
-    pub pack: [bool; 2],
-    /// X / Y are copied first into an aligned buffer in their own orientation (`gemm_pack_b*`):
-    /// the tensor-core kernels need 16-byte aligned operands whose leading dimension and batch
-    /// stride are multiples of 16 bytes. Set by [`choose`], never by `choose_kernel`.
-    pub align: [bool; 2],
-    /// wgmma tf32 `nn` only: the kernel takes X and Y swapped (m and n too) and stores D
-    /// transposed, so that the m-contiguous operand becomes wgmma's register-fed A operand.
-    pub swap: bool,
-    /// wgmma tf32 `tt` / `nn` (not the 128 x 128 tile) only: the kernel's X (the caller's
-    /// m-contiguous operand; Y after `swap`) is read where it lies, by the producer's 4-byte
-    /// copies instead of the TMA, so its rows need not be 16 bytes apart and it is not copied
-    /// aligned first (ptx/gemm_wg_x_in_place.cuh). Set by [`choose`] only.
-    pub x_in_place: bool,
-    /// f32 on the CUDA cores only: the k-contiguous Y is copied transposed first
-    /// (`gemm_transpose_b32`), and `name` is the kernel for an n-contiguous Y, which it reads
-    /// with 16-byte copies.
-    pub transpose_y: bool,
-    /// Block tile (rows, columns) of the kernels' row-major D.
-    pub tile: (usize, usize),
-    pub smem: u32,
-    pub threads: u32,
-    /// f32 `w` only (its kernels take a second parameter, `SplitK`): the number of blocks that
-    /// split k for each output tile (grid z); `None` for kernels without the parameter.
-    pub split_k: Option<u32>,
-    /// The blocks of a thread block cluster that share one output tile, each summing a share of
-    /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
-    pub cluster_k: u32,
-    /// What runs instead when a copy that only speeds the GEMM up (`align`, `pack`,
-    /// `transpose_y`) finds no memory: the choice for the operands as they are (for the tensor-core
-    /// types, on the CUDA cores). `None` where nothing is copied, or the kernel was forced.
-    pub fallback: Option<Box<Choice>>,
-}
-
-impl Choice {
-    /// The choice as [`Gemm::kernel_name`] reports it for element type `T`: the kernel, after a
-    /// `gemm_wg_pack_tf32+` prefix when an operand is packed first and a `gemm_pack_b<bits>+`
-    /// prefix when one is copied into an aligned buffer, and with a `/split<parts>` suffix when
-    /// blocks split k.
-    pub(crate) fn reported_name<T: GemmType>(&self) -> String {
-        let mut name = self.name.clone();
-        if self.pack.iter().any(|&p| p) {
-            name = format!("gemm_wg_pack_tf32+{name}");
-        }
-        if self.align.iter().any(|&a| a) {
-            name = format!("gemm_pack_b{}+{name}", 8 * size_of::<T>());
-        }
-        if self.transpose_y {
-            name = format!("gemm_transpose_b32+{name}");
-        }
-        if let Some(parts) = self.split_k.filter(|&p| p > 1) {
-            name = format!("{name}/split{parts}");
-        }
-        if self.x_in_place {
-            name = format!("{name}/x-in-place");
-        }
-        name
-    }
-}
-
 fn tiles(m: usize, n: usize, tile: usize) -> usize {
     m.div_ceil(tile) * n.div_ceil(tile)
-}
-
-/// Whether the tensor-core kernels can load X and Y as they are (16-byte cp.async and TMA):
-/// 16-byte aligned, leading dimension and (batch > 1) batch stride multiples of `vec` elements.
-fn operands_aligned(params: &GemmParams, vec: i64, batch: usize) -> [bool; 2] {
-    let ok =
-        |address: u64, ld: i64, stride: i64| address % 16 == 0 && ld % vec == 0 && (batch <= 1 || stride % vec == 0);
-    [ok(params.x, params.ldx, params.sx), ok(params.y, params.ldy, params.sy)]
-}
-
-/// The storage of X and Y as `(rows, cols)` with `cols` contiguous: X is m x k (k-contiguous or
-/// m-contiguous), Y is n x k.
-pub(crate) fn operand_storage(plan: &Plan, params: &GemmParams) -> [(i64, i64); 2] {
-    let (xk, yk) = (plan.ops.ends_with('n'), plan.ops.starts_with('t'));
-    let (m, n, k) = (params.m, params.n, params.k);
-    [if xk { (m, k) } else { (k, m) }, if yk { (n, k) } else { (k, n) }]
-}
-
-/// The parameters after the operands marked in `align` are copied into aligned buffers
-/// (address 0 stands for the buffer: only its alignment matters to dispatch).
-pub(crate) fn aligned_params(plan: &Plan, params: &GemmParams, align: [bool; 2], vec: i64) -> GemmParams {
-    let mut p = *params;
-    let [(xr, xc), (yr, yc)] = operand_storage(plan, params);
-    let round = |c: i64| packed_ld(c, 16 / vec);
-    if align[0] {
-        let ld = round(xc);
-        (p.x, p.ldx, p.sx) = (0, ld, if params.sx == 0 { 0 } else { xr * ld });
-    }
-    if align[1] {
-        let ld = round(yc);
-        (p.y, p.ldy, p.sy) = (0, ld, if params.sy == 0 { 0 } else { yr * ld });
-    }
-    p
-}
-
-/// The leading dimension of an operand's aligned copy whose rows hold `cols` elements of
-/// `size` bytes: a multiple of 16 bytes, and of 128 bytes (a whole cache line, the TMA's box
-/// width) for rows of 1 KiB or more, where the padding costs at most an eighth.
-pub(crate) fn packed_ld(cols: i64, size: i64) -> i64 {
-    let unit = if cols * size >= 1024 { 128 / size } else { 16 / size };
-    (cols.max(1) + unit - 1) / unit * unit
 }
 
 /// f32 on the CUDA cores (exact, everything automatic) with an operand that the tiles with

@@ -5,7 +5,9 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::Plan;
-use super::dispatch::{operand_storage, packed_ld, tma_element, tma_operands, Choice, Family};
+use super::choice::{Choice, Family};
+use super::dispatch::{tma_element, tma_operands};
+use super::operand_copies::{operand_storage, packed_ld};
 use super::params::{batch_launches, tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::wg_tiles::{has_act_twin, splits_k, wg_parts};
 use super::GemmType;

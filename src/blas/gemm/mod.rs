@@ -4,6 +4,7 @@
 //! picks a kernel family, tile and split for it, and launch queues it.
 
 mod builder;
+mod choice;
 mod choice_cache;
 mod dispatch;
 mod dmma90;
@@ -11,6 +12,7 @@ mod f32_tiles;
 mod functions;
 mod launch;
 mod memory_class;
+mod operand_copies;
 mod options;
 mod params;
 mod partials;

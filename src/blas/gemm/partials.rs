@@ -15,7 +15,8 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::builder::{Gemm, Plan};
-use super::dispatch::{choose, Choice};
+use super::choice::Choice;
+use super::dispatch::choose;
 use super::dmma90::f32_on_f64_cores;
 use super::launch::run_choice;
 use super::memory_class::fast_memory;

@@ -3,7 +3,7 @@
 //! that goes into registers is read where it lies instead of copied aligned first.
 
 use super::builder::Plan;
-use super::dispatch::{Choice, Family};
+use super::choice::{Choice, Family};
 use super::options::Tile;
 use super::params::GemmParams;
 use super::wg_tiles::{broad_better, wide_enough, TF32_SHORT_K};

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use super::builder::{Path, Plan};
-use super::dispatch::{Choice, Family};
+use super::choice::{Choice, Family};
 use super::launch::run_choice;
 use super::params::batch_launches;
 use super::{Gemm, GemmType, Kernel, Tile};

@@ -1,7 +1,8 @@
 //! The aligned copies of unaligned operands: their storage, padding and strides.
 
 use super::*;
-use crate::blas::gemm::dispatch::{aligned_params, choose_on, operand_storage};
+use crate::blas::gemm::dispatch::choose_on;
+use crate::blas::gemm::operand_copies::{aligned_params, operand_storage};
 use crate::blas::gemm::params::GemmParams;
 
 /// The kernels' form of `g` on buffers of the given lengths, A at address `a`, B at `b`.

@@ -2,7 +2,8 @@
 //! choice in `dispatch`, the aligned copies in `aligned_copies`, the GEMV route in `vector_route`.
 
 use super::builder::Plan;
-use super::dispatch::{choose_kernel, Choice, Family};
+use super::choice::{Choice, Family};
+use super::dispatch::choose_kernel;
 use super::wg_tiles::WG_MAX_PARTS;
 use super::*;
 use crate::blas::{Activation, Layout, MathMode, Transpose};
