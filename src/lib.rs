@@ -70,8 +70,6 @@ pub mod ptx_info;
 pub mod registry;
 mod sealed;
 pub mod selftest;
-mod selftest_blas;
-mod selftest_gemv;
 pub mod stream;
 pub mod sys;
 pub mod tune;

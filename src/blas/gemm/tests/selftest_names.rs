@@ -6,7 +6,7 @@
 use super::super::dispatch::choose_on;
 use super::super::{Gemm, GemmType, Kernel, SplitK, Tile};
 use crate::blas::{MathMode, Transpose};
-use crate::selftest_blas::{element_pads, sweep_shape, DMMA90_SWEEP, ELEMENT_OPS};
+use crate::selftest::sweeps::{element_pads, sweep_shape, DMMA90_SWEEP, ELEMENT_OPS};
 
 const H100: ((u32, u32), usize) = ((9, 0), 132);
 

@@ -778,10 +778,8 @@ pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report>
     run_drawn(stream, seed, rng, cases, random_in_place_case)
 }
 
-#[path = "selftest_fuzz_draw.rs"]
 mod draw;
-#[path = "selftest_fuzz_gemv.rs"]
-mod gemv_fuzz;
+mod gemv;
 use draw::range;
 pub use draw::{random_deep_case, random_gemm_case, random_in_place_case, random_skinny_case, random_wave_case};
-pub use gemv_fuzz::gemv;
+pub use gemv::gemv;

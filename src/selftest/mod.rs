@@ -26,8 +26,10 @@ use crate::registry::{EMBEDDED_MODULES, ON_USE_MODULES};
 use crate::stream::Stream;
 
 /// Randomized differential checks of the BLAS kernels (GEMM and GEMV), seeded and replayable.
-#[path = "selftest_fuzz.rs"]
+mod blas;
 pub mod fuzz;
+mod gemv;
+pub(crate) mod sweeps;
 
 /// A small deterministic random generator (xorshift64*), so checks need no extra dependency.
 ///
@@ -480,7 +482,7 @@ pub fn run_all(ctx: &Arc<Context>, seed: u64) -> Result<Vec<Check>> {
         .iter()
         .flat_map(|c| c.kernel.split(", ").map(str::to_string).collect::<Vec<_>>())
         .collect();
-    let (blas_checks, blas_covered) = crate::selftest_blas::run(&stream, seed);
+    let (blas_checks, blas_covered) = blas::run(&stream, seed);
     checks.extend(blas_checks);
     covered.extend(blas_covered);
     checks.extend(fuzz_checks(&stream, seed)?);

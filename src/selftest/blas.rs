@@ -1,6 +1,6 @@
 //! The selftest's checks of the bundled BLAS kernels: every GEMM kernel variant (type, kernel
 //! family, tile, op combination) against an f64 CPU reference, and the GEMV kernels'
-//! (`selftest_gemv`).
+//! (`gemv.rs`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::blas::{Activation, Gemm, Kernel, MathMode, SplitK, Tile, Transpose};
 use crate::error::Result;
 use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::selftest::sweeps::{element_pads, sweep_shape, DMMA90_SWEEP, ELEMENT_OPS};
 use crate::selftest::{letter_of, rel_error, Check, Element, Rng};
 use crate::stream::Stream;
 
@@ -179,63 +180,6 @@ fn wgmma_sweeps(
     );
 }
 
-/// The sm_90 DMMA kernels' checks (modules gemm_dmma90, f64, and gemm_dmma90_f32, exact f32 on
-/// the same tiles): (tile, split, kernel letter,
-/// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
-/// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
-/// blocks per multiprocessor), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape; the k splits
-/// over the 2 blocks of a cluster are forced. Leading dimensions one element longer (operands
-/// aligned only to their element) run each tile's 8-byte variant (`<letter>u`) in place of an
-/// aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs) checks that each entry picks
-/// the kernel it names.
-pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 20] = [
-    (Tile::Small, SplitK::Auto, "s", 0),
-    (Tile::Half, SplitK::Auto, "q", 0),
-    (Tile::Large, SplitK::Auto, "l", 0),
-    (Tile::Auto, SplitK::Auto, "u", 0),
-    (Tile::Narrow, SplitK::Auto, "m", 0),
-    (Tile::Broad, SplitK::Auto, "p", 0),
-    (Tile::Small, SplitK::Parts(2), "s2", 0),
-    (Tile::Auto, SplitK::Parts(2), "u2", 0),
-    (Tile::Thin, SplitK::Auto, "t", 0),
-    (Tile::Thin, SplitK::Auto, "h", 0),
-    (Tile::Small, SplitK::Auto, "su", 1),
-    (Tile::Half, SplitK::Auto, "qu", 1),
-    (Tile::Large, SplitK::Auto, "lu", 1),
-    (Tile::Auto, SplitK::Auto, "uu", 1),
-    (Tile::Narrow, SplitK::Auto, "mu", 1),
-    (Tile::Broad, SplitK::Auto, "pu", 1),
-    (Tile::Small, SplitK::Parts(2), "s2u", 1),
-    (Tile::Auto, SplitK::Parts(2), "u2u", 1),
-    (Tile::Thin, SplitK::Auto, "tu", 1),
-    (Tile::Thin, SplitK::Auto, "hu", 1),
-];
-
-/// The (m, n, k) a tensor-core sweep checks the tile `letter` on: sizes that are not multiples
-/// of the tiles (multiples of 16 bytes for the tensor cores); the thin tiles (256 bytes of k per
-/// stage) get k = 300, several stages and a partial one, and `h` (64 x 16), the one for more
-/// rows than columns in the kernels' row-major D (C^T), the transposed shape; f64's `u` a
-/// shape whose sides are too long for the thin tiles.
-pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
-    match letter {
-        "h" | "hu" => (72, 136, 300),
-        "t" | "tu" => (136, 72, 300),
-        "u" | "uu" => (136, 100, 48),
-        // f64's `p` (128 x 64, 3 stages of 16 k): 2 x 3 tiles, the last of each side partial,
-        // over 12 k-tiles and a partial one.
-        "p" | "pu" => (200, 136, 200),
-        // f64's `q` (64 x 64, 3 stages of 16 k): 3 x 2 tiles over 12 k-tiles and a partial one.
-        "q" | "qu" => (136, 72, 200),
-        // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
-        // k-tiles and a partial one.
-        "b" => (200, 392, 200),
-        // The 64 x 96 wgmma tile: 4 x 3 tiles, the last of each side partial, 4 k-tiles (16-bit)
-        // and a partial one. (`h` above is also the 64 x 64 wgmma tile's: 2 x 3 tiles.)
-        "m" => (200, 200, 200),
-        _ => (136, 72, 48),
-    }
-}
-
 /// The aligned copies of unaligned operands (`gemm_pack_b16/b32/b64`): a forced tensor-core GEMM
 /// on leading dimensions one element longer than the matrices (137 and 49: no multiple of 16
 /// bytes for any type), in the op combinations that copy an m- or n-contiguous operand (NN) and a
@@ -400,20 +344,6 @@ fn tf32x3_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
             out.push(check);
         }
     }
-}
-
-/// The op pairs whose thin mma.sync kernels have element variants (at least one operand
-/// k-contiguous: A under T, B under N).
-pub(crate) const ELEMENT_OPS: [((Transpose, Transpose), &str); 3] = [
-    ((Transpose::N, Transpose::N), "nn"),
-    ((Transpose::T, Transpose::N), "tn"),
-    ((Transpose::T, Transpose::T), "tt"),
-];
-
-/// Pads of A, B and C for an element-variant check: one element on each k-contiguous operand
-/// (an unaligned operand that is not k-contiguous would be copied instead) and on C.
-pub(crate) fn element_pads((ta, tb): (Transpose, Transpose)) -> [usize; 3] {
-    [usize::from(ta == Transpose::T), usize::from(tb == Transpose::N), 1]
 }
 
 /// The skinny kernels (`gemm_skinny_f32_*`, and `gemm_skinny_finish_f32` after a split of k),
@@ -803,6 +733,6 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             covered.insert("gemm_wg_pack_tf32".to_string());
         }
     }
-    crate::selftest_gemv::checks(stream, &mut rng, &mut out, &mut covered);
+    crate::selftest::gemv::checks(stream, &mut rng, &mut out, &mut covered);
     (out, covered)
 }
