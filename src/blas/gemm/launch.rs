@@ -13,12 +13,27 @@ use super::wg_tiles::{has_act_twin, splits_k, wg_parts};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
 use crate::blas::Activation;
+use crate::context::Context;
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice};
 use crate::module::Function;
-use crate::registry::GEMM_DMMA90_F32_MODULE;
+use crate::registry::ON_USE_MODULES;
 use crate::stream::Stream;
+
+/// The GEMM kernel `name` for a launch on `ctx`: from the context's registry, or, the first time
+/// one of its kernels is asked for, from the module linked on use that holds it
+/// (`ptx/MANIFEST`: the Hopper GEMM modules, sm_90 DMMA and wgmma), which then joins the
+/// registry. A program that launches no GEMM does not link those modules' PTX.
+pub(crate) fn gemm_kernel(ctx: &Arc<Context>, name: &str) -> Result<Function> {
+    match ctx.kernel(name) {
+        Err(crate::Error::UnknownKernel { .. }) => match ON_USE_MODULES.iter().find(|m| m.kernels.contains(&name)) {
+            Some(module) => ctx.kernel_on_use(name, module),
+            None => ctx.kernel(name),
+        },
+        found => found,
+    }
+}
 
 /// The second parameter of the f32 `w` kernels (`struct SplitK` in ptx/gemm_simt.cu).
 #[derive(Copy, Clone, Debug, Default)]
@@ -152,13 +167,9 @@ pub(crate) fn run_kernel<T: GemmType>(
     params: GemmParams,
     batch: usize,
 ) -> Result<()> {
-    // Exact f32's DMMA module is linked on use (ptx/MANIFEST): a program without GEMMs does
-    // not carry its PTX.
-    let f = if choice.name.starts_with("gemm_dmma90_f32_") {
-        stream.context().kernel_on_use(&choice.name, &GEMM_DMMA90_F32_MODULE)?
-    } else {
-        stream.context().kernel(&choice.name)?
-    };
+    // The sm_90 DMMA modules are linked on use (ptx/MANIFEST): a program without GEMMs does
+    // not carry their PTX.
+    let f = gemm_kernel(stream.context(), &choice.name)?;
     if choice.smem > f.max_dynamic_shared_memory() {
         f.set_max_dynamic_shared_memory(choice.smem)?;
     }
@@ -322,7 +333,7 @@ fn copy_transposed(
     // (k <= p < ld) are never read (outside the tensor map; the f32 kernels' copies of a row's
     // last partial vector read only its elements).
     let out = unsafe { DeviceBuffer::<f32>::uninit(stream, len) }?;
-    let f = stream.context().kernel(kernel)?;
+    let f = gemm_kernel(stream.context(), kernel)?;
     let (grid_x, grid_y) = ((count as u64).div_ceil(32), (k as u64).div_ceil(32));
     if grid_x > i32::MAX as u64 || grid_y > 65535 {
         bail_invalid!("gemm: an operand of {count} x {k} is too large for {kernel}");
@@ -365,8 +376,9 @@ pub(crate) fn run_wgmma<T: GemmType>(
     let Some(element) = tma_element::<T>() else {
         bail_invalid!("gemm: {} has no wgmma kernel", T::NAME);
     };
+    // The wgmma modules are linked on use (ptx/MANIFEST).
     let kernel = |name: &str| -> Result<Function> {
-        let f = stream.context().kernel(name)?;
+        let f = gemm_kernel(stream.context(), name)?;
         if choice.smem > f.max_dynamic_shared_memory() {
             f.set_max_dynamic_shared_memory(choice.smem)?;
         }
