@@ -2,6 +2,6 @@
 // their TMA epilogue, in a module of their own so that only a process that asks for relu JIT-
 // compiles them. Kernel and launch contract: ptx/gemm_wg.cuh.
 
-#include "gemm_wg.cuh"
+#include "gemm_wg_kernels.cuh"
 
 GEMM_WG_OPS(gemm_wg_relu_bf16, __nv_bfloat16, ACT_RELU)

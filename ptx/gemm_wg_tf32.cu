@@ -1,7 +1,7 @@
 // cudrv module `gemm_wg_tf32`: tf32 GEMM kernels and the operand packer (sm_90a, wgmma +
 // TMA); the kernel and its launch contract are in ptx/gemm_wg.cuh.
 
-#include "gemm_wg.cuh"
+#include "gemm_wg_kernels.cuh"
 #include "tile_transpose.cuh"
 
 GEMM_WG_TF32(gemm_wg_tf32, ACT_NONE)
