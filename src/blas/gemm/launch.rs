@@ -26,13 +26,13 @@ use crate::stream::Stream;
 /// (`ptx/MANIFEST`: the Hopper GEMM modules, sm_90 DMMA and wgmma), which then joins the
 /// registry. A program that launches no GEMM does not link those modules' PTX.
 pub(crate) fn gemm_kernel(ctx: &Arc<Context>, name: &str) -> Result<Function> {
-    match ctx.kernel(name) {
-        Err(crate::Error::UnknownKernel { .. }) => match ON_USE_MODULES.iter().find(|m| m.kernels.contains(&name)) {
-            Some(module) => ctx.kernel_on_use(name, module),
-            None => ctx.kernel(name),
-        },
-        found => found,
+    let found = ctx.kernel(name);
+    if let Err(crate::Error::UnknownKernel { .. }) = found {
+        if let Some(module) = ON_USE_MODULES.iter().find(|m| m.kernels.contains(&name)) {
+            return ctx.kernel_on_use(name, module);
+        }
     }
+    found
 }
 
 /// The second parameter of the f32 `w` kernels (`struct SplitK` in ptx/gemm_simt.cu).
