@@ -67,6 +67,28 @@
 // counted without a group made the wait leave the last real store in flight while the next box
 // overwrote its buffer (the race of 2026-11, wrong results for about one shape in ten).
 //
+// Pairs (CL = 2; the tiles p = 128 x 128 and q = 128 x 64, kernels compiled with a cluster shape
+// of 2 x 1 x 1): the two blocks of a cluster compute two tiles side by side, the same 128 rows of
+// X (rank r the tile at column n0 + r * BN of the pair), so the L2 serves X once per pair: each
+// block's producer loads X's 64-row half r and the TMA multicasts it into stage s of both
+// blocks, and loads its own Y. pair_rule (the ordering that keeps the shared stages race-free):
+//   - both blocks walk the same units (pairs) with the same k-tiles, so their stage rings move
+//     in step: ring slot it is stage it % STAGES in both;
+//   - a block's "empty" barrier counts the consumer warps of both blocks (each releases a stage
+//     once its wgmma group that read it has completed, on its own barrier and, through mapa, on
+//     the other block's: mbar_arrive_in), and its producer waits on it: neither producer writes
+//     stage s of either block before every consumer of both has finished reading it;
+//   - each block's "full" barrier expects every byte of its stage (its own arrival with the
+//     count; the other block's multicast may complete its bytes before that arrival, which
+//     leaves the phase open: the arrival count is still pending);
+//   - a pair's second tile past D (a last, odd column of tiles) still runs: its producer loads
+//     its half of X for the other block and no Y (its barrier expects X's bytes only), its
+//     consumers compute on whatever Y holds and store nothing (its columns lie past n);
+//   - both blocks meet at a cluster barrier after the barriers' initialisation (before any
+//     multicast or remote arrival) and before they exit (no arrival reaches a block that left).
+// compute-sanitizer does not see the async proxy: this rule is checked by reasoning and by the
+// randomized tests that force the pairs.
+//
 // Shared-memory tiles are written by the TMA with the 128-byte swizzle, which is also the layout
 // wgmma's matrix descriptors name (swizzle mode 1):
 //   k-contiguous operand: box {BK, rows} (BK * sizeof(T) = 128 bytes), row r at r * 128 bytes;
@@ -77,34 +99,7 @@
 //     boxes are {32, 32}, one per 32 rows, 4 KiB each, read by the consumers with ld.shared.
 // Out-of-range rows, columns and k read as zero (TMA bounds), so every shape runs unpadded.
 //
-// Launch contract:
-//   params (by value): TensorMap tx, TensorMap ty (3-D maps built by the Rust side with
-//   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, box as above),
-//   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
-//   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when flags bit
-//   0 is set: written, and read when beta != 0), GemmParams p (x, y, d,
-//   bias pointers; m, n, k; ldx; ldd; sx, sy, sd; alpha, beta; act), int flags (bit 0 "dstore":
-//   td is valid; bit 1 "x_in_place", the tf32 tt / nn kernels of gemm_wg_tf32 other than the
-//   128 x 128 tile's only: X is read from x at ldx / sx by 4-byte copies, x 4-byte aligned, any
-//   ldx and sx, and tx is unused: ptx/gemm_wg_x_in_place.cuh),
-//   WgSplit sp (parts 1, or for the n and l tiles the k split: 1 <= kper, parts = ceil(ktiles /
-//   kper) with ktiles = ceil(k / BK), ws holding tiles * parts * 128 * BN floats and counters
-//   2 * tiles zeroed u32s, which the kernel leaves zeroed).
-//   block = (128 * (1 + BM / 64), 1, 1): 384, or 256 for the 64-row tiles; grid = (g, 1, 1) for
-//   any g >= 1 (the host uses min(units, SMs); units = ceil(m/BM) * ceil(n/BN) * batch * parts);
-//   dynamic shared memory = STAGES * (BM + BN') * 128 + 32768 (epilogue: four 8 KiB staging
-//   boxes, or the two 9 KiB chunks) + 2048 (alignment, barriers) bytes, BN' = BN rounded up to
-//   64 columns for a 16-bit n-contiguous Y: at most 231424 (w: 4 stages, b: 4 stages (198656),
-//   l: 6 stages, n: 8 stages, h: 12, m: 8); the host asks 231424 for every tile. The 64-row
-//   tiles do not split k (parts 1) and store 16-bit 64 x 96 tiles through the chunks (the TMA
-//   stores whole boxes of 64 columns).
-//   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules; X in place: see
-//   flags). A batch index
-//   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
-//   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
-//   3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part of a k split through partial
-//   products: D is an f32 scratch, see the epilogue; flags 0, alpha 1, beta 0, no bias).
-//   m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
+// Launch contract: in ptx/gemm_wg_kernels.cuh, with the entry points.
 
 #include "gemm_wg_epilogue.cuh"
 #include "gemm_wg_ops.cuh"
@@ -116,7 +111,7 @@
 // f32 adds that round to nearest, and the next chunk starts from zero, so the truncation only
 // reaches sums of PROMOTE * BK terms. Each chunk is the plain loop: its first k-tile peeled, its
 // groups in flight across its iterations, drained (wgmma.wait_group 0) at its end.
-template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT, int PROMOTE = 0>
+template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT, int PROMOTE = 0, int CL = 1>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
                                         const GemmParams& p, int flags, const WgSplit& sp) {
     static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows, one or two");
@@ -150,6 +145,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     constexpr bool RS = !XK && sizeof(T) == 4;
     static_assert(YK || sizeof(T) == 2, "n-contiguous Y needs a 16-bit type");
     static_assert(!DT || RS, "the transposed store is for the register-A tf32 kernels");
+    static_assert(CL == 1 || (CL == 2 && BM == 128 && !RS && PROMOTE == 0),
+                  "pairs (pair_rule): 128-row tiles, both operands through the TMA, no promotion");
     // flags bit 0: td is valid (the TMA-store epilogue); bit 1 (RS kernels of the plain module
     // only): X is copied into the stages by the producer warpgroup's 4-byte cp.async instead of
     // the TMA (its rows need not be 16 bytes apart: ptx/gemm_wg_x_in_place.cuh).
@@ -174,21 +171,49 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     const int ktiles = (int)((p.k + BK - 1) / BK);
     // Work units: every output tile once, or (split) `parts` units per tile, part s of tile t
-    // being unit t * parts + s. Only the kernels of 128 rows and at most 128 columns split.
-    constexpr bool SPLITS = BN <= 128 && BM == 128;
+    // being unit t * parts + s. Only the kernels of 128 rows and at most 128 columns split; the
+    // pairs (CL = 2) do not: their unit is a pair of tiles side by side, one per block.
+    constexpr bool SPLITS = BN <= 128 && BM == 128 && CL == 1;
     const int parts = SPLITS && sp.parts > 1 ? sp.parts : 1;
     const int kper = parts > 1 ? sp.kper : ktiles;
-    const int total = tiles_m * tiles_n * p.batch * parts;
+    const int tiles_np = CL > 1 ? (tiles_n + 1) / 2 : tiles_n;  // (pairs) columns of pairs
+    const int total = tiles_m * tiles_np * p.batch * parts;
+    // Pairs: this block's rank in its cluster. A block's (a cluster's) units: first_unit(), then every unit_step().
+    const unsigned crank = CL > 1 ? cluster_rank() : 0u;
+    // (Read where the loops start: kept live from here, they cost the tf32 nn / tt consumers spills.)
+    auto first_unit = [] { return (int)blockIdx.x / CL; };
+    auto unit_step = [] { return (int)gridDim.x / CL; };
+    // The tile of unit u: one tile (t), or rank crank's of the pair u (t unused).
+    auto unit_tile = [&](int u) {
+        if constexpr (CL > 1) {
+            const TileCoord pc = tile_coord<BM, CL * BN>(u, tiles_m, tiles_np);
+            return TileCoord{pc.bz, pc.m0, pc.n0 + (int)crank * BN};
+        } else {
+            return tile_coord<BM, BN>(u / parts, tiles_m, tiles_n);
+        }
+    };
+    // A consumer warp hands stage s back: to its own producer, and (pairs) to the other block's,
+    // whose multicast also writes this block's stage.
+    auto release = [&](int s) {
+        mbar_arrive(empty + 8 * s);
+        if constexpr (CL > 1) mbar_arrive_in(empty + 8 * s, crank ^ 1u);
+    };
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, xin ? 1 + 128 : 1);  // x_in_place: + one per producer thread
-            mbar_init(empty + 8 * s, 4 * NC);  // one arrival per consumer warp
+            mbar_init(empty + 8 * s, 4 * NC * CL);  // one arrival per consumer warp (of both blocks: pairs)
         }
         for (int b = 0; b < 4; ++b) mbar_init(cbar + 8 * b, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    // Pairs: the other block's barriers are initialised before this block's multicasts and
+    // arrivals reach them.
+    if constexpr (CL > 1) {
+        cluster_sync();
+    } else {
+        __syncthreads();
+    }
 
     // Persistent: block b takes tiles b, b + gridDim.x, ... The stage ring and its phases run on
     // across tiles, so the producer fills the next tile's stages during the consumers' epilogue.
@@ -204,25 +229,38 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         }
         if (tid == 0) {
             int it = 0;
-            for (int u = blockIdx.x; u < total; u += gridDim.x) {
-                const int t = u / parts, kt0 = (u % parts) * kper, kt1 = min(kt0 + kper, ktiles);
-                const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
+            for (int u = first_unit(); u < total; u += unit_step()) {
+                const int kt0 = (u % parts) * kper, kt1 = min(kt0 + kper, ktiles);
+                const TileCoord tc = unit_tile(u);
                 const int zx = p.sx != 0 ? tc.bz : 0, zy = p.sy != 0 ? tc.bz : 0;
+                // Pairs: the second tile of a last, odd column of tiles lies past D; its block
+                // loads its half of X for the other (pair_rule) and no Y.
+                const bool own = CL == 1 || tc.n0 < p.n;
                 for (int kt = kt0; kt < kt1; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
                     const unsigned bar = full + 8 * s;
-                    mbar_expect_tx(bar, STAGE_BYTES);
+                    mbar_expect_tx(bar, own ? STAGE_BYTES : X_BYTES);
                     const unsigned xs = base + s * STAGE_BYTES, ys = xs + X_BYTES;
                     const int k0 = kt * BK;
-                    if (XK) {
+                    if constexpr (CL > 1) {
+                        // X's 64-row half `crank` (8 KiB), into both blocks' stage s (XK: the map's
+                        // box is 64 rows; else one box of MN_BOX = 64 rows).
+                        const unsigned half = crank * 8192u;
+                        if (XK) {
+                            tma_load_multicast(xs + half, tx, bar, k0, tc.m0 + 64 * (int)crank, zx, 3);
+                        } else {
+                            tma_load_multicast(xs + half, tx, bar, tc.m0 + MN_BOX * (int)crank, k0, zx, 3);
+                        }
+                    } else if (XK) {
                         tma_load(xs, tx, bar, k0, tc.m0, zx);
                     } else {
 #pragma unroll
                         for (int c = 0; c < BM / MN_BOX; ++c)
                             tma_load(xs + c * MN_BOX_BYTES, tx, bar, tc.m0 + MN_BOX * c, k0, zx);
                     }
-                    if (YK) {
+                    if (!own) {
+                    } else if (YK) {
                         tma_load(ys, ty, bar, k0, tc.n0, zy);
                     } else {
 #pragma unroll
@@ -231,6 +269,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                 }
             }
+        }
+        if constexpr (CL > 1) {
+            __syncwarp();
+            cluster_sync();  // pair_rule: neither block leaves while the other may still arrive
         }
         return;
     }
@@ -315,10 +357,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     };
 
     int it = 0;
-    for (int u = blockIdx.x; u < total; u += gridDim.x) {
+    for (int u = first_unit(); u < total; u += unit_step()) {
         const int t = u / parts, part = u % parts;
         const int kt0 = part * kper, nk = min(kt0 + kper, ktiles) - kt0;
-        const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
+        const TileCoord tc = unit_tile(u);
         if constexpr (PROMOTE > 0) {
             // Chunks of PROMOTE k-tiles, each summed from zero and added into dm rounded to nearest.
 #pragma unroll
@@ -331,11 +373,11 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 for (int kt = 1; kt < cn; ++kt) {
                     mma_tile(it + c0 + kt, fa);
                     wgmma_wait<1>();
-                    if (lane == 0) mbar_arrive(empty + 8 * ((it + c0 + kt - 1) % STAGES));
+                    if (lane == 0) release((it + c0 + kt - 1) % STAGES);
                 }
                 wgmma_wait<0>();
                 fence_regs(d);
-                if (lane == 0) mbar_arrive(empty + 8 * ((it + c0 + cn - 1) % STAGES));
+                if (lane == 0) release((it + c0 + cn - 1) % STAGES);
 #pragma unroll
                 for (int i = 0; i < NACC; ++i) dm[i] = __fadd_rn(dm[i], d[i]);
             }
@@ -356,7 +398,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 }
                 // The group before this one has finished reading its stage: hand that stage back.
                 wgmma_wait<1>();
-                if (lane == 0) mbar_arrive(empty + 8 * ((it + kt - 1) % STAGES));
+                if (lane == 0) release((it + kt - 1) % STAGES);
             }
         }
         const long long row0 = (long long)tc.m0 + 64 * cw;
@@ -381,7 +423,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         wgmma_wait<0>();
         fence_regs(d);
         // (PROMOTE: each chunk handed its stages back.)
-        if (PROMOTE == 0 && lane == 0) mbar_arrive(empty + 8 * ((it + nk - 1) % STAGES));
+        if (PROMOTE == 0 && lane == 0) release((it + nk - 1) % STAGES);
         it += nk;
         if constexpr (SPLITS) {
             // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
@@ -747,4 +789,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     }
     // The block's shared memory must outlive the TMA stores that read it.
     if (lt == 0) bulk_wait_all();
+    if constexpr (CL > 1) {
+        __syncwarp();
+        cluster_sync();  // pair_rule: the other block's last arrivals on this block's barriers
+    }
 }

@@ -6,3 +6,4 @@
 GEMM_WG_OPS(gemm_wg_bf16, __nv_bfloat16, ACT_NONE)
 GEMM_WG_OPS_BROAD(gemm_wg_bf16, __nv_bfloat16)
 GEMM_WG_OPS_HALF(gemm_wg_bf16, __nv_bfloat16)
+GEMM_WG_PAIR_OPS(gemm_wg_bf16, __nv_bfloat16)

@@ -1,10 +1,41 @@
 #pragma once
 // ptx/gemm_wg_kernels.cuh: the entry points of the wgmma GEMM modules (gemm_wg_<type>, and the
 // activation twins gemm_wg_<act>_<type>): one `extern "C"` kernel per tile, op combination and
-// activation, each an instance of the template in ptx/gemm_wg.cuh (the launch contract is there),
-// and the sets of them each module holds.
+// activation, each an instance of the template in ptx/gemm_wg.cuh, the sets of them each module
+// holds, and their launch contract.
 
 #include "gemm_wg.cuh"
+
+// Launch contract (the template and its ordering rules are in ptx/gemm_wg.cuh):
+//   params (by value): TensorMap tx, TensorMap ty (3-D maps built by the Rust side with
+//   cuTensorMapEncodeTiled: dims {inner, outer, batch}, 128-byte swizzle, boxes as in
+//   ptx/gemm_wg.cuh; pairs: a k-contiguous X's box is 64 rows),
+//   TensorMap td (D: dims {n, m, batch}, row stride ldd, batch stride sd, 128-byte swizzle, box
+//   {128 bytes, 64 rows}; DT kernels: dims {m, n, batch}, box {32, 32}; used only when flags bit
+//   0 is set: written, and read when beta != 0), GemmParams p (x, y, d,
+//   bias pointers; m, n, k; ldx; ldd; sx, sy, sd; alpha, beta; act), int flags (bit 0 "dstore":
+//   td is valid; bit 1 "x_in_place", the tf32 tt / nn kernels of gemm_wg_tf32 other than the
+//   128 x 128 tile's only: X is read from x at ldx / sx by 4-byte copies, x 4-byte aligned, any
+//   ldx and sx, and tx is unused: ptx/gemm_wg_x_in_place.cuh),
+//   WgSplit sp (parts 1, or for the n and l tiles the k split: 1 <= kper, parts = ceil(ktiles /
+//   kper) with ktiles = ceil(k / BK), ws holding tiles * parts * 128 * BN floats and counters
+//   2 * tiles zeroed u32s, which the kernel leaves zeroed).
+//   block = (128 * (1 + BM / 64), 1, 1): 384, or 256 for the 64-row tiles; grid = (g, 1, 1) for
+//   any g >= 1 (the host uses min(units, SMs); units = ceil(m/BM) * ceil(n/BN) * batch * parts;
+//   pairs: any even g, the host 2 * min(ceil(m/BM) * ceil(n/(2 BN)) * batch, clusters that fit));
+//   dynamic shared memory = STAGES * (BM + BN') * 128 + 32768 (epilogue: four 8 KiB staging
+//   boxes, or the two 9 KiB chunks) + 2048 (alignment, barriers) bytes, BN' = BN rounded up to
+//   64 columns for a 16-bit n-contiguous Y: at most 231424 (w: 4 stages, b: 4 stages (198656),
+//   l: 6 stages, n: 8 stages, h: 12, m: 8); the host asks 231424 for every tile. The 64-row
+//   tiles do not split k (parts 1) and store 16-bit 64 x 96 tiles through the chunks (the TMA
+//   stores whole boxes of 64 columns).
+//   x, y 16-byte aligned, ldx, ldy, sx, sy multiples of 16 bytes (TMA rules; X in place: see
+//   flags). A batch index
+//   b reads tensor-map coordinate b when sx (sy) != 0, else 0 (a shared operand).
+//   beta == 0: D is not read. bias == 0: no bias. act: 0 none, 1 relu, 2 gelu (erf form),
+//   3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part of a k split through partial
+//   products: D is an f32 scratch, see the epilogue; flags 0, alpha 1, beta 0, no bias).
+//   m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
 
 // ACT: ACT_NONE for the kernels of gemm_wg_<type>, which take an activation through the rolled
 // epilogue only; an activation for those of gemm_wg_<act>_<type>, whose TMA epilogue applies it
@@ -18,6 +49,31 @@
         gemm_wg<T, BM, BN, STAGES, XK, YK, DT, ACT>(&tx, &ty, &td, p, flags, sp);                               \
     }
 #define GEMM_WG_KERNEL(NAME, T, BN, STAGES, XK, YK, DT, ACT) GEMM_WG_KERNEL_BM(NAME, T, 128, BN, STAGES, XK, YK, DT, ACT)
+
+// The pairs (`pair_rule` in ptx/gemm_wg.cuh): two blocks of a cluster share X's loads, each
+// computing one of two tiles side by side; the launch's grid x is even.
+#define GEMM_WG_KERNEL_PAIR(NAME, T, BN, STAGES, XK, YK)                                                        \
+    extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)                               \
+        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
+             const __grid_constant__ TensorMap td, const GemmParams p, int flags, const WgSplit sp) {          \
+        gemm_wg<T, 128, BN, STAGES, XK, YK, false, ACT_NONE, 0, 2>(&tx, &ty, &td, p, flags, sp);                \
+    }
+
+// The pairs of a 16-bit type, every op combination: P_p_<ops> (128 x 128), P_q_<ops> (128 x 64).
+#define GEMM_WG_PAIR_OPS(P, T)                                    \
+    GEMM_WG_KERNEL_PAIR(P##_p_nn, T, 128, 6, true, false)         \
+    GEMM_WG_KERNEL_PAIR(P##_p_nt, T, 128, 6, false, false)        \
+    GEMM_WG_KERNEL_PAIR(P##_p_tn, T, 128, 6, true, true)          \
+    GEMM_WG_KERNEL_PAIR(P##_p_tt, T, 128, 6, false, true)         \
+    GEMM_WG_KERNEL_PAIR(P##_q_nn, T, 64, 8, true, false)          \
+    GEMM_WG_KERNEL_PAIR(P##_q_nt, T, 64, 8, false, false)         \
+    GEMM_WG_KERNEL_PAIR(P##_q_tn, T, 64, 8, true, true)           \
+    GEMM_WG_KERNEL_PAIR(P##_q_tt, T, 64, 8, false, true)
+
+// The tf32 pairs: tn only (both operands k-contiguous through the TMA).
+#define GEMM_WG_TF32_PAIR(P)                                      \
+    GEMM_WG_KERNEL_PAIR(P##_p_tn, float, 128, 6, true, true)      \
+    GEMM_WG_KERNEL_PAIR(P##_q_tn, float, 64, 8, true, true)
 
 // The tf32 kernels over split f32 operands (MathMode::Tf32x3): tn only (the split writes both
 // operands k-contiguous), accumulators promoted every PROMOTE k-tiles (gemm_wg above). Their

@@ -7,6 +7,7 @@
 GEMM_WG_TF32(gemm_wg_tf32, ACT_NONE)
 GEMM_WG_TF32_BROAD(gemm_wg_tf32)
 GEMM_WG_TF32_HALF(gemm_wg_tf32)
+GEMM_WG_TF32_PAIR(gemm_wg_tf32)
 
 // MathMode::Tf32x3's products (src/blas/gemm/tf32x3.rs): tn, accumulators promoted every 4
 // k-tiles (128 k), the tiles of gemm_wg_tf32 but the 128 x 256 one.

@@ -479,3 +479,36 @@ fn gemm_fuzz_tf32_in_place() {
     );
     assert!(missing.is_empty(), "never read X in place: {missing:?}");
 }
+
+/// f16, bf16 and tf32 GEMMs on the wgmma pairs (`fuzz::pairs`: two blocks of a cluster share
+/// X's loads through the TMA's multicast, `pair_rule` in ptx/gemm_wg.cuh), which
+/// compute-sanitizer cannot check: both pair tiles of every type must have run. Needs compute
+/// capability 9.0.
+#[test]
+fn gemm_fuzz_pairs() {
+    let Some(ctx) = gpu::sm90("gemm_fuzz_pairs", "the wgmma kernels") else {
+        return;
+    };
+    let stream = ctx.new_stream().expect("stream");
+    for (ty, name) in [
+        (FuzzType::F16, "f16"),
+        (FuzzType::Bf16, "bf16"),
+        (FuzzType::Tf32, "tf32"),
+    ] {
+        let start = Instant::now();
+        let reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::pairs(&stream, ty, seed, (cases() / 5).max(4)).expect("fuzz run"))
+            .collect();
+        let missing: Vec<String> = ["p", "q"]
+            .iter()
+            .map(|t| format!("gemm_wg_{name}_{t}_"))
+            .filter(|w| !reports.iter().any(|r| r.kernels.keys().any(|k| k.contains(w.as_str()))))
+            .collect();
+        check(
+            &format!("gemm_fuzz_pairs {name} ({:.1} s)", start.elapsed().as_secs_f64()),
+            reports,
+        );
+        assert!(missing.is_empty(), "{name}: never ran {missing:?}");
+    }
+}

@@ -148,16 +148,18 @@ fn off_wgmma_where_tf32_packs(c: &mut Case) {
 }
 
 /// The wgmma tiles a test can force.
-const WG_TILES: [Tile; 6] = [
+const WG_TILES: [Tile; 8] = [
     Tile::Half,
     Tile::Medium,
     Tile::Narrow,
     Tile::Large,
     Tile::Broad,
     Tile::Wide,
+    Tile::NarrowPair,
+    Tile::LargePair,
 ];
 
-/// Every case on every forced wgmma tile (h, m, n, l, b, w).
+/// Every case on every forced wgmma tile (h, m, n, l, b, w, and the pairs q, p).
 fn wg_cases(math: MathMode, ld_align: usize) -> Vec<Case> {
     let mut v = Vec::new();
     for tile in WG_TILES {

@@ -180,6 +180,44 @@ fn wgmma_sweeps(
     );
 }
 
+/// The wgmma pairs (two blocks of a cluster share X's loads: `pair_rule` in ptx/gemm_wg.cuh),
+/// in the plain modules: f16 and bf16 in every op combination (cycling through the activations,
+/// which pairs apply in their rolled epilogue), tf32 in its `tn` kernel (its other ops run the
+/// tiles alone).
+fn wgmma_pairs(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covered: &mut BTreeSet<String>) {
+    let pairs = [
+        (Tile::LargePair, SplitK::Auto, "p", 0),
+        (Tile::NarrowPair, SplitK::Auto, "q", 0),
+    ];
+    let (wg, exact) = (Kernel::Wgmma, MathMode::Exact);
+    let acts = &ACTIVATIONS;
+    sweep::<half::f16>(stream, rng, "gemm_wg_f16", exact, wg, &pairs, 2e-2, out, covered, acts);
+    sweep::<half::bf16>(stream, rng, "gemm_wg_bf16", exact, wg, &pairs, 2e-2, out, covered, acts);
+    for (tile, split, letter, pad) in pairs {
+        let shape = sweep_shape(letter);
+        let act = acts[out.len() % acts.len()];
+        let ops = (Transpose::T, Transpose::N);
+        let result = gemm_case::<f32>(
+            stream,
+            rng,
+            ops,
+            shape,
+            [pad; 3],
+            MathMode::Tf32,
+            wg,
+            (tile, split),
+            act,
+        );
+        let name = format!("gemm_wg_tf32_{letter}_tn");
+        let what = format!("{}x{}x{} ld+{pad} +bias {act:?}", shape.0, shape.1, shape.2);
+        let check = Check::new(format!("gemm {name}"), what, 5e-3, result);
+        if check.passed {
+            covered.insert(name);
+        }
+        out.push(check);
+    }
+}
+
 /// The aligned copies of unaligned operands (`gemm_pack_b16/b32/b64`): a forced tensor-core GEMM
 /// on leading dimensions one element longer than the matrices (137 and 49: no multiple of 16
 /// bytes for any type), in the op combinations that copy an m- or n-contiguous operand (NN) and a
@@ -726,6 +764,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
             (Tile::Medium, SplitK::Auto, "m", 0),
         ];
         wgmma_sweeps(s, r, "gemm_wg", &broad, &mut out, &mut covered, &ACTIVATIONS);
+        wgmma_pairs(s, r, &mut out, &mut covered);
         if ["n", "l", "w"]
             .iter()
             .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))

@@ -248,7 +248,11 @@ fn parse(args: &[String], default_types: &str, default_sizes: &[usize]) -> Resul
                     "m" => Ok(Tile::Medium),
                     "n" => Ok(Tile::Narrow),
                     "t" => Ok(Tile::Thin),
-                    _ => Err(err(format!("bad tile {t:?}; choose auto, s, h, m, n, l, b, w, t"))),
+                    "p" => Ok(Tile::LargePair),
+                    "q" => Ok(Tile::NarrowPair),
+                    _ => Err(err(format!(
+                        "bad tile {t:?}; choose auto, s, h, m, n, l, b, w, t, p, q"
+                    ))),
                 })?
             }
             "--kernels" => {

@@ -53,6 +53,10 @@ pub(crate) struct Choice {
     /// The blocks of a thread block cluster that share one output tile, each summing a share of
     /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
     pub cluster_k: u32,
+    /// wgmma only (the tiles `p` and `q`): the kernel runs in clusters of 2 blocks that compute
+    /// two tiles side by side and share the loads of their X rows (`pair_rule` in
+    /// ptx/gemm_wg.cuh); grid x is even, one cluster per pair of tiles at most.
+    pub pair: bool,
     /// What runs instead when a copy that only speeds the GEMM up (`align`, `pack`,
     /// `transpose_y`) finds no memory: the choice for the operands as they are (for the tensor-core
     /// types, on the CUDA cores). `None` where nothing is copied, or the kernel was forced.

@@ -19,8 +19,8 @@ use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES, WG_SMEM
 use super::tf32_operands::{nt_packs_x, read_x_in_place, wide_in_place};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_tiles::{
-    half_rows, has_act_twin, odd_line_rows, short_sides, straddling_rows, wg_auto_split, wg_auto_tile, wg_parts,
-    wide_enough, BROAD_TILE, HALF_TILE, MEDIUM_TILE, WG_MAX_PARTS,
+    half_rows, has_act_twin, odd_line_rows, pair_tile, short_sides, straddling_rows, wg_auto_split, wg_auto_tile,
+    wg_parts, wide_enough, BROAD_TILE, HALF_TILE, MEDIUM_TILE, WG_MAX_PARTS,
 };
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
@@ -100,6 +100,12 @@ pub(crate) fn choose_kernel(
     batch: usize,
     activation: bool,
 ) -> Result<Choice> {
+    // The wgmma pairs (Tile::LargePair, NarrowPair); every other kernel takes the tile alone.
+    let (tile, pair) = match tile {
+        Tile::LargePair => (Tile::Large, true),
+        Tile::NarrowPair => (Tile::Narrow, true),
+        tile => (tile, false),
+    };
     // The f64 thin tiles are sm_90 DMMA kernels; before, f64 has the 64 x 64 one only.
     let tile = if tile == Tile::Thin && type_name == "f64" && cc < (9, 0) {
         Tile::Small
@@ -239,6 +245,7 @@ pub(crate) fn choose_kernel(
         threads,
         split_k: None,
         cluster_k: 1,
+        pair: false,
         fallback: None,
     };
     match family {
@@ -323,6 +330,35 @@ pub(crate) fn choose_kernel(
                 Some((letter, tile)) => (letter, tile, 1),
                 None => (letter, tile, parts),
             };
+            // A forced pair where a pair kernel exists: 16-bit types, tf32 tn; no split of k.
+            let pair = pair && forced_parts.is_none() && (t != "tf32" || ops == "tn");
+            let (letter, parts) = match (pair, letter) {
+                (true, 'l') => ('p', 1),
+                (true, _) => ('q', 1),
+                (false, _) => (letter, parts),
+            };
+            // The automatic choice takes a pair where operand rows straddle 128-byte lines
+            // (tf32's rows are 4 bytes an element).
+            let esize = if t == "tf32" { 4 } else { 2 };
+            let pair_row_bytes = [plan.ldx * esize, plan.ldy * esize];
+            let auto_pair = (auto_tile && !activation)
+                .then(|| {
+                    pair_tile(
+                        t != "tf32" || ops == "tn",
+                        (letter, parts),
+                        dims,
+                        batch,
+                        pair_row_bytes,
+                        ktiles,
+                        sms,
+                    )
+                })
+                .flatten();
+            let (letter, tile, pair) = match auto_pair {
+                Some('q') => ('q', (128, 64), true),
+                Some(_) => ('p', (128, 128), true),
+                None => (letter, tile, pair),
+            };
             Ok(Choice {
                 name: format!("gemm_wg_{t}_{letter}_{ops}"),
                 family,
@@ -337,6 +373,7 @@ pub(crate) fn choose_kernel(
                 threads: 128 * (1 + tile.0 as u32 / 64),
                 split_k: (parts > 1).then_some(parts as u32),
                 cluster_k: 1,
+                pair,
                 fallback: None,
             })
         }
@@ -371,8 +408,8 @@ pub(crate) fn choose_kernel(
             let t = tc_name.unwrap_or("f16");
             let large = match tile {
                 Tile::Auto => big,
-                Tile::Small | Tile::Half | Tile::Medium | Tile::Narrow | Tile::Thin => false,
-                Tile::Large | Tile::Wide | Tile::Broad => true,
+                Tile::Small | Tile::Half | Tile::Medium | Tile::Narrow | Tile::NarrowPair | Tile::Thin => false,
+                Tile::Large | Tile::LargePair | Tile::Wide | Tile::Broad => true,
             };
             let (size, tile, smem) = match (thin, plan.m <= plan.n) {
                 (true, true) => ('t', (THIN_MAX, 64), tc_smem((THIN_MAX, 64), t)),
@@ -436,13 +473,13 @@ pub(crate) fn choose_kernel(
             );
             let auto_tile = tile == Tile::Auto;
             let size = match tile {
-                Tile::Narrow => "u",
+                Tile::Narrow | Tile::NarrowPair => "u",
                 _ if forced_parts.is_some() => "v",
                 Tile::Auto if deep_split => "v",
                 Tile::Auto => auto.0,
                 Tile::Broad if aligned => "x",
-                Tile::Large | Tile::Wide | Tile::Broad if aligned => "w",
-                Tile::Large | Tile::Wide | Tile::Broad => "l",
+                Tile::Large | Tile::LargePair | Tile::Wide | Tile::Broad if aligned => "w",
+                Tile::Large | Tile::LargePair | Tile::Wide | Tile::Broad => "l",
                 Tile::Small | Tile::Half | Tile::Medium | Tile::Thin => "s",
             };
             let (tile, threads) = f32_tile(size);

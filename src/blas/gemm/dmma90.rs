@@ -124,9 +124,9 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
             ('u', 2)
         }
         Tile::Auto if thin_side(plan) => (thin, 1),
-        Tile::Large | Tile::Wide => ('l', 1),
+        Tile::Large | Tile::LargePair | Tile::Wide => ('l', 1),
         Tile::Broad => ('p', 1),
-        Tile::Narrow => ('m', 1),
+        Tile::Narrow | Tile::NarrowPair => ('m', 1),
         Tile::Small | Tile::Medium => ('s', 1),
         Tile::Half => ('q', 1),
         Tile::Auto

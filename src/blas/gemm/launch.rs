@@ -390,7 +390,9 @@ pub(crate) fn run_wgmma<T: GemmType>(
     // nor have the promoted tf32 kernels of MathMode::Tf32x3.
     let act_name = activation
         .op()
-        .filter(|_| has_act_twin(choice.tile) && !choice.name.starts_with(super::tf32x3::PROMOTED_PREFIX))
+        .filter(|_| {
+            has_act_twin(choice.tile) && !choice.pair && !choice.name.starts_with(super::tf32x3::PROMOTED_PREFIX)
+        })
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     let xk = choice.name.ends_with('n');
     let yk = choice.name.ends_with("tn") || choice.name.ends_with("tt");
@@ -435,7 +437,12 @@ pub(crate) fn run_wgmma<T: GemmType>(
             _ => 1,
         };
         let kper = ktiles.div_ceil(parts).max(1);
-        let units = tiles.saturating_mul(count).saturating_mul(parts);
+        // Pairs: a unit is two tiles side by side (the last of an odd column count alone).
+        let units = if choice.pair {
+            tiles2(params.m as usize, params.n as usize, (bm, 2 * bn)).saturating_mul(count)
+        } else {
+            tiles.saturating_mul(count).saturating_mul(parts)
+        };
         if units > i32::MAX as usize {
             bail_invalid!(
                 "gemm: the k split of {} x {} makes {units} blocks' work, more than one launch holds",
@@ -462,7 +469,6 @@ pub(crate) fn run_wgmma<T: GemmType>(
             };
             scratch = Some((ws, counters));
         }
-        let grid_x = units.min(sms) as u32;
         let mut p = params;
         p.x += done as u64 * params.sx as u64 * sz;
         p.y += done as u64 * params.sy as u64 * sz;
@@ -473,7 +479,8 @@ pub(crate) fn run_wgmma<T: GemmType>(
         let tx = if choice.x_in_place {
             TensorMap::unused()
         } else if xk {
-            x.encode(bk, bm as u32)?
+            // Pairs: each block of a cluster loads (and multicasts) one 64-row half of X's tile.
+            x.encode(bk, if choice.pair { 64 } else { bm as u32 })?
         } else {
             x.encode(bk, bk)?
         };
@@ -509,6 +516,19 @@ pub(crate) fn run_wgmma<T: GemmType>(
         let f = match &act_name {
             Some(name) if dstore => kernel(name)?,
             _ => kernel(&choice.name)?,
+        };
+        // Persistent blocks: one per multiprocessor at most, or (pairs) one cluster of 2 per
+        // pair of tiles, at most as many clusters as fit at once (the driver places a cluster
+        // within one GPU processing cluster; half the multiprocessors if it cannot say).
+        let grid_x = if choice.pair {
+            let fit = f
+                .max_active_clusters_cached((2, 1, 1), (choice.threads, 1, 1), choice.smem)
+                .ok()
+                .filter(|&c| c > 0)
+                .map_or(sms / 2, |c| c as usize);
+            2 * units.min(fit.max(1)) as u32
+        } else {
+            units.min(sms) as u32
         };
         // Bit 0: td is valid; bit 1: X is read in place (ptx/gemm_wg.cuh, the launch contract).
         let flags = i32::from(dstore) | (i32::from(choice.x_in_place) << 1);

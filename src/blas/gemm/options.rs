@@ -110,6 +110,14 @@ pub enum Tile {
     /// [`Kernel::Wgmma`] refuses it); the same as `Small` for f32 on the CUDA cores and for f64
     /// before compute capability 9.0.
     Thin,
+    /// 128 x 128 on the wgmma kernels in pairs: the two blocks of a thread block cluster compute
+    /// two tiles side by side and load the rows of A's or B's tile they share once, which the
+    /// tensor memory accelerator multicasts to both (f16 and bf16 in every op combination, tf32
+    /// with A transposed and B not); it does not split k. Elsewhere the same as `Large`.
+    LargePair,
+    /// 128 x 64 on the wgmma kernels in pairs, as [`Tile::LargePair`]. Elsewhere the same as
+    /// `Narrow`.
+    NarrowPair,
 }
 
 /// How a [`Gemm`] divides its k dimension between thread blocks (a tuning knob; [`SplitK::Auto`]

@@ -274,3 +274,41 @@ pub(crate) fn odd_line_rows(
 pub(crate) fn straddling_rows(row_bytes: [usize; 2]) -> bool {
     row_bytes.iter().any(|&b| b % 32 == 16)
 }
+
+/// The wgmma pair (`p`: 128 x 128, `q`: 128 x 64, two blocks of a cluster sharing X's loads
+/// through the TMA's multicast) that replaces the automatic choice `(letter, parts)` for
+/// `batch` products of `dims` (rows x columns of the kernel's D), if any (`has_pair`: the
+/// kernel has a pair, f16 / bf16 in every op and tf32 `tn`; the caller also leaves out
+/// activations, which pairs have no twins for in the activation modules): operands whose rows
+/// lie an odd multiple of 16 bytes apart (`row_bytes`, [`straddling_rows`]: the L2 bounds these
+/// tiles' loop, and a pair halves its X rows' loads), where the choice is the 128 x 128 or
+/// 128 x 64 tile unsplit, within the bounds measured for [`odd_line_rows`] (at least 12
+/// k-tiles, 128 x 128 tiles for a third of the multiprocessors). `q` where its clusters (one
+/// per 128 x 128 of D) fit in a wave of blocks, else `p`. Measured on an H200 against the
+/// tiles forced in the same job (2026-12-02, docs/kernels/gemm.md, "wgmma pairs"), TFLOP/s:
+/// f16 1000 x 1000 x 3000 NN 233 -> 283 (q), TN 252 -> 300; 2000 x 1000 x 1000 NN 291 -> 325
+/// (p), TN 263 -> 306; 1000 x 2000 x 2000 NN 344 -> 379 (p); 1000^3 179 -> 186 (q); bf16
+/// alike; tf32 TN 1004^3 95 -> 129 (q, where the tile alone was 128 x 64), 1004 x 1004 x 3004
+/// 109 -> 166, 2004 x 1004 x 1004 156 -> 186 (p). Where no operand straddles lines the pairs
+/// ran 5-11% slower than the tile alone (f16 1000 x 2000 x 2000 TN 486 against 440, 1280 x
+/// 1280 x 2048 448 against 398).
+pub(crate) fn pair_tile(
+    has_pair: bool,
+    (letter, parts): (char, usize),
+    dims: (usize, usize),
+    batch: usize,
+    row_bytes: [usize; 2],
+    ktiles: usize,
+    sms: usize,
+) -> Option<char> {
+    let fits = has_pair && parts == 1 && matches!(letter, 'l' | 'n');
+    if !fits || !odd_line_rows(dims, row_bytes, ktiles, batch, sms) {
+        return None;
+    }
+    let clusters = tiles2(dims.0, dims.1, (128, 128)).saturating_mul(batch);
+    Some(if clusters.saturating_mul(2) <= sms.max(1) {
+        'q'
+    } else {
+        'p'
+    })
+}

@@ -149,6 +149,8 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
             Tile::Half,
             Tile::Medium,
             Tile::Thin,
+            Tile::LargePair,
+            Tile::NarrowPair,
         ]);
         let split = match ty {
             FuzzType::F32 | FuzzType::F64 => rng.pick(&[
@@ -541,6 +543,79 @@ pub fn random_in_place_case(rng: &mut Rng) -> GemmCase {
         bias: rng.next_u64() % 3 == 0,
         act: Activation::None,
         knobs: (Kernel::Wgmma, tile, split),
+        tf32_exact_inputs: rng.next_u64() % 2 == 0,
+    }
+}
+
+/// Draws an f16, bf16 or tf32 GEMM (`ty`) on the wgmma pairs ([`Tile::LargePair`],
+/// [`Tile::NarrowPair`] forced with [`Kernel::TensorCore`]: operands the tensor memory
+/// accelerator cannot read are copied aligned first): a single column of tiles (every pair's
+/// second tile past D), mid sizes with odd and even tile columns, and more pairs than the GPU
+/// holds clusters at once (the persistent loop); k from 1 to 6000, every op (tf32 has pairs for
+/// its `tn` kernel only: its other ops run the tiles alone), both layouts, batches (a shared
+/// operand included), scalars, bias and activations (which pairs apply in their rolled
+/// epilogue).
+///
+/// ```
+/// use cudrv::blas::Tile;
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_pair_case(&mut Rng::new(3), fuzz::FuzzType::F16);
+/// assert!(matches!(case.knobs.1, Tile::LargePair | Tile::NarrowPair));
+/// ```
+pub fn random_pair_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let tile = rng.pick(&[Tile::LargePair, Tile::NarrowPair]);
+    let bn = if tile == Tile::LargePair { 128 } else { 64 };
+    let (a, b) = match rng.next_u64() % 4 {
+        // One column of tiles: each pair's second tile lies past D.
+        0 => (range(rng, 1, 600), range(rng, 1, bn)),
+        1 => (range(rng, 100, 1500), range(rng, 100, 1500)),
+        // More pairs than clusters fit at once.
+        2 => (range(rng, 2000, 4200), range(rng, 2000, 4200)),
+        _ => (range(rng, 1, 300), range(rng, 300, 3000)),
+    };
+    let (m, n) = if rng.next_u64() % 2 == 0 { (a, b) } else { (b, a) };
+    let k = if rng.next_u64() % 5 == 0 {
+        range(rng, 1, 64)
+    } else {
+        range(rng, 65, if m.max(n) > 2000 { 2500 } else { 6000 })
+    };
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    // tf32's pairs are its tn kernel: column-major A^T B, or row-major A B^T, most of the time.
+    let (ops, layout) = if ty == FuzzType::Tf32 && rng.next_u64() % 4 != 0 {
+        rng.pick(&[
+            ((Transpose::T, Transpose::N), Layout::ColMajor),
+            ((Transpose::N, Transpose::T), Layout::RowMajor),
+        ])
+    } else {
+        ((t(rng), t(rng)), rng.pick(&[Layout::ColMajor, Layout::RowMajor]))
+    };
+    let mut ld_pad = [0usize; 3];
+    for p in &mut ld_pad {
+        *p = rng.pick(&[0, 0, 8, 3]);
+    }
+    let mut offsets = [0usize; 3];
+    if rng.next_u64() % 6 == 0 {
+        offsets[(rng.next_u64() % 3) as usize] = range(rng, 1, 3);
+    }
+    let batch = if m.max(n) <= 1500 && rng.next_u64() % 4 == 0 {
+        range(rng, 2, 3)
+    } else {
+        1
+    };
+    let stride = |rng: &mut Rng| if rng.next_u64() % 4 == 0 { Some(0) } else { None };
+    GemmCase {
+        ty,
+        ops,
+        dims: (m, n, k),
+        layout,
+        ld_pad,
+        batch,
+        strides: (stride(rng), stride(rng), rng.pick(&[0, 0, 8])),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs: (Kernel::TensorCore, tile, SplitK::Auto),
         tf32_exact_inputs: rng.next_u64() % 2 == 0,
     }
 }

@@ -778,8 +778,26 @@ pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report>
     run_drawn(stream, seed, rng, cases, random_in_place_case)
 }
 
+/// `cases` random f16, bf16 or tf32 GEMMs on the wgmma pairs from `seed`
+/// ([`random_pair_case`]), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::pairs(&stream, FuzzType::Bf16, 0xbeef, 20)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn pairs(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ (ty as u64 + 61).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_pair_case(rng, ty))
+}
+
 mod draw;
 mod gemv;
 use draw::range;
-pub use draw::{random_deep_case, random_gemm_case, random_in_place_case, random_skinny_case, random_wave_case};
+pub use draw::{
+    random_deep_case, random_gemm_case, random_in_place_case, random_pair_case, random_skinny_case, random_wave_case,
+};
 pub use gemv::gemv;

@@ -168,10 +168,16 @@ fn wgmma_takes_128_x_128_over_128_x_64_on_rows_an_odd_multiple_of_16_bytes_apart
             .unwrap()
     };
     let named = |n: &str| (n.to_string(), None);
-    // 2000-byte rows: 128 x 128.
-    assert_eq!(auto("f16", (N, N), (1000, 1000, 1000)), named("gemm_wg_f16_l_nn"));
-    assert_eq!(auto("bf16", (T, N), (1000, 1000, 1000)), named("gemm_wg_bf16_l_tn"));
-    assert_eq!(auto("f16", (N, N), (1024, 776, 1000)), named("gemm_wg_f16_l_nn"));
+    // 2000-byte rows: pairs (wgmma_pairs_where_rows_straddle_lines), 128 x 128 with an
+    // activation.
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 1000)), named("gemm_wg_f16_q_nn"));
+    assert_eq!(auto("bf16", (T, N), (1000, 1000, 1000)), named("gemm_wg_bf16_q_tn"));
+    assert_eq!(auto("f16", (N, N), (1024, 776, 1000)), named("gemm_wg_f16_q_nn"));
+    let g = Gemm::<half::f16>::new(N, N, 1000, 1000, 1000).activation(crate::blas::Activation::Relu);
+    let p = g.plan([usize::MAX / 64; 3], None).unwrap();
+    let params = g.params(&p, [0x1000_0000, 0x2000_0000, 0x3000_0000], 0);
+    let relu = crate::blas::gemm::dispatch::choose_on::<half::f16, half::f16>(&g, &p, &params, (9, 0), 132, false);
+    assert_eq!(relu.unwrap().name, "gemm_wg_f16_l_nn");
     // Aligned rows, rows 64 bytes off every other line, too few tiles, too little k, tf32: as
     // before.
     assert_eq!(auto("f16", (N, N), (1024, 1024, 1024)), named("gemm_wg_f16_n_nn"));
@@ -214,7 +220,7 @@ fn wgmma_takes_a_64_row_tile_where_it_covers_the_problem_in_one_round_with_less_
         let (n, s, threads) = auto(ty, (N, N), dims);
         assert_eq!((n.as_str(), s, threads), (name, split, 384), "{ty} {dims:?}");
     };
-    kept("f16", (1000, 1000, 1000), "gemm_wg_f16_l_nn", None);
+    kept("f16", (1000, 1000, 1000), "gemm_wg_f16_q_nn", None);
     kept("f16", (768, 1024, 3072), "gemm_wg_f16_n_nn", None);
     kept("f16", (512, 512, 4096), "gemm_wg_f16_n_nn", Some(4));
     kept("f32", (31, 4099, 257), "gemm_wg_tf32_n_nn", None);
@@ -280,4 +286,81 @@ fn wgmma_takes_a_64_row_tile_for_batches_of_matrices_of_at_most_64_rows() {
         pick("f16", (N, N), (64, 64, 4096), 16, false),
         ("gemm_wg_f16_n_nn".into(), Some(4))
     );
+}
+
+#[test]
+fn wgmma_pairs_where_a_pair_kernel_exists() {
+    use Transpose::{N, T};
+    let pick = |ty: &str, ops, tile, split| {
+        let ch = hopper_choice(ty, ops, (1000, 1000, 1000), tile, split).unwrap();
+        (ch.name, ch.pair, ch.split_k)
+    };
+    let named = |name: &str, pair| (name.to_string(), pair, None);
+    // f16 and bf16 in every op, 128 x 128 (p) and 128 x 64 (q).
+    for (ta, tb, ops) in [(N, N, "nn"), (N, T, "nt"), (T, N, "tn"), (T, T, "tt")] {
+        for ty in ["f16", "bf16"] {
+            let p = pick(ty, (ta, tb), Tile::LargePair, SplitK::Auto);
+            assert_eq!(p, named(&format!("gemm_wg_{ty}_p_{ops}"), true));
+            let q = pick(ty, (ta, tb), Tile::NarrowPair, SplitK::Off);
+            assert_eq!(q, named(&format!("gemm_wg_{ty}_q_{ops}"), true));
+        }
+    }
+    // tf32: tn only; its other ops run the tile alone.
+    assert_eq!(
+        pick("f32", (T, N), Tile::LargePair, SplitK::Auto),
+        named("gemm_wg_tf32_p_tn", true)
+    );
+    assert_eq!(
+        pick("f32", (T, T), Tile::LargePair, SplitK::Auto),
+        named("gemm_wg_tf32_l_tt", false)
+    );
+    assert_eq!(
+        pick("f32", (N, N), Tile::NarrowPair, SplitK::Auto),
+        named("gemm_wg_tf32_n_nn", false)
+    );
+    // A forced split runs the tile alone, split.
+    let split = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::LargePair, SplitK::Parts(2)).unwrap();
+    assert_eq!(
+        (split.name.as_str(), split.pair, split.split_k),
+        ("gemm_wg_f16_l_nn", false, Some(2))
+    );
+    // Every other kernel family takes the tile alone: 128 x 128 on mma.sync.
+    let p = plan(&Gemm::<f32>::new(N, N, 1000, 1000, 1000), [1 << 30; 3]).unwrap();
+    let mma = on_h100_batched("f16", Kernel::MmaSync, Tile::LargePair, SplitK::Auto, &p, 1, false).unwrap();
+    assert_eq!((mma.name.as_str(), mma.pair), ("gemm_tc_f16_l_nn", false));
+}
+
+#[test]
+fn wgmma_pairs_where_rows_straddle_lines() {
+    use Transpose::{N, T};
+    let auto = |ty: &str, ops, dims| {
+        let ch = hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap();
+        (ch.name, ch.pair, ch.split_k)
+    };
+    let pair = |n: &str| (n.to_string(), true, None);
+    // q where one cluster per 128 x 128 of D fits a wave (64 or 56 of them), p past it (128).
+    assert_eq!(auto("f16", (N, N), (1000, 1000, 3000)), pair("gemm_wg_f16_q_nn"));
+    assert_eq!(auto("bf16", (T, N), (1000, 1000, 3000)), pair("gemm_wg_bf16_q_tn"));
+    assert_eq!(auto("f16", (N, N), (2000, 1000, 1000)), pair("gemm_wg_f16_p_nn"));
+    assert_eq!(auto("f16", (T, N), (2000, 1000, 1000)), pair("gemm_wg_f16_p_tn"));
+    assert_eq!(auto("f16", (N, N), (1000, 2000, 2000)), pair("gemm_wg_f16_p_nn"));
+    // No operand's rows straddle lines (4000-byte rows; 1024, 1280): the tile alone.
+    assert_eq!(
+        auto("f16", (T, N), (1000, 2000, 2000)),
+        ("gemm_wg_f16_l_tn".to_string(), false, None)
+    );
+    assert!(!auto("f16", (N, N), (1024, 1024, 1024)).1);
+    assert!(!auto("f16", (N, N), (1280, 1280, 2048)).1);
+    // tf32: tn on rows an odd multiple of 16 bytes apart (1004 and 3004 elements), not on 4000
+    // bytes, nor in its other ops (no pair kernel).
+    assert_eq!(auto("f32", (T, N), (1004, 1004, 3004)), pair("gemm_wg_tf32_q_tn"));
+    assert_eq!(auto("f32", (T, N), (1004, 1004, 1004)), pair("gemm_wg_tf32_q_tn"));
+    assert_eq!(auto("f32", (T, N), (2004, 1004, 1004)), pair("gemm_wg_tf32_p_tn"));
+    assert!(!auto("f32", (T, N), (1000, 1000, 3000)).1);
+    assert!(!auto("f32", (N, N), (1004, 1004, 3004)).1);
+    assert!(!auto("f32", (T, T), (1004, 1004, 3004)).1);
+    // A split, too few tiles or k-tiles: no pair.
+    assert!(!auto("f16", (N, N), (768, 768, 3072)).1);
+    assert!(!auto("f16", (N, N), (504, 1000, 1000)).1);
+    assert!(!auto("f16", (N, N), (1000, 1000, 248)).1);
 }
