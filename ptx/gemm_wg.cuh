@@ -259,8 +259,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                         for (int c = 0; c < BM / MN_BOX; ++c)
                             tma_load(xs + c * MN_BOX_BYTES, tx, bar, tc.m0 + MN_BOX * c, k0, zx);
                     }
-                    if (!own) {
-                    } else if (YK) {
+                    if (!own) continue;  // the last step of the k-tile: no Y for a tile past D
+                    if (YK) {
                         tma_load(ys, ty, bar, k0, tc.n0, zy);
                     } else {
 #pragma unroll

@@ -195,26 +195,29 @@ fn wgmma_pairs(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, covere
     sweep::<half::bf16>(stream, rng, "gemm_wg_bf16", exact, wg, &pairs, 2e-2, out, covered, acts);
     for (tile, split, letter, pad) in pairs {
         let shape = sweep_shape(letter);
-        let act = acts[out.len() % acts.len()];
-        let ops = (Transpose::T, Transpose::N);
-        let result = gemm_case::<f32>(
-            stream,
-            rng,
-            ops,
-            shape,
-            [pad; 3],
-            MathMode::Tf32,
-            wg,
-            (tile, split),
-            act,
+        let runs = [((Transpose::T, Transpose::N), acts[out.len() % acts.len()])];
+        let detail = format!("{}x{}x{} ld+{pad} +bias", shape.0, shape.1, shape.2);
+        kernel_rows(
+            out,
+            covered,
+            &format!("gemm_wg_tf32_{letter}_tn"),
+            &detail,
+            5e-3,
+            &runs,
+            &mut |ops, act| {
+                gemm_case::<f32>(
+                    stream,
+                    rng,
+                    ops,
+                    shape,
+                    [pad; 3],
+                    MathMode::Tf32,
+                    wg,
+                    (tile, split),
+                    act,
+                )
+            },
         );
-        let name = format!("gemm_wg_tf32_{letter}_tn");
-        let what = format!("{}x{}x{} ld+{pad} +bias {act:?}", shape.0, shape.1, shape.2);
-        let check = Check::new(format!("gemm {name}"), what, 5e-3, result);
-        if check.passed {
-            covered.insert(name);
-        }
-        out.push(check);
     }
 }
 

@@ -48,9 +48,12 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         "t" | "tu" => (136, 72, 300),
         "u" | "uu" => (136, 100, 48),
         // f64's `p` (128 x 64, 3 stages of 16 k): 2 x 3 tiles, the last of each side partial,
-        // over 12 k-tiles and a partial one.
+        // over 12 k-tiles and a partial one. Also the wgmma pair `p` (128 x 128): 2 x 2 tiles
+        // of the kernel's 136 x 200 D, one pair per row of tiles, partial on both sides.
         "p" | "pu" => (200, 136, 200),
         // f64's `q` (64 x 64, 3 stages of 16 k): 3 x 2 tiles over 12 k-tiles and a partial one.
+        // Also the wgmma pair `q` (128 x 64): 1 x 3 tiles of the kernel's 72 x 136 D, so the
+        // second pair's second tile lies past D.
         "q" | "qu" => (136, 72, 200),
         // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
         // k-tiles and a partial one.

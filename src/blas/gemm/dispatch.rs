@@ -306,7 +306,9 @@ pub(crate) fn choose_kernel(
                 }
                 None => (letter, tile, 1),
             };
-            let row_bytes = [plan.ldx * 2, plan.ldy * 2];
+            // The operands' row lengths in bytes (tf32: 4 bytes an element).
+            let esize = if t == "tf32" { 4 } else { 2 };
+            let row_bytes = [plan.ldx * esize, plan.ldy * esize];
             let (letter, tile) = if auto_tile
                 && letter == 'n'
                 && parts == 1
@@ -330,29 +332,18 @@ pub(crate) fn choose_kernel(
                 Some((letter, tile)) => (letter, tile, 1),
                 None => (letter, tile, parts),
             };
-            // A forced pair where a pair kernel exists: 16-bit types, tf32 tn; no split of k.
-            let pair = pair && forced_parts.is_none() && (t != "tf32" || ops == "tn");
+            // Pair kernels exist for the 16-bit types in every op and for tf32 tn. A forced pair
+            // runs where one exists, without a split of k.
+            let has_pair = t != "tf32" || ops == "tn";
+            let pair = pair && forced_parts.is_none() && has_pair;
             let (letter, parts) = match (pair, letter) {
                 (true, 'l') => ('p', 1),
                 (true, _) => ('q', 1),
                 (false, _) => (letter, parts),
             };
-            // The automatic choice takes a pair where operand rows straddle 128-byte lines
-            // (tf32's rows are 4 bytes an element).
-            let esize = if t == "tf32" { 4 } else { 2 };
-            let pair_row_bytes = [plan.ldx * esize, plan.ldy * esize];
+            // The automatic choice takes a pair where operand rows straddle 128-byte lines.
             let auto_pair = (auto_tile && !activation)
-                .then(|| {
-                    pair_tile(
-                        t != "tf32" || ops == "tn",
-                        (letter, parts),
-                        dims,
-                        batch,
-                        pair_row_bytes,
-                        ktiles,
-                        sms,
-                    )
-                })
+                .then(|| pair_tile(has_pair, (letter, parts), dims, batch, row_bytes, ktiles, sms))
                 .flatten();
             let (letter, tile, pair) = match auto_pair {
                 Some('q') => ('q', (128, 64), true),
