@@ -428,6 +428,32 @@ fn gemm_fuzz_waves() {
                 reports.push(fuzz::gemm_case(&stream, &case, 2, 0x3A7E + i as u64).expect("case"));
             }
         }
+        if ty == FuzzType::Tf32 {
+            use Transpose::{N, T};
+            // Rows an odd multiple of 16 bytes apart (4016 bytes), read where they lie: the
+            // automatic choice takes 128 x 128 over 128 x 64 (`odd_line_rows`), tt and the
+            // swapped nn; also leading dimensions 4 longer than 1000-element rows.
+            let cases = [
+                ((N, N), (1004, 1004, 1004), [0; 3]),
+                ((T, T), (1004, 1004, 3004), [0; 3]),
+                ((N, N), (1004, 1004, 500), [0; 3]),
+                ((T, T), (1000, 1000, 1000), [4, 4, 0]),
+                ((N, N), (1000, 1000, 1000), [4, 4, 4]),
+            ];
+            // Inputs from a seed of the run (printed; the fresh one unless replayed).
+            let seed = seeds().last().copied().unwrap_or(0x11E5);
+            for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
+                let case = GemmCase {
+                    ld_pad,
+                    ..plain_case(ty, ops, dims, 0.5)
+                };
+                reports.push(fuzz::gemm_case(&stream, &case, 2, seed ^ i as u64).expect("case"));
+            }
+            for kernel in ["gemm_wg_tf32_l_nn", "gemm_wg_tf32_l_tt"] {
+                let ran = reports.iter().any(|r| r.kernels.keys().any(|k| k.starts_with(kernel)));
+                assert!(ran, "tf32: no straddling-row case ran {kernel}");
+            }
+        }
         let split_over = |tile: &str| {
             reports.iter().any(|r| {
                 r.kernels

@@ -309,10 +309,14 @@ pub(crate) fn choose_kernel(
             // The operands' row lengths in bytes (tf32: 4 bytes an element).
             let esize = if t == "tf32" { 4 } else { 2 };
             let row_bytes = [plan.ldx * esize, plan.ldy * esize];
+            // tf32 gains only where the kernel reads both operands where they lie: rows 16-byte
+            // multiples (else one is copied aligned, and 128 x 128 never reads X in place) and
+            // neither packed (`nt`).
+            let lines_rule = t != "tf32" || (pack == [false; 2] && row_bytes.iter().all(|b| b % 16 == 0));
             let (letter, tile) = if auto_tile
                 && letter == 'n'
                 && parts == 1
-                && t != "tf32"
+                && lines_rule
                 && odd_line_rows((plan.m, plan.n), row_bytes, ktiles, batch, sms)
             {
                 ('l', (128, 128))

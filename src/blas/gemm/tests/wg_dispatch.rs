@@ -1,6 +1,7 @@
-//! The wgmma kernels' choice on an H100 (132 multiprocessors): the k split over few tiles, the
-//! 128 x 192 tile, an activation's effect on it, 128 x 128 on rows an odd multiple of 16 bytes
-//! apart, the 64-row tiles, and batches of matrices of at most 64 rows or columns.
+//! The wgmma kernels' choice on an H100 (132 multiprocessors): the k split over few tiles (and
+//! not where it adds few blocks over short parts), the 128 x 192 tile, an activation's effect
+//! on it, 128 x 128 on rows an odd multiple of 16 bytes apart (tf32 too), the 64-row tiles, the
+//! pairs, and batches of matrices of at most 64 rows or columns.
 
 use super::*;
 
@@ -185,6 +186,17 @@ fn wgmma_takes_128_x_128_over_128_x_64_on_rows_an_odd_multiple_of_16_bytes_apart
     assert_eq!(auto("f16", (N, N), (504, 1000, 1000)), named("gemm_wg_f16_n_nn"));
     assert_eq!(auto("f16", (N, N), (1000, 1000, 248)), named("gemm_wg_f16_n_nn"));
     assert_eq!(auto("f32", (N, N), (1000, 1000, 1000)).0, "gemm_wg_tf32_n_nn");
+    // tf32 where both operands are read where they lie (rows 16-byte multiples, none packed):
+    // 4016-byte rows straddle lines.
+    assert_eq!(auto("f32", (N, N), (1004, 1004, 1004)), named("gemm_wg_tf32_l_nn"));
+    assert_eq!(auto("f32", (T, T), (1004, 1004, 3004)), named("gemm_wg_tf32_l_tt"));
+    assert_eq!(auto("f32", (N, N), (1004, 1004, 500)), named("gemm_wg_tf32_l_nn"));
+    // 12000- and 4000-byte rows do not; 4008-byte rows are copied aligned or read in place
+    // by 128 x 64; `nt` packs an operand.
+    assert_eq!(auto("f32", (N, N), (1000, 1000, 3000)), named("gemm_wg_tf32_n_nn"));
+    assert_ne!(auto("f32", (N, N), (1002, 1002, 1002)).0, "gemm_wg_tf32_l_nn");
+    assert_ne!(auto("f32", (N, T), (1004, 1004, 1004)).0, "gemm_wg_tf32_l_tt");
+    assert_ne!(auto("f32", (N, T), (1004, 1004, 1004)).0, "gemm_wg_tf32_l_nn");
     // A forced tile stays forced.
     let n = hopper_choice("f16", (N, N), (1000, 1000, 1000), Tile::Narrow, SplitK::Auto);
     assert_eq!(n.unwrap().name, "gemm_wg_f16_n_nn");
@@ -363,4 +375,38 @@ fn wgmma_pairs_where_rows_straddle_lines() {
     assert!(!auto("f16", (N, N), (768, 768, 3072)).1);
     assert!(!auto("f16", (N, N), (504, 1000, 1000)).1);
     assert!(!auto("f16", (N, N), (1000, 1000, 248)).1);
+}
+
+#[test]
+fn wgmma_splits_that_add_few_blocks_only_over_long_parts() {
+    use Transpose::{N, T};
+    let auto = |ty: &str, ops, dims| {
+        let c = hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Auto).unwrap();
+        (c.name, c.split_k)
+    };
+    let one = |n: &str| (n.to_string(), None);
+    // 128 x 128 in 2 parts would fill 112 blocks against 104 of 128 x 64 unsplit, over 16
+    // k-tiles a part: unsplit.
+    assert_eq!(auto("f16", (N, N), (772, 1024, 2048)), one("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f16", (T, N), (772, 1024, 2048)), one("gemm_wg_f16_n_tn"));
+    assert_eq!(auto("f16", (N, N), (900, 520, 2048)), one("gemm_wg_f16_n_nn"));
+    assert_eq!(auto("f32", (T, N), (772, 1024, 2048)), one("gemm_wg_tf32_n_tn"));
+    // Unsplit, then 128 x 128 (alone, or its pair) for rows that straddle lines.
+    assert_eq!(auto("f32", (T, T), (772, 1004, 1004)), one("gemm_wg_tf32_l_tt"));
+    assert_eq!(auto("f16", (N, N), (776, 776, 4096)), one("gemm_wg_f16_q_nn"));
+    // The near tie runs what the rule chose unsplit, as a split turned off would.
+    for (ty, ops, dims) in [
+        ("f16", (T, N), (776, 776, 4096)),
+        ("f16", (T, N), (900, 772, 2048)),
+        ("f32", (N, N), (900, 772, 2048)),
+        ("f32", (T, N), (772, 1004, 1004)),
+    ] {
+        let off = hopper_choice(ty, ops, dims, Tile::Auto, SplitK::Off).unwrap();
+        assert_eq!(auto(ty, ops, dims), (off.name, None), "{ty} {ops:?} {dims:?}");
+    }
+    // Over 64 k-tiles a part the split stays.
+    let two = |n: &str| (n.to_string(), Some(2));
+    assert_eq!(auto("f16", (N, N), (1152, 776, 8192)), two("gemm_wg_f16_l_nn"));
+    assert_eq!(auto("f16", (N, N), (1004, 772, 8192)), two("gemm_wg_f16_l_nn"));
+    assert_eq!(auto("f32", (N, N), (1004, 772, 8192)).1, Some(2));
 }
