@@ -340,16 +340,21 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             }
         }
         const unsigned xs = base + s * STAGE_BYTES + cw * 8192, ys = base + s * STAGE_BYTES + X_BYTES;
+        // The descriptors of the stage's first k step, stepped by constants: make_desc(a + o) ==
+        // make_desc(a) + o / 16 for 16-byte multiples whose sum stays below 256 KiB (shared
+        // memory). Rebuilt for each wgmma, their masks and shifts lengthened the consumer's
+        // issue chain between wgmmas (ncu SASS samples, docs/kernels/gemm.md).
+        constexpr unsigned long long KSTEP_K = KSTEP * sizeof(T) / 16, KSTEP_MN = 2048 / 16;
+        const unsigned long long dx = XK ? make_desc(xs, 16, 1024) : make_desc(xs, 8192, 1024);
+        const unsigned long long dy = YK ? make_desc(ys, 16, 1024) : make_desc(ys, 8192, 1024);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / KSTEP; ++kk) {
             if constexpr (RS) {
-                Wg<T>::template mma_rs<NACC>(d, f + 4 * kk, make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024), 1);
+                Wg<T>::template mma_rs<NACC>(d, f + 4 * kk, dy + kk * KSTEP_K, 1);
             } else {
-                const unsigned long long da =
-                    XK ? make_desc(xs + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(xs + kk * 2048, 8192, 1024);
-                const unsigned long long db =
-                    YK ? make_desc(ys + kk * KSTEP * (int)sizeof(T), 16, 1024) : make_desc(ys + kk * 2048, 8192, 1024);
+                const unsigned long long da = dx + kk * (XK ? KSTEP_K : KSTEP_MN);
+                const unsigned long long db = dy + kk * (YK ? KSTEP_K : KSTEP_MN);
                 Wg<T>::template mma<XK ? 0 : 1, YK ? 0 : 1, NACC>(d, da, db, 1);
             }
         }
