@@ -404,9 +404,10 @@ fn gemm_fuzz_waves() {
         } else {
             cases() / 40
         };
-        let mut reports: Vec<Report> = seeds()
-            .into_iter()
-            .map(|seed| fuzz::waves(&stream, ty, seed, per_seed.max(1)).expect("fuzz run"))
+        let run_seeds = seeds();
+        let mut reports: Vec<Report> = run_seeds
+            .iter()
+            .map(|&seed| fuzz::waves(&stream, ty, seed, per_seed.max(1)).expect("fuzz run"))
             .collect();
         if ty == FuzzType::F32 {
             use Transpose::{N, T};
@@ -440,8 +441,8 @@ fn gemm_fuzz_waves() {
                 ((T, T), (1000, 1000, 1000), [4, 4, 0]),
                 ((N, N), (1000, 1000, 1000), [4, 4, 4]),
             ];
-            // Inputs from a seed of the run (printed; the fresh one unless replayed).
-            let seed = seeds().last().copied().unwrap_or(0x11E5);
+            // Inputs from the run's last seed (the fresh one unless replayed; each report prints it).
+            let seed = run_seeds.last().copied().unwrap_or(0x11E5);
             for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
                 let case = GemmCase {
                     ld_pad,

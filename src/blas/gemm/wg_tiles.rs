@@ -207,16 +207,17 @@ pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
 /// tiles and for full ones), so a problem of less than a wave of tiles runs about as many times
 /// slower as it leaves multiprocessors idle. So: each tile that fits a wave splits k into as many
 /// parts as fill the wave (at most `WG_AUTO_MAX_PARTS`, each keeping `WG_SPLIT_MIN_KTILES`), and
-/// of the two tiles the one that fills more blocks wins; on a tie (the 128 x 128 tile's split
-/// filling fewer than a quarter more blocks), the 128 x 128 tile (which needs half the 128 x 64
-/// tile's loads) if it needs no more parts or keeps at least `WG_SPLIT_LONG_KTILES` per part,
-/// else the 128 x 64 tile in fewer parts (a near tie with 128 x 64 unsplit: the chosen tile
-/// unsplit). The near tie: on the H200 (2026-12-02, docs/kernels/
-/// gemm.md, "tf32 on rows that straddle lines; wgmma splits that add few blocks"), `l` in 2 parts over 16-32 k-tiles each with
-/// 1.07-1.08x the blocks of `n` unsplit ran 14-37% slower (f16 772 x 1024 x 2048 NN 152 against
-/// 194 TFLOP/s, TN 186 against 254; 776 x 776 x 4096 NN 190 against 227; tf32 772 x 1004 x 1004
-/// TN 73 against 103), over 64 k-tiles 7-65% faster (f16 1152 x 776 x 8192 369 against 298;
-/// tf32 1004 x 772 x 8192 167 against 101). Measured on the H100
+/// of the two tiles the one that fills more blocks wins; on a tie, the 128 x 128 tile (which
+/// needs half the 128 x 64 tile's loads) if it needs no more parts or keeps at least
+/// `WG_SPLIT_LONG_KTILES` per part, else the 128 x 64 tile in fewer parts. A near tie with the
+/// 128 x 64 tile unsplit (the 128 x 128 tile's split filling more blocks, but fewer than 5/4 as
+/// many, over parts shorter than `WG_SPLIT_LONG_KTILES`) runs the chosen tile unsplit: on the
+/// H200 (2026-12-02, docs/kernels/gemm.md, "tf32 on rows that straddle lines; wgmma splits that
+/// add few blocks") `l` in 2 parts over 16-32 k-tiles each with 1.07-1.08x the blocks of `n`
+/// unsplit ran 14-37% slower (f16 772 x 1024 x 2048 NN 152 against 194 TFLOP/s, TN 186 against
+/// 254; 776 x 776 x 4096 NN 190 against 227; tf32 772 x 1004 x 1004 TN 73 against 103), over
+/// 64 k-tiles 7-65% faster (f16 1152 x 776 x 8192 369 against 298; tf32 1004 x 772 x 8192 167
+/// against 101). Measured on the H100
 /// (docs/kernels/gemm.md, "Split k on the wgmma kernels"): 4096 x 16 x 11008 f16 0.48x -> 0.74x
 /// cuBLAS (128 x 64 in 2), tf32 0.53x -> 0.84x (128 x 128 in 4), 8192 x 16 x 8192 0.71x -> 0.84x
 /// (128 x 128 in 2), 1024 x 1024 x 32768 0.58x -> 0.80x (128 x 128 in 2), 256 x 256 x 65536
@@ -242,13 +243,13 @@ pub(crate) fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles
         (Some((pn, _)), None) => ('n', pn),
         (Some((pn, bn)), Some((pl, bl))) => {
             let long = ktiles.div_ceil(pl) >= WG_SPLIT_LONG_KTILES;
-            // Fewer than a quarter more blocks than the 128 x 64 tile's count as a tie: the
-            // split's partial tiles cost more than those blocks gain over short parts, where
-            // the unsplit tile the rule chose runs instead.
-            if 4 * bl >= 5 * bn || (bl >= bn && (pl <= pn || long)) {
-                ('l', pl)
-            } else if bl > bn && pn == 1 {
+            // The near tie: the split's partial tiles cost more than its few extra blocks gain
+            // over short parts, so the unsplit tile the rule chose runs instead.
+            let near_tie = pn == 1 && bl > bn && 4 * bl < 5 * bn && !long;
+            if near_tie {
                 (letter, 1)
+            } else if bl > bn || (bl == bn && (pl <= pn || long)) {
+                ('l', pl)
             } else {
                 ('n', pn)
             }
