@@ -73,7 +73,7 @@
 // block's producer loads X's 64-row half r and the TMA multicasts it into stage s of both
 // blocks, and loads its own Y. pair_rule (the ordering that keeps the shared stages race-free):
 //   - both blocks walk the same units (pairs) with the same k-tiles, so their stage rings move
-//     in step: ring slot it is stage it % STAGES in both;
+//     in step: the i-th k-tile either walks lies in the same stage (RingPos) in both;
 //   - a block's "empty" barrier counts the consumer warps of both blocks (each releases a stage
 //     once its wgmma group that read it has completed, on its own barrier and, through mapa, on
 //     the other block's: mbar_arrive_in), and its producer waits on it: neither producer writes
@@ -228,7 +228,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             }
         }
         if (tid == 0) {
-            int it = 0;
+            RingPos<STAGES> r;
             for (int u = first_unit(); u < total; u += unit_step()) {
                 const int kt0 = (u % parts) * kper, kt1 = min(kt0 + kper, ktiles);
                 const TileCoord tc = unit_tile(u);
@@ -236,9 +236,9 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 // Pairs: the second tile of a last, odd column of tiles lies past D; its block
                 // loads its half of X for the other (pair_rule) and no Y.
                 const bool own = CL == 1 || tc.n0 < p.n;
-                for (int kt = kt0; kt < kt1; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                for (int kt = kt0; kt < kt1; ++kt, r.next()) {
+                    const int s = r.s;
+                    mbar_wait(empty + 8 * s, r.ph ^ 1u);
                     const unsigned bar = full + 8 * s;
                     mbar_expect_tx(bar, own ? STAGE_BYTES : X_BYTES);
                     const unsigned xs = base + s * STAGE_BYTES, ys = xs + X_BYTES;
@@ -278,7 +278,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     }
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int cw = wg - 1;  // consumer index: rows 64 * cw .. 64 * cw + 63 of the tile
+    // The consumer index (rows 64 * cw .. 64 * cw + 63 of the tile), through a shuffle from lane
+    // 0 so that the compiler knows it is the same in every lane of a warp: the descriptors derived
+    // from it then live in uniform registers instead of being moved there (R2UR) for each wgmma.
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
     const int lt = tid & 127, warp = lt / 32, lane = lt & 31;
     const float alpha = (float)p.alpha, beta = (float)p.beta;
     // Plain C = alpha * A * B: no beta, bias or activation code in its epilogue.
@@ -321,10 +324,16 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // reads the other set is still in flight.
     unsigned fa[4 * (BK / KSTEP)], fb[4 * (BK / KSTEP)];
 
-    // Issues the wgmma instructions of ring slot `it` once its data has landed.
-    auto mma_tile = [&](int it, unsigned (&f)[4 * (BK / KSTEP)]) {
-        const int s = it % STAGES;
-        mbar_wait(full + 8 * s, (it / STAGES) & 1);
+    // The consumer's position in the stage ring: the next k-tile's stage and phase.
+    RingPos<STAGES> ring;
+    // Issues the wgmma instructions of the ring's next k-tile once its data has landed and moves
+    // the ring on. The stage of the group issued last is then ring.back(1), of the one before it
+    // ring.back(2) (derived rather than kept: one register more spilled the tf32 activation
+    // kernels of 128 x 256, `w_tt`).
+    auto mma_tile = [&](unsigned (&f)[4 * (BK / KSTEP)]) {
+        const int s = ring.s;
+        mbar_wait(full + 8 * s, ring.ph);
+        ring.next();
         if constexpr (RS) {
             const unsigned xs = base + s * STAGE_BYTES;
 #pragma unroll
@@ -361,7 +370,6 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         wgmma_commit();
     };
 
-    int it = 0;
     for (int u = first_unit(); u < total; u += unit_step()) {
         const int t = u / parts, part = u % parts;
         const int kt0 = part * kper, nk = min(kt0 + kper, ktiles) - kt0;
@@ -374,15 +382,15 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                 const int cn = min(PROMOTE, nk - c0);
 #pragma unroll
                 for (int i = 0; i < NACC; ++i) d[i] = 0.f;
-                mma_tile(it + c0, fa);
+                mma_tile(fa);
                 for (int kt = 1; kt < cn; ++kt) {
-                    mma_tile(it + c0 + kt, fa);
+                    mma_tile(fa);
                     wgmma_wait<1>();
-                    if (lane == 0) release((it + c0 + kt - 1) % STAGES);
+                    if (lane == 0) release(ring.back(2));
                 }
                 wgmma_wait<0>();
                 fence_regs(d);
-                if (lane == 0) release((it + c0 + cn - 1) % STAGES);
+                if (lane == 0) release(ring.back(1));
 #pragma unroll
                 for (int i = 0; i < NACC; ++i) dm[i] = __fadd_rn(dm[i], d[i]);
             }
@@ -394,16 +402,16 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // The first k-tile is peeled off the loop: ptxas serialises the wgmma pipeline when the
             // accumulators' initial values reach a loop whose groups stay in flight across
             // iterations.
-            mma_tile(it, fa);
+            mma_tile(fa);
             for (int kt = 1; kt < nk; ++kt) {
                 if (RS && (kt & 1)) {
-                    mma_tile(it + kt, fb);
+                    mma_tile(fb);
                 } else {
-                    mma_tile(it + kt, fa);
+                    mma_tile(fa);
                 }
                 // The group before this one has finished reading its stage: hand that stage back.
                 wgmma_wait<1>();
-                if (lane == 0) release((it + kt - 1) % STAGES);
+                if (lane == 0) release(ring.back(2));
             }
         }
         const long long row0 = (long long)tc.m0 + 64 * cw;
@@ -428,8 +436,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         wgmma_wait<0>();
         fence_regs(d);
         // (PROMOTE: each chunk handed its stages back.)
-        if (PROMOTE == 0 && lane == 0) release((it + nk - 1) % STAGES);
-        it += nk;
+        if (PROMOTE == 0 && lane == 0) release(ring.back(1));
         if constexpr (SPLITS) {
             // split_rule: every part stores its 64 x BN accumulators (per consumer) as float4s in
             // fragment order (thread lt's j-th float4 at (j * 128 + lt) * 4) at the L2 (st.cg)

@@ -288,3 +288,22 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
     const int tm = rc.m, tn = rc.n;
     return TileCoord{bz, tm * BM, tn * BN};
 }
+
+// A position in a ring of STAGES shared-memory stages: the stage and the parity of its
+// barriers' current phase, carried from k-tile to k-tile by the producer and by each consumer
+// (both walk the same k-tiles, so their positions agree). Derived from a running k-tile count
+// instead (`it % STAGES`, `it / STAGES` with STAGES = 6), the division sat in the consumer's
+// issue chain between wgmma groups (docs/kernels/gemm.md, the SASS of 2026-12-02).
+template <int STAGES>
+struct RingPos {
+    int s = 0;
+    unsigned ph = 0;
+    __device__ __forceinline__ void next() {
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1u;
+        }
+    }
+    // The stage n <= STAGES k-tiles back.
+    __device__ __forceinline__ int back(int n) const { return s >= n ? s - n : s + STAGES - n; }
+};

@@ -34,7 +34,7 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
     const unsigned d_even = pw * 128 + ((((unsigned)(lane >> 2) ^ pw) & 7) << 4) + chunk;
     const unsigned d_odd = (pw + 4) * 128 + ((((unsigned)(lane >> 2) ^ (pw + 4)) & 7) << 4) + chunk;
     const long long step = 4 * p.ldx;  // k rows between a thread's copies
-    int it = 0;
+    RingPos<STAGES> r;
     for (int u = blockIdx.x; u < total; u += gridDim.x) {
         const int t = u / parts, kt0 = (u % parts) * kper, kt1 = min(kt0 + kper, ktiles);
         const TileCoord tc = tile_coord<BM, BN>(t, tiles_m, tiles_n);
@@ -47,9 +47,9 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
         // past m, which no store writes) ran such tiles at half speed: many lanes reading one
         // address. k past the end takes the tested loop.
         const int last = (int)min((long long)(BM - 1), p.m - 1 - tc.m0) - lane;  // from xr, in elements
-        for (int kt = kt0; kt < kt1; ++kt, ++it) {
-            const int s = it % STAGES;
-            mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+        for (int kt = kt0; kt < kt1; ++kt, r.next()) {
+            const int s = r.s;
+            mbar_wait(empty + 8 * s, r.ph ^ 1u);
             const unsigned bar = full + 8 * s;
             const unsigned xs = base + s * STAGE_BYTES, ys = xs + X_BYTES;
             const int k0 = kt * BK;
