@@ -23,6 +23,7 @@ mod tf32x3;
 mod thin;
 mod types;
 mod vector;
+mod wg_choice;
 mod wg_tiles;
 
 pub use builder::Gemm;
