@@ -20,7 +20,7 @@
 // gemm_tc. <type>: f16, bf16 (every op combination: wgmma reads m- or n-contiguous 16-bit tiles
 // through its transpose bits) and tf32 (f32 storage; wgmma reads tf32 from shared memory only
 // k-contiguous: `tn` reads both operands through descriptors; `tt` (m-contiguous X) loads X into
-// registers, rounded to tf32, as wgmma's A operand; `nn` is `tt` on the transposed problem, with
+// registers, as raw f32 bits, as wgmma's A operand; `nn` is `tt` on the transposed problem, with
 // X and Y swapped by the host and D stored transposed (DT: D[r][c] at d[c * ldd + r], bias[r]);
 // `nt` has no kernel: the host packs Y k-contiguous and runs `tt`). <tile>: n = 128 x 64,
 // l = 128 x 128, b = 128 x 192, w = 128 x 256, and the 64-row tiles h = 64 x 64 and
@@ -303,10 +303,12 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
 
     // RS (tf32, m-contiguous X): each thread loads its A fragments from the stage's X tile (four
     // 32-row boxes, k row p of a box at p * 128 bytes, 16-byte chunk c of that row at (c ^ p % 8)
-    // * 16: the TMA's 128-byte swizzle) and rounds them to tf32. Lanes with lane / 4 < 4 load
-    // (row, k) then (row, k + 4), the others the reverse, so that each load's 32 addresses fall
-    // in 32 distinct banks; a select puts the values back in fragment order. A k step of 8 moves
-    // by 1024 bytes, which leaves the swizzle phase unchanged.
+    // * 16: the TMA's 128-byte swizzle) as raw f32 bits: wgmma truncates them to tf32 as it does
+    // the descriptor-fed operands (a cvt.rna.tf32 on each cost 3 SASS instructions, 48 of a
+    // k-tile's 110). Lanes with lane / 4 < 4 load (row, k) then (row, k + 4), the others the
+    // reverse, so that each load's 32 addresses fall in 32 distinct banks; a select puts the
+    // values back in fragment order. A k step of 8 moves by 1024 bytes, which leaves the swizzle
+    // phase unchanged.
     unsigned xo[4] = {0, 0, 0, 0};
     bool lo = true;
     if constexpr (RS) {
@@ -338,10 +340,10 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             const unsigned xs = base + s * STAGE_BYTES;
 #pragma unroll
             for (int kk = 0; kk < BK / KSTEP; ++kk) {
-                const unsigned v0 = tf32_rna(lds_f32(xs + xo[0] + kk * 1024));
-                const unsigned v1 = tf32_rna(lds_f32(xs + xo[1] + kk * 1024));
-                const unsigned v2 = tf32_rna(lds_f32(xs + xo[2] + kk * 1024));
-                const unsigned v3 = tf32_rna(lds_f32(xs + xo[3] + kk * 1024));
+                const unsigned v0 = lds_b32(xs + xo[0] + kk * 1024);
+                const unsigned v1 = lds_b32(xs + xo[1] + kk * 1024);
+                const unsigned v2 = lds_b32(xs + xo[2] + kk * 1024);
+                const unsigned v3 = lds_b32(xs + xo[3] + kk * 1024);
                 f[4 * kk + 0] = lo ? v0 : v1;
                 f[4 * kk + 1] = lo ? v2 : v3;
                 f[4 * kk + 2] = lo ? v1 : v0;

@@ -105,7 +105,7 @@
 
 // The tf32 kernels: P_<tile>_<ops>.
 //   tn: both operands k-contiguous, both read by wgmma from shared memory.
-//   tt: X m-contiguous, loaded into registers (rounded to tf32) as wgmma's A operand.
+//   tt: X m-contiguous, loaded into registers (raw f32 bits, truncated by wgmma) as wgmma's A operand.
 //   nn: the tt kernel on the transposed problem. The host passes X and Y swapped (the caller's
 //       m-contiguous operand as X, the k-contiguous one as Y, m and n swapped) and the kernel
 //       stores D transposed (D[r][c] at d[c * ldd + r]; the bias is indexed by r).

@@ -115,17 +115,18 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
 
-// A 4-byte shared-memory load (volatile: it stays after the mbarrier wait that guards it) and
-// the tf32 rounding of the mma.sync kernels and the operand packer (round to nearest, ties away).
+// 4-byte shared-memory loads (volatile: they stay after the mbarrier wait that guards them): an
+// f32, and the raw bits of one (the register-A tf32 operand: wgmma reads a .tf32 register as
+// the descriptor-fed operands, from its top 19 bits, so the kernels fed both ways truncate alike).
 __device__ __forceinline__ float lds_f32(unsigned addr) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
     return v;
 }
-__device__ __forceinline__ unsigned tf32_rna(float v) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return r;
+__device__ __forceinline__ unsigned lds_b32(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+    return v;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
