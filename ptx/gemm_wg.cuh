@@ -214,6 +214,13 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     } else {
         __syncthreads();
     }
+    // pdl_rule: launched to overlap the stream's previous kernel (src/launch.rs,
+    // overlap_previous), no thread touches global memory (operands, C, D, the bias, the split's
+    // scratch) before that kernel has finished and its writes are visible; without the launch
+    // attribute this returns at once. The producer lets the stream's next kernel launch once it
+    // has issued its last loads: that kernel's blocks take the multiprocessors this grid leaves
+    // and wait in their own griddepcontrol.wait until this grid has finished.
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     // Persistent: block b takes tiles b, b + gridDim.x, ... The stage ring and its phases run on
     // across tiles, so the producer fills the next tile's stages during the consumers' epilogue.
@@ -269,6 +276,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     }
                 }
             }
+            asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // pdl_rule
         }
         if constexpr (CL > 1) {
             __syncwarp();

@@ -36,6 +36,9 @@
 //   3 sigmoid, 4 tanh; f16 / bf16 also ACT_PARTIAL_F32 (a part of a k split through partial
 //   products: D is an f32 scratch, see the epilogue; flags 0, alpha 1, beta 0, no bias).
 //   m, n, k >= 1 (k == 0 and alpha == 0 go to gemm_tc).
+//   The launch may overlap the stream's previous kernel (programmatic dependent launch): every
+//   thread runs griddepcontrol.wait before its first access to global memory (pdl_rule in
+//   ptx/gemm_wg.cuh).
 
 // ACT: ACT_NONE for the kernels of gemm_wg_<type>, which take an activation through the rolled
 // epilogue only; an activation for those of gemm_wg_<act>_<type>, whose TMA epilogue applies it

@@ -91,4 +91,5 @@ __device__ __forceinline__ void produce_x_in_place(const GemmParams& p, const Te
             cp_async_mbar_arrive(bar);
         }
     }
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // pdl_rule (ptx/gemm_wg.cuh)
 }

@@ -59,6 +59,16 @@ struct WgSplitParams {
 // every bit pattern is valid.
 unsafe impl DeviceRepr for WgSplitParams {}
 
+/// The most k-tiles (128 bytes of k) per unit of work at which a wgmma launch overlaps the
+/// stream's previous kernel (programmatic dependent launch). H200, 2026-12-02 22:03 UTC, the
+/// f16 / bf16 / tf32 suite against the build before in one job, every launch overlapping: units
+/// of at most 48 k-tiles gained (f16 1000^3 NN +22%, 768x1024x3072 TN +15-16% (48), 3072x1024x768
+/// TN +14%, 64x64x64 x 512 +17-22%, 2048^3 +1-5% (32), parts of 16-32 k-tiles +4-17%), longer
+/// ones lost where the grid is one round of tall, thin products (4096x128x4096 TN -12/-13% (64),
+/// 12288x128x4096 TN -5/-8%, tf32 64x8192x8192 NN -13% (256), tf32 768x1024x3072 TN -5% (96))
+/// and moved within +-3% elsewhere. Why the long units lose was not measured.
+const OVERLAP_MAX_KTILES: usize = 48;
+
 /// The scratch of a k split, freed in stream order once the launch that uses it is queued: `ws`
 /// floats of partial tiles (written by each part before any part reads them) and `counters`
 /// zeroed arrival counters.
@@ -534,8 +544,16 @@ pub(crate) fn run_wgmma<T: GemmType>(
         let flags = i32::from(dstore) | (i32::from(choice.x_in_place) << 1);
         let mut l = stream.launch_builder(&f);
         l.arg(&tx).arg(&ty).arg(&td).arg(&p).arg(&flags).arg(&split);
+        // Every thread of the kernels runs griddepcontrol.wait before touching global memory
+        // (`pdl_rule` in ptx/gemm_wg.cuh), so the launch may overlap the stream's previous
+        // kernel: where its units are short ([`OVERLAP_MAX_KTILES`]); not behind the split's
+        // memset of its counters, which is no kernel.
+        if scratch.is_none() && kper <= OVERLAP_MAX_KTILES {
+            l.overlap_previous();
+        }
         // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
-        // GemmParams, i32, WgSplit) by value; with parts > 1 `ws` holds parts partial tiles of
+        // GemmParams, i32, WgSplit) by value and waits for the previous kernel before any access
+        // to global memory (the launch may overlap it); with parts > 1 `ws` holds parts partial tiles of
         // bm x bn floats for each of the launch's tiles and `counters` two per tile, as the
         // kernel indexes them. The maps of X and Y cover exactly the operands' m x k and
         // k x n extents (TMA bounds zero-fill the rest of each box); X read in place (flags bit
