@@ -136,8 +136,10 @@ pub enum MathMode {
     /// elsewhere, and with [`Kernel::Simt`], on the CUDA cores. Ignored by the other types.
     #[default]
     Exact,
-    /// f32 operands rounded to TF32 (10-bit mantissa) on the tensor cores, f32 accumulation: like
-    /// cuBLAS's `CUBLAS_TF32_TENSOR_OP_MATH`. Relative error about 1e-3 instead of 1e-6.
+    /// f32 operands reduced to TF32 (10-bit mantissa) on the tensor cores, f32 accumulation: like
+    /// cuBLAS's `CUBLAS_TF32_TENSOR_OP_MATH`. Relative error about 1e-3 instead of 1e-6. The
+    /// mma.sync kernels and the operand packers round to nearest; the wgmma kernels (compute
+    /// capability 9.0) hand f32 to the tensor cores, which keep its top 19 bits (truncation).
     Tf32,
     /// f32 accuracy on the tensor cores: each operand split into a tf32 part and a tf32
     /// remainder (`x = hi + lo` to 2^-22 of `|x|`), and three tf32 products summed in f32
