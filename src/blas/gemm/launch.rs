@@ -552,10 +552,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
             l.overlap_previous();
         }
         // SAFETY: the kernel (and its activation twin) takes (TensorMap, TensorMap, TensorMap,
-        // GemmParams, i32, WgSplit) by value and waits for the previous kernel before any access
-        // to global memory (the launch may overlap it); with parts > 1 `ws` holds parts partial tiles of
-        // bm x bn floats for each of the launch's tiles and `counters` two per tile, as the
-        // kernel indexes them. The maps of X and Y cover exactly the operands' m x k and
+        // GemmParams, i32, WgSplit) by value and waits for the previous kernel before any
+        // access to global memory (the launch may overlap it); with parts > 1 `ws` holds parts
+        // partial tiles of bm x bn floats for each of the launch's tiles and `counters` two per
+        // tile, as the kernel indexes them. The maps of X and Y cover exactly the operands' m x k and
         // k x n extents (TMA bounds zero-fill the rest of each box); X read in place (flags bit
         // 1, only for the kernels that take it: `x_in_place_applies`) is read by the kernel at
         // rows < m and k < k of each batch entry at ldx / sx, which `plan` checked lie inside
