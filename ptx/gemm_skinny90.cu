@@ -13,11 +13,20 @@
 //   G[l][p] (l < L) and H[s][p] (s < S <= 16) through the tensor maps tg and th (3-D: {k, L or
 //   S, batch}; box {EPB, 64} and {EPB, 16}: 128 bytes of k per row (EPB = 64 elements of 16
 //   bits, 32 of f32), 128-byte swizzle; the TMA's
-//   rules: 16-byte aligned starts, leading dimensions and batch strides), D(l, s) at
+//   rules: 16-byte aligned starts, leading dimensions and batch strides; see Views), D(l, s) at
 //   d[l * dl + s * ds]; bias[l] when bias_on_l, else bias[s]; batch z adds z * sd to d and reads
 //   map coordinate z (or 0 when gz / hz is 0: a shared operand). Any k >= 1 and any D layout
 //   (element stores); out-of-range rows and k read as zero (TMA bounds). beta == 0: D is not
 //   read.
+//
+// Views (`lead` > 0): operands whose views both start `lead` bytes past a 16-byte boundary are
+// mapped from that boundary, with k extended by lead / sizeof(T) elements. Every box still starts
+// at a multiple of 128 bytes of k (the TMA faults on a box whose start is not 16-byte aligned),
+// and map coordinate p of a row holds the view's element p - lead / sizeof(T) in G and in H
+// alike, so the sum over p pairs the right elements, once the first `lead` bytes of each row's
+// first k-tile (memory before the row: another row's elements, padding, anything, NaN
+// included) are zeroed in both operands' fragments (sk90_cut: only chunk 0 of box 0, which lanes
+// q = 0 read in their first step).
 //
 // Kernels: gemm_skinny90_<t>_k<KB>, block = 160 threads (4 consumer warps, 1 producer warp),
 // grid = (blocks, 1, 1) for any 1 <= blocks <= units (whole: blocks <= tiles * batch), dynamic
@@ -26,7 +35,7 @@
 // launch, or flags zeroed before it and seq != 0: a replayed graph).
 //
 // Work: the row tiles of 64 rows (t = z * tiles + row tile, T = tiles * batch of them) are cut
-// along k into units of KB elements; unit u = t * nk + c (nk = ceil(k / KB)), and block b takes
+// along k into units of KB elements; unit u = t * nk + c (nk = ceil((k + lead / sizeof(T)) / KB)), and block b takes
 // the units [first(b), first(b + 1)) in order. With `whole`, first(b) = (b * T / blocks) * nk:
 // whole tiles, each finished by the block that holds it (the host's choice where that keeps
 // most SMs busy). Otherwise first(b) = b * units / blocks (stream-k: every block the same share,
@@ -71,6 +80,8 @@ struct Skinny90Params {
     int tiles, batch, nk;
     int gz, hz;  // G's / H's tensor maps have a batch coordinate (else every matrix reads 0)
     int whole;   // blocks take whole tiles (see Work above)
+    int lead;    // bytes (< 16) of each row's first k-tile before the operands' views (Views below)
+    int pad;
 };
 
 constexpr int SK90_ROWS = 64, SK90_S = 16, SK90_CONSUMERS = 4;
@@ -89,6 +100,12 @@ __device__ __forceinline__ long long sk90_first(long long b, long long units, lo
 }
 __device__ __forceinline__ long long sk90_block(long long u, long long units, long long blocks) {
     return ((u + 1) * blocks - 1) / units;
+}
+
+// v with its low `bytes` bytes (0 to 15) zeroed: the elements of k before a view (see Views).
+__device__ __forceinline__ uint4 sk90_cut(uint4 v, int bytes) {
+    auto keep = [](unsigned w, int lo) { return lo <= 0 ? w : lo >= 4 ? 0u : w & (0xffffffffu << (8 * lo)); };
+    return make_uint4(keep(v.x, bytes), keep(v.y, bytes - 4), keep(v.z, bytes - 8), keep(v.w, bytes - 12));
 }
 
 __device__ __forceinline__ uint4 lds128(unsigned addr) {
@@ -141,12 +158,12 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
     if (warp == SK90_CONSUMERS) {
         // The producer (skinny90_rule in the module comment).
         if (lane == 0) {
-            int it = 0;
-            for (long long u = u0; u < u1; ++u, ++it) {
+            RingPos<STAGES> pos;
+            for (long long u = u0; u < u1; ++u, pos.next()) {
                 const long long t = u / nk;
                 const int z = (int)(t / p.tiles), r0 = (int)(t % p.tiles) * SK90_ROWS, kc = (int)(u % nk) * KB;
-                const int s = it % STAGES;
-                mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                const int s = pos.s;
+                mbar_wait(empty + 8 * s, pos.ph ^ 1);
                 const unsigned bar = full + 8 * s, stage = ring + s * STAGE;
                 mbar_expect_tx(bar, STAGE);
 #pragma unroll
@@ -171,19 +188,25 @@ __device__ __forceinline__ void gemm_skinny90(const TensorMap* tg, const TensorM
     // the swizzle put it at chunk (2 q + h) ^ (row % 8): rows g and g + 1 of a quarter warp land
     // on even and odd chunks, distinct banks.
     const unsigned grow = (warp * 16 + g) * 128, hrow = g * 128, sw = g & 7;
-    int it = 0;
-    for (long long u = u0; u < u1; ++u, ++it) {
+    RingPos<STAGES> pos;
+    for (long long u = u0; u < u1; ++u, pos.next()) {
         const long long t = u / nk, c = u % nk;
-        const int s = it % STAGES;
-        mbar_wait(full + 8 * s, (it / STAGES) & 1);
+        const int s = pos.s;
+        mbar_wait(full + 8 * s, pos.ph);
         const unsigned stage = ring + s * STAGE;
+        // Bytes of this lane's first chunk that lie before the views (Views above).
+        const int cut = (c == 0 && q == 0) ? p.lead : 0;
 #pragma unroll
         for (int j = 0; j < BOXES; ++j)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const unsigned chunk = (((2 * q + h) ^ sw) << 4);
                 const unsigned ga = stage + j * SK90_GBOX + grow + chunk, ha = stage + G_BYTES + j * SK90_HBOX + hrow + chunk;
-                sk90_step<T>(acc, lds128(ga), lds128(ga + 8 * 128), lds128(ha), lds128(ha + 8 * 128));
+                uint4 g0 = lds128(ga), g1 = lds128(ga + 8 * 128), h0 = lds128(ha), h1 = lds128(ha + 8 * 128);
+                if (j == 0 && h == 0 && cut) {
+                    g0 = sk90_cut(g0, cut), g1 = sk90_cut(g1, cut), h0 = sk90_cut(h0, cut), h1 = sk90_cut(h1, cut);
+                }
+                sk90_step<T>(acc, g0, g1, h0, h1);
             }
         __syncwarp();
         if (lane == 0) mbar_arrive(empty + 8 * s);

@@ -242,7 +242,8 @@ fn gemm_fuzz_skinny() {
 /// a split of k through partial products, views at odd offsets: each type must have run both of
 /// its thin tiles (16 x 64 for a short m of the kernels' row-major D, 64 x 16 for a short n), f64
 /// also their variants for operands aligned only to their element; f16, bf16 and tf32 on compute
-/// capability 9.0 also the TMA-fed decode kernel (`gemm_skinny90_<t>`).
+/// capability 9.0 also the TMA-fed decode kernel (`gemm_skinny90_<t>`), on aligned operands and
+/// on views both the same number of bytes past a 16-byte boundary.
 #[test]
 fn gemm_fuzz_thin() {
     let Some(ctx) = gpu!("gemm_fuzz_thin") else { return };
@@ -278,14 +279,30 @@ fn gemm_fuzz_thin() {
             || reports
                 .iter()
                 .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny90_")));
+        // ... and so do such steps on views past a 16-byte boundary, both as far in (half of
+        // them with the short side the caller's m, which the kernel always takes).
+        let mut reports = reports;
+        if sm90 {
+            reports.extend(
+                seeds()
+                    .into_iter()
+                    .map(|seed| fuzz::views(&stream, ty, seed, (cases() / 10).max(8)).expect("fuzz run")),
+            );
+        }
+        let views = !sm90
+            || reports.iter().any(|r| {
+                r.kernels
+                    .keys()
+                    .any(|k| k.starts_with("gemm_skinny90_") && k.ends_with("/view"))
+            });
         check(
             &format!("gemm_fuzz_thin {} ({:.1} s)", ty.name(), start.elapsed().as_secs_f64()),
             reports,
         );
         assert!(
-            rows && cols && unaligned && tma,
+            rows && cols && unaligned && tma && views,
             "{}: the thin tiles ran: 16 x 64 {rows}, 64 x 16 {cols}, unaligned {unaligned}; the TMA-fed \
-             decode kernel (sm_90 f16 / bf16 / tf32) {tma}",
+             decode kernel (sm_90 f16 / bf16 / tf32) {tma}, on views past a 16-byte boundary {views}",
             ty.name()
         );
     }
@@ -293,7 +310,8 @@ fn gemm_fuzz_thin() {
 
 /// GEMMs with long k over few output tiles, split through partial products (forced and
 /// automatic) in every type (f16 and bf16 with f32 partial sums): every type must have run the
-/// split.
+/// split. f16 and bf16 on compute capability 9.0 also mid-sized products over long k, which fast
+/// memory splits in 2 parts on wgmma.
 #[test]
 fn gemm_fuzz_partials() {
     let Some(ctx) = gpu!("gemm_fuzz_partials") else { return };
@@ -326,6 +344,33 @@ fn gemm_fuzz_partials() {
         assert!(split, "{}: no case ran a split through partial products", ty.name());
         if hopper && matches!(ty, FuzzType::F16 | FuzzType::Bf16) {
             assert!(wgmma_split, "{}: no case split on the wgmma kernels", ty.name());
+            // Mid-sized products over long k: on fast memory (4 TB/s and more, as
+            // src/blas/gemm/memory_class.rs counts it) the automatic choice splits most of them
+            // in 2 parts on wgmma.
+            let start = Instant::now();
+            let mid: Vec<Report> = seeds()
+                .into_iter()
+                .map(|seed| fuzz::mid(&stream, ty, seed, (cases() / 50).max(3)).expect("fuzz run"))
+                .collect();
+            let fast = ctx.limits().peak_memory_bandwidth().is_some_and(|b| b >= 4.0e12);
+            let halves = mid.iter().any(|r| {
+                r.kernels
+                    .keys()
+                    .any(|k| k.contains("gemm_wg_") && k.contains("/partials2"))
+            });
+            check(
+                &format!(
+                    "gemm_fuzz_partials mid {} ({:.1} s)",
+                    ty.name(),
+                    start.elapsed().as_secs_f64()
+                ),
+                mid,
+            );
+            assert!(
+                halves || !fast,
+                "{}: no mid-sized product split in 2 parts on wgmma",
+                ty.name()
+            );
         }
     }
 }

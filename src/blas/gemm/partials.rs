@@ -233,13 +233,18 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
         return None;
     }
     let (m, n) = (plan.m, plan.n);
-    if tiles2(m, n, (64, 64)) <= HALF_MAX_TILES || tiles2(m, n, (128, 128)) > WG_PARTIALS_MAX_TILES {
-        return None;
-    }
     // Sides that end inside a 64-wide tile only from k = 65536: at shorter k the wgmma
     // kernels' own split was faster (200 x 120 x 40000: 79 against 70 TFLOP/s, 300 x 200 x
     // 30000: 77 against 61-66; 150 x 250 x 50000 tied; 200 x 200 x 65536: 121 -> 188).
     let ragged = m % 64 != 0 || n % 64 != 0;
+    if fast && !ragged && plan.k >= WG_PARTIALS_MID_MIN_K {
+        if let Some(parts) = mid_parts(tiles2(m, n, (128, 128)), plan.k, sms) {
+            return Some(parts);
+        }
+    }
+    if tiles2(m, n, (64, 64)) <= HALF_MAX_TILES || tiles2(m, n, (128, 128)) > WG_PARTIALS_MAX_TILES {
+        return None;
+    }
     if ragged && plan.k < WG_PARTIALS_RAGGED_MIN_K {
         return None;
     }
@@ -296,7 +301,35 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     best
 }
 
-/// Most 128 x 128 output tiles of an f16 / bf16 GEMM [`auto_wgmma_parts`] splits.
+/// The split of an f16 / bf16 GEMM of `tiles` 128 x 128 output tiles over k (at least
+/// [`WG_PARTIALS_MID_MIN_K`], sides multiples of 64, fast memory: the caller checks) between
+/// [`WG_PARTIALS_MAX_TILES`] and a wave: 2 parts (4 from k = 65536) where 2 parts' blocks make
+/// 0.7 to 1.5 waves. Against the wgmma kernels' own split of the 128 x 128 tile in 2 (64-81
+/// tiles) or the unsplit tile (80-96), which leave more than a quarter of the SMs idle or keep
+/// a partial tile's hand-off on each block. H200, 2026-12-02 23:46 UTC, f16 / bf16, NN and TN,
+/// TFLOP/s, the rule before -> 2 parts (`bench gemm --splits auto,p2,p3,p4 --trials 5`):
+/// 1024 x 1024 x 32768 (64 tiles) 691 -> 689 / 577-610 -> 712-719, 1152 x 1152 x 32768 (81)
+/// 566 -> 647-648 / 568-570 -> 663, 1280 x 1024 x 16384 (80) 536-538 -> 575-577 / 537-541 ->
+/// 589, 1536 x 1024 x 32768 (96) 631-636 -> 718-719 / 656 -> 744-746, 1536 x 1024 x 16384
+/// 621 -> 643 / 642 -> 665, 1024 x 1024 x 16384 585-620 -> 606-611 / 569-599 -> 621-625, 1024 x
+/// 768 x 32768 (48) 544-575 -> 572-577 / 428-594 -> 587-589; 1024 x 1024 x 65536 in 4 parts
+/// 645-723 -> 746 / 611-625 -> 781-782 (2 parts: 725-759). Left alone: 768 x 768 x 32768 (36
+/// tiles; 2 parts 447-454 against 479-595) and 2048 x 1024 x 32768 (128; 2 parts 3-4% slower
+/// than unsplit). 3 parts ran 0.35-0.89x cuBLAS everywhere: not a count to take.
+fn mid_parts(tiles: usize, k: usize, sms: usize) -> Option<usize> {
+    let units = 2 * tiles;
+    (tiles > WG_PARTIALS_MAX_TILES && units * 10 >= sms * 7 && units * 2 <= sms * 3).then_some(if k >= 65536 {
+        4
+    } else {
+        2
+    })
+}
+
+/// The least k from which [`mid_parts`] splits.
+const WG_PARTIALS_MID_MIN_K: usize = 16384;
+
+/// Most 128 x 128 output tiles of an f16 / bf16 GEMM [`auto_wgmma_parts`] splits by the rules
+/// for few tiles (more: [`mid_parts`]).
 const WG_PARTIALS_MAX_TILES: usize = 25;
 /// Most 128 x 128 output tiles [`auto_wgmma_parts`] splits at any k from 4096 (more only from
 /// [`WG_PARTIALS_MANY_TILES_MIN_K`]).

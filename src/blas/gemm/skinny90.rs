@@ -57,8 +57,13 @@ pub(crate) struct Skinny90Params {
     gz: i32,
     hz: i32,
     whole: i32,
+    /// Bytes from the 16-byte boundary below both operands' views to their starts (the maps
+    /// begin there; the kernel zeroes these bytes of each row's first k-tile).
+    lead: i32,
+    /// The CUDA struct's tail padding, spelled out so that this one has none.
+    pad: i32,
 }
-// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then eight
+// SAFETY: repr(C) plain data matching the CUDA struct field for field (8-byte fields, then ten
 // i32s: no padding); every bit pattern is valid.
 unsafe impl DeviceRepr for Skinny90Params {}
 
@@ -78,9 +83,14 @@ pub(crate) struct Skinny90Route {
 }
 
 impl Skinny90Route {
-    /// What [`Gemm::kernel_name`] reports.
+    /// What [`Gemm::kernel_name`] reports: the kernel, with `/view` where its maps start below
+    /// the operands' views.
     pub(crate) fn name(&self) -> String {
-        self.kernel.clone()
+        if self.params.lead > 0 {
+            format!("{}/view", self.kernel)
+        } else {
+            self.kernel.clone()
+        }
     }
 
     /// Dynamic shared memory (`skinny90_smem` in ptx/gemm_skinny90.cu).
@@ -135,8 +145,8 @@ fn next_seq() -> u64 {
 /// The kernel's form of the problem (`plan`, `params`: row-major D = X Y), when it has one and
 /// nothing asks for another kernel: f16, bf16 or f32 in tf32 math on compute capability 9.0
 /// (tf32 with the short side as C's columns only on fast memory ([`fast_memory`])); both operands
-/// k-contiguous, 16-byte aligned, with leading dimensions and batch strides of whole 16-byte
-/// vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
+/// k-contiguous, starting the same number of bytes past a 16-byte boundary (0 included), with
+/// leading dimensions and batch strides of whole 16-byte vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
 /// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
 /// fast memory ([`fast_memory`] of `bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
 /// weights, elsewhere [`MIN_WHOLE_BYTES`] or one matrix the thin tiles would split through
@@ -199,10 +209,24 @@ pub(crate) fn route<T: GemmType, S>(
         }
     }
     let element = tma_element::<T>()?;
+    // Views that start past a 16-byte boundary (a slice one element into its buffer): both
+    // maps begin at the boundary below, `lead` bytes early, and are that much longer along k.
+    // The TMA then loads whole aligned boxes (a box's own start must be 16-byte aligned:
+    // docs/kernels/gemm.md, 2026-12-02), and map coordinate j of a row holds its element j -
+    // shift in both operands, so the sum over k pairs the right elements; the kernel zeroes the
+    // first `lead` bytes of each row's first k-tile, which lie before the view. Both operands
+    // must be that far in, or the coordinates would not pair up (such views stay on the thin
+    // tiles' element variants).
+    let elem = size_of::<T>() as u64;
+    let lead = g_ptr % 16;
+    if lead % elem != 0 || h_ptr % 16 != lead {
+        return None;
+    }
+    let inner = k + (lead / elem) as usize;
     let matrix = |address: u64, outer: usize, ld: usize, stride: usize| TmaMatrix {
-        address,
+        address: address - lead,
         element,
-        inner: k as u64,
+        inner: inner as u64,
         outer: outer as u64,
         ld: ld as u64,
         batch: batch as u64,
@@ -214,7 +238,7 @@ pub(crate) fn route<T: GemmType, S>(
     }
     let tiles = long.div_ceil(ROWS);
     let kb = BOXES * 128 / size_of::<T>();
-    let nk = k.div_ceil(kb);
+    let nk = inner.div_ceil(kb);
     let all_tiles = tiles.checked_mul(batch)?;
     if all_tiles.checked_mul(nk)? > i32::MAX as usize {
         return None;
@@ -243,6 +267,8 @@ pub(crate) fn route<T: GemmType, S>(
             gz: i32::from(batch > 1),
             hz: i32::from(batch > 1),
             whole: i32::from(whole),
+            lead: lead as i32,
+            pad: 0,
         },
         g: gm,
         h: hm,
@@ -339,8 +365,8 @@ mod tests {
 
     #[test]
     fn the_parameter_block_matches_the_kernels() {
-        // 4 pointers, 6 i64, 2 f64, 8 i32 (ptx/gemm_skinny90.cu).
-        assert_eq!(size_of::<Skinny90Params>(), 4 * 8 + 6 * 8 + 2 * 8 + 8 * 4);
+        // 4 pointers, 6 i64, 2 f64, 10 i32 (ptx/gemm_skinny90.cu).
+        assert_eq!(size_of::<Skinny90Params>(), 4 * 8 + 6 * 8 + 2 * 8 + 10 * 4);
     }
 
     #[test]

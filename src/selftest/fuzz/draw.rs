@@ -216,6 +216,27 @@ pub fn random_gemm_case(rng: &mut Rng, ty: FuzzType, large: bool) -> GemmCase {
 /// assert!(m.min(n) <= 80);
 /// ```
 pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    skinny_case(rng, ty, false)
+}
+
+/// Draws an f16, bf16 or tf32 decode step for the sm_90 TMA kernel (`gemm_skinny90_<t>`) whose
+/// operands are views that both start the same number of elements (1 to a 16-byte vector less
+/// one) past a 16-byte boundary, as [`random_skinny_case`] draws them, with at least 7M weights
+/// (past the kernel's thresholds in either orientation on fast memory); leading dimensions of
+/// whole vectors, k itself included (rows the maps' extended k overlaps).
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_view_case(&mut Rng::new(3), fuzz::FuzzType::Tf32);
+/// let [a, b, _] = case.offsets;
+/// assert!(a % 4 != 0 && a % 4 == b % 4);
+/// ```
+pub fn random_view_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    skinny_case(rng, ty, true)
+}
+
+/// [`random_skinny_case`], or with `view` [`random_view_case`].
+fn skinny_case(rng: &mut Rng, ty: FuzzType, view: bool) -> GemmCase {
     let short = if ty == FuzzType::F64 && rng.next_u64() % 4 == 0 {
         range(rng, 17, 80)
     } else {
@@ -266,10 +287,11 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     let batch = if rng.next_u64() % 5 == 0 { range(rng, 2, 3) } else { 1 };
     // f16, bf16 and tf32: one case in six a decode step for their sm_90 TMA kernel
     // (k-contiguous operands of whole 16-byte vectors, at least 2^21 weights).
-    let tma = matches!(ty, FuzzType::F16 | FuzzType::Bf16 | FuzzType::Tf32) && rng.next_u64() % 6 == 0;
+    let tma = matches!(ty, FuzzType::F16 | FuzzType::Bf16 | FuzzType::Tf32) && (rng.next_u64() % 6 == 0 || view);
     let (ops, layout, m, n, k, pad) = if tma {
         let long = range(rng, 600, 12000);
-        let k = range(rng, (1 << 21) / long + 1, (20_000_000 / long).max((1 << 21) / long + 2));
+        let least = if view { 7_000_000 } else { 1 << 21 };
+        let k = range(rng, least / long + 1, (20_000_000 / long).max(least / long + 2));
         let pad = k.next_multiple_of(vec) - k + vec * range(rng, 0, 1);
         if rng.next_u64() % 2 == 0 {
             ((Transpose::T, Transpose::N), Layout::ColMajor, short, long, k, pad)
@@ -298,7 +320,18 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
                 [rng.pick(&[0, 4, 0, 1, 3]), rng.pick(&[0, 4, 0, 2]), range(rng, 0, 3)]
             }
         } else if tma {
-            [rng.pick(&[0, 8]), rng.pick(&[0, 8]), range(rng, 0, 3)]
+            // Whole 16-byte vectors, or one case in three both views the same number of
+            // elements past a vector (the decode kernel maps them from the boundary below), and
+            // one in eight each at any such offset (mostly different ones: the thin tiles'
+            // element variants).
+            match if view { 0 } else { rng.next_u64() % 24 } {
+                0..=7 => {
+                    let same = range(rng, 1, vec - 1);
+                    [same, same + vec * range(rng, 0, 1), range(rng, 0, 3)]
+                }
+                8..=10 => [range(rng, 1, vec - 1), range(rng, 0, vec - 1), range(rng, 0, 3)],
+                _ => [rng.pick(&[0, 8]), rng.pick(&[0, 8]), range(rng, 0, 3)],
+            }
         } else {
             [rng.pick(&[0, 8, 4, 1]), rng.pick(&[0, 8, 4, 1]), range(rng, 0, 3)]
         },
@@ -310,6 +343,38 @@ pub fn random_skinny_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         } else {
             (Kernel::Auto, Tile::Auto, SplitK::Auto)
         },
+        tf32_exact_inputs: false,
+    }
+}
+
+/// Draws an f16 or bf16 GEMM of 768 to 1216 per side (multiples of 64: 36 to 100 output tiles of
+/// 128 x 128) over k from 16384 to 17000, automatic knobs: the mid-sized products that the
+/// automatic choice splits through partial products in 2 parts on fast memory (`mid_parts` in
+/// src/blas/gemm/partials.rs), and their neighbours it leaves alone; any ops and layout.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_mid_case(&mut Rng::new(3), fuzz::FuzzType::F16);
+/// let (m, n, k) = case.dims;
+/// assert!(m % 64 == 0 && n % 64 == 0 && k >= 16384);
+/// ```
+pub fn random_mid_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let side = |rng: &mut Rng| 64 * range(rng, 12, 19);
+    let (m, n) = (side(rng), side(rng));
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    GemmCase {
+        ty,
+        ops: (t(rng), t(rng)),
+        dims: (m, n, range(rng, 16384, 17000)),
+        layout: rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]),
+        ld_pad: [rng.pick(&[0, 0, 8]), rng.pick(&[0, 0, 8]), rng.pick(&[0, 1])],
+        batch: 1,
+        strides: (None, None, 0),
+        offsets: [0, 0, rng.pick(&[0, 0, 1])],
+        scalars: (rng.pick(&[1.0, -0.75]), rng.pick(&[0.0, 0.0, 1.0])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs: (Kernel::Auto, Tile::Auto, SplitK::Auto),
         tf32_exact_inputs: false,
     }
 }

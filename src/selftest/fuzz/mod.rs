@@ -730,6 +730,23 @@ pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Re
     run_drawn(stream, seed, rng, cases, |rng| random_skinny_case(rng, ty))
 }
 
+/// `cases` random f16, bf16 or tf32 decode steps on views past a 16-byte boundary from `seed`
+/// ([`random_view_case`]: the sm_90 TMA kernel's maps from the boundary below), each run twice
+/// and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::views(&stream, FuzzType::F16, 0xbeef, 10)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn views(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ (ty as u64 + 71).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_view_case(rng, ty))
+}
+
 /// `cases` random GEMMs with long k over few output tiles from `seed` ([`random_deep_case`]: a
 /// split of k through partial products, forced or automatic), each run twice and checked.
 ///
@@ -744,6 +761,23 @@ pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Re
 pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
     let rng = Rng::new(seed ^ (ty as u64 + 29).wrapping_mul(0x9E37_79B9));
     run_drawn(stream, seed, rng, cases, |rng| random_deep_case(rng, ty))
+}
+
+/// `cases` random mid-sized f16 or bf16 GEMMs over long k from `seed` ([`random_mid_case`]:
+/// the automatic split in 2 parts on fast memory and its neighbours), each run twice and
+/// checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::mid(&stream, FuzzType::Bf16, 0xbeef, 4)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn mid(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    let rng = Rng::new(seed ^ (ty as u64 + 83).wrapping_mul(0x9E37_79B9));
+    run_drawn(stream, seed, rng, cases, |rng| random_mid_case(rng, ty))
 }
 
 /// `cases` random tall or wide GEMMs of one to three waves of output tiles over long k from
@@ -798,6 +832,7 @@ mod draw;
 mod gemv;
 use draw::range;
 pub use draw::{
-    random_deep_case, random_gemm_case, random_in_place_case, random_pair_case, random_skinny_case, random_wave_case,
+    random_deep_case, random_gemm_case, random_in_place_case, random_mid_case, random_pair_case, random_skinny_case,
+    random_view_case, random_wave_case,
 };
 pub use gemv::gemv;
