@@ -54,6 +54,10 @@ fn profiler_times_every_launch_and_exports_a_trace() {
     // JSON and the trace parse; the trace has one complete event per launch and a track per stream.
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
     assert_eq!(json["samples"].as_array().unwrap().len(), 47);
+    // ... and say how the launches were timed, as the profiler does.
+    assert_eq!(r.timing, Some(prof.timing()));
+    assert_eq!(json["timing"], serde_json::to_value(prof.timing()).unwrap());
+    assert_eq!(r.why_not_cupti, prof.why_not_cupti());
     let trace: serde_json::Value = serde_json::from_str(&r.chrome_trace()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 47);

@@ -1,6 +1,6 @@
 //! The profiler's statistics, flags and exports, without a GPU.
 
-use cudrv::profile::{summarize, Flag, Report, Sample};
+use cudrv::profile::{summarize, Flag, Report, Sample, Timing};
 
 fn sample(name: &str, stream: u64, start: f64, d: f64) -> Sample {
     Sample {
@@ -98,6 +98,8 @@ fn work_gives_rates_and_launch_shapes_give_advice() {
         kernels: vec![k.clone()],
         samples: samples.clone(),
         dropped_samples: 0,
+        timing: None,
+        why_not_cupti: None,
     }
     .table();
     assert!(
@@ -127,6 +129,8 @@ fn sampled_counts_and_a_dropped_trace_are_said_in_the_table() {
         kernels: vec![k],
         samples: samples[1..].to_vec(),
         dropped_samples: 2,
+        timing: Some(Timing::Events),
+        why_not_cupti: Some("CUPTI is held by another subscriber".into()),
     };
     let table = r.table();
     assert!(table.contains("3/48"), "{table}");
@@ -140,7 +144,16 @@ fn sampled_counts_and_a_dropped_trace_are_said_in_the_table() {
         ),
         (Some(48), Some(2))
     );
-    // Unsampled, nothing dropped: neither line.
+    // How the launches were timed, and why not with CUPTI.
+    assert_eq!(json["timing"], "events");
+    assert_eq!(json["why_not_cupti"], "CUPTI is held by another subscriber");
+    // Unsampled, nothing dropped: neither line; a report of bare samples says no timing.
+    let bare = Report::from_samples(samples.clone());
+    let json: serde_json::Value = serde_json::from_str(&bare.to_json()).unwrap();
+    assert!(
+        json.get("timing").is_none() && json.get("why_not_cupti").is_none(),
+        "{json}"
+    );
     let plain = Report::from_samples(samples).table();
     assert!(
         !plain.contains("timed/launched") && !plain.contains("earlier launches"),

@@ -341,6 +341,12 @@ impl Profiler {
             kernels: state.kernel_stats(),
             samples: state.trace.iter().cloned().collect(),
             dropped_samples: state.dropped,
+            timing: match (&state.listener, state.origin.is_some()) {
+                (Some(_), _) => Some(Timing::Cupti),
+                (None, true) => Some(Timing::Events),
+                (None, false) => None,
+            },
+            why_not_cupti: state.no_cupti.clone(),
         })
     }
 

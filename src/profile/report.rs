@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::stats::{summarize, KernelStats, Sample};
+use super::Timing;
 
 /// What [`super::Profiler::report`] returns.
 ///
@@ -25,6 +26,14 @@ pub struct Report {
     pub samples: Vec<Sample>,
     /// Timed launches older than those in `samples` (they are in `kernels`' figures).
     pub dropped_samples: u64,
+    /// How the launches were timed ([`Timing::Cupti`] or [`Timing::Events`]); `None` in a
+    /// report made with [`Report::from_samples`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+    /// Why the launches were timed with events where CUPTI was tried (libcupti absent, or held
+    /// by another tool such as Nsight Systems).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_not_cupti: Option<String>,
 }
 
 impl Report {
@@ -39,6 +48,8 @@ impl Report {
             kernels: summarize(&samples),
             samples,
             dropped_samples: 0,
+            timing: None,
+            why_not_cupti: None,
         }
     }
 
