@@ -146,8 +146,8 @@ fn next_seq() -> u64 {
 /// nothing asks for another kernel: f16, bf16 or f32 in tf32 math on compute capability 9.0
 /// (tf32 with the short side as C's columns only on fast memory ([`fast_memory`])); both operands
 /// k-contiguous, starting the same number of bytes past a 16-byte boundary (0 included), with
-/// leading dimensions and batch strides of whole 16-byte vectors (the TMA's rules); the short side at most [`SKINNY_MAX`]; alpha != 0; at least
-/// [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
+/// leading dimensions and batch strides of whole 16-byte vectors (the TMA's rules); the short
+/// side at most [`SKINNY_MAX`]; alpha != 0; at least [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
 /// fast memory ([`fast_memory`] of `bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
 /// weights, elsewhere [`MIN_WHOLE_BYTES`] or one matrix the thin tiles would split through
 /// partial products. Forced knobs (kernel, tile, split) leave it to the tiles.
@@ -212,11 +212,11 @@ pub(crate) fn route<T: GemmType, S>(
     // Views that start past a 16-byte boundary (a slice one element into its buffer): both
     // maps begin at the boundary below, `lead` bytes early, and are that much longer along k.
     // The TMA then loads whole aligned boxes (a box's own start must be 16-byte aligned:
-    // docs/kernels/gemm.md, 2026-12-02), and map coordinate j of a row holds its element j -
-    // shift in both operands, so the sum over k pairs the right elements; the kernel zeroes the
-    // first `lead` bytes of each row's first k-tile, which lie before the view. Both operands
-    // must be that far in, or the coordinates would not pair up (such views stay on the thin
-    // tiles' element variants).
+    // docs/kernels/gemm.md, 2026-12-02), and map coordinate j of a row holds its element
+    // j - lead / sizeof(T) in both operands, so the sum over k pairs the right elements; the
+    // kernel zeroes the first `lead` bytes of each row's first k-tile, which lie before the
+    // view. Both operands must be that far in, or the coordinates would not pair up (such
+    // views stay on the thin tiles' element variants).
     let elem = size_of::<T>() as u64;
     let lead = g_ptr % 16;
     if lead % elem != 0 || h_ptr % 16 != lead {
@@ -344,8 +344,10 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     // SAFETY: gemm_skinny90_<t>_k<KB>(TensorMap tg, TensorMap th, Skinny90Params): reads G (L x k
     // at ldg, sg) and H (S x k at ldh, sh) through their tensor maps (the TMA stays inside
     // their extents; route checked the TMA's alignment rules, and the buffers' spans were
-    // checked by Gemm's plan), writes D (L x S at dl, ds, sd) and, in stream-k, the scratch of
-    // blocks * (1024 floats + a u64); block 160 threads, grid at most one block per unit of work
+    // checked by Gemm's plan); a map of views past a 16-byte boundary also reads the `lead`
+    // (< 16) bytes before each row, which lie in the same allocation (device allocations and
+    // the pool's blocks start at least 512-byte aligned) and never reach D's values; writes D
+    // (L x S at dl, ds, sd) and, in stream-k, the scratch of blocks * (1024 floats + a u64); block 160 threads, grid at most one block per unit of work
     // (whole: per tile), the shared memory of its ring; every thread runs griddepcontrol.wait
     // before its first access to global memory (the launch may overlap the previous kernel).
     unsafe {
