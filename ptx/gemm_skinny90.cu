@@ -35,8 +35,8 @@
 // launch, or flags zeroed before it and seq != 0: a replayed graph).
 //
 // Work: the row tiles of 64 rows (t = z * tiles + row tile, T = tiles * batch of them) are cut
-// along k into units of KB elements; unit u = t * nk + c (nk = ceil((k + lead / sizeof(T)) / KB)), and block b takes
-// the units [first(b), first(b + 1)) in order. With `whole`, first(b) = (b * T / blocks) * nk:
+// along k into units of KB elements; unit u = t * nk + c (nk = ceil((k + lead / sizeof(T)) /
+// KB)), and block b takes the units [first(b), first(b + 1)) in order. With `whole`, first(b) = (b * T / blocks) * nk:
 // whole tiles, each finished by the block that holds it (the host's choice where that keeps
 // most SMs busy). Otherwise first(b) = b * units / blocks (stream-k: every block the same share,
 // whatever the tile count). A tile whose units one block holds is finished by it; otherwise its

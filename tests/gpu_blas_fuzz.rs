@@ -259,7 +259,7 @@ fn gemm_fuzz_thin() {
             continue;
         }
         let start = Instant::now();
-        let reports: Vec<Report> = seeds()
+        let mut reports: Vec<Report> = seeds()
             .into_iter()
             .map(|seed| fuzz::skinny(&stream, ty, seed, cases() / 2).expect("fuzz run"))
             .collect();
@@ -281,7 +281,6 @@ fn gemm_fuzz_thin() {
                 .any(|r| r.kernels.keys().any(|k| k.starts_with("gemm_skinny90_")));
         // ... and so do such steps on views past a 16-byte boundary, both as far in (half of
         // them with the short side the caller's m, which the kernel always takes).
-        let mut reports = reports;
         if sm90 {
             reports.extend(
                 seeds()

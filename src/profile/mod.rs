@@ -224,11 +224,7 @@ impl Profiler {
     /// ```
     pub fn timing(&self) -> Timing {
         let state = self.state.lock();
-        match (&state.listener, state.origin.is_some()) {
-            (Some(_), _) => Timing::Cupti,
-            (None, true) => Timing::Events,
-            (None, false) => state.timing,
-        }
+        state.timed_with().unwrap_or(state.timing)
     }
 
     /// Why the profiler times with events where CUPTI was tried (libcupti absent, or its
@@ -341,11 +337,7 @@ impl Profiler {
             kernels: state.kernel_stats(),
             samples: state.trace.iter().cloned().collect(),
             dropped_samples: state.dropped,
-            timing: match (&state.listener, state.origin.is_some()) {
-                (Some(_), _) => Some(Timing::Cupti),
-                (None, true) => Some(Timing::Events),
-                (None, false) => None,
-            },
+            timing: state.timed_with(),
             why_not_cupti: state.no_cupti.clone(),
         })
     }

@@ -141,6 +141,16 @@ impl Default for State {
 }
 
 impl State {
+    /// How launches are being timed: CUPTI's records while the listener runs, else event pairs
+    /// once the profiler was enabled; `None` before that.
+    pub(super) fn timed_with(&self) -> Option<Timing> {
+        match (&self.listener, self.origin.is_some()) {
+            (Some(_), _) => Some(Timing::Cupti),
+            (None, true) => Some(Timing::Events),
+            (None, false) => None,
+        }
+    }
+
     /// The index of the kernel `function` is reported under (inside `op`: "label / name").
     pub(super) fn key(&mut self, function: &Function, op: Option<&scope::Op>) -> usize {
         // A plain launch is looked up by the kernel's name without building a string.

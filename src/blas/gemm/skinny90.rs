@@ -147,7 +147,8 @@ fn next_seq() -> u64 {
 /// (tf32 with the short side as C's columns only on fast memory ([`fast_memory`])); both operands
 /// k-contiguous, starting the same number of bytes past a 16-byte boundary (0 included), with
 /// leading dimensions and batch strides of whole 16-byte vectors (the TMA's rules); the short
-/// side at most [`SKINNY_MAX`]; alpha != 0; at least [`MIN_ELEMENTS`] elements in the long operand; and a short side that is the caller's m, or on
+/// side at most [`SKINNY_MAX`]; alpha != 0; at least [`MIN_ELEMENTS`] elements in the long
+/// operand; and a short side that is the caller's m, or on
 /// fast memory ([`fast_memory`] of `bandwidth`, bytes per second) [`FAST_MIN_WHOLE_BYTES`] of
 /// weights, elsewhere [`MIN_WHOLE_BYTES`] or one matrix the thin tiles would split through
 /// partial products. Forced knobs (kernel, tile, split) leave it to the tiles.
@@ -347,7 +348,8 @@ pub(crate) fn run(stream: &Arc<Stream>, r: &Skinny90Route) -> Result<()> {
     // checked by Gemm's plan); a map of views past a 16-byte boundary also reads the `lead`
     // (< 16) bytes before each row, which lie in the same allocation (device allocations and
     // the pool's blocks start at least 512-byte aligned) and never reach D's values; writes D
-    // (L x S at dl, ds, sd) and, in stream-k, the scratch of blocks * (1024 floats + a u64); block 160 threads, grid at most one block per unit of work
+    // (L x S at dl, ds, sd) and, in stream-k, the scratch of blocks * (1024 floats + a u64);
+    // block 160 threads, grid at most one block per unit of work
     // (whole: per tile), the shared memory of its ring; every thread runs griddepcontrol.wait
     // before its first access to global memory (the launch may overlap the previous kernel).
     unsafe {
