@@ -32,3 +32,25 @@ GEMV_CLUSTER_ANY(float, f32)
 GEMV_CLUSTER_ANY(double, f64)
 GEMV_CLUSTER_ANY(__half, f16)
 GEMV_CLUSTER_ANY(__nv_bfloat16, bf16)
+
+// gemv_nr<LB>c<C>_<T>: the row strips of gemv_nr<LB>_<T> (gemv.cu) with each strip's columns
+// split in C ranges over the C blocks of a thread block cluster (compile-time cluster shape
+// 1 x C x 1; grid = (strips, C, 1), block = (32, 16, 1)), whose partial sums meet in shared
+// memory: C times the blocks of the plain strips, still one launch and no workspace.
+#define GEMV_ROWS_CLUSTER(T, N, LB, C)                                                                  \
+    extern "C" __global__ void __cluster_dims__(1, C, 1) __launch_bounds__(512, 1) gemv_nr##LB##c##C##_##N( \
+        GemvParams p) {                                                                                 \
+        gemv_nr<T, LB, 16, C>(p);                                                                       \
+    }
+#define GEMV_ROWS_CLUSTERS(T, N, LB) GEMV_ROWS_CLUSTER(T, N, LB, 2) GEMV_ROWS_CLUSTER(T, N, LB, 4)
+GEMV_ROWS_CLUSTERS(float, f32, 4)
+GEMV_ROWS_CLUSTERS(float, f32, 8)
+GEMV_ROWS_CLUSTERS(float, f32, 16)
+GEMV_ROWS_CLUSTERS(double, f64, 8)
+GEMV_ROWS_CLUSTERS(double, f64, 16)
+GEMV_ROWS_CLUSTERS(__half, f16, 4)
+GEMV_ROWS_CLUSTERS(__half, f16, 8)
+GEMV_ROWS_CLUSTERS(__half, f16, 16)
+GEMV_ROWS_CLUSTERS(__nv_bfloat16, bf16, 4)
+GEMV_ROWS_CLUSTERS(__nv_bfloat16, bf16, 8)
+GEMV_ROWS_CLUSTERS(__nv_bfloat16, bf16, 16)

@@ -152,6 +152,32 @@ __device__ __forceinline__ Acc warps_sum(const Acc (&red)[W][ROWS], int t) {
     return sum;
 }
 
+// The end of a row tile's reduction split over the CLUSTER blocks of a cluster (compute_90):
+// each block adds its W warps' sums of the ROWS rows from r0 into `part`; after a cluster barrier
+// block q adds the CLUSTER blocks' sums of rows [q ROWS / CLUSTER, (q + 1) ROWS / CLUSTER) in
+// rank order, read from their shared memory, and writes them to y; a second barrier keeps every
+// block's sums alive until they have been read. `tid` is the thread's index in its block.
+template <typename T, int W, int ROWS, int CLUSTER, typename Acc>
+__device__ __forceinline__ void cluster_rows_to_y(const Acc (&red)[W][ROWS], Acc* part, long long r0, int tid,
+                                                  const GemvParams& p) {
+    for (int t = tid; t < ROWS; t += 32 * W) part[t] = warps_sum(red, t);
+    cluster_sync();
+    constexpr int MINE = ROWS / CLUSTER;
+    const unsigned q = cluster_rank();
+    for (int t = tid; t < MINE; t += 32 * W) {
+        const int row = (int)q * MINE + t;
+        const long long r = r0 + row;
+        if (r < p.m) {
+            const unsigned addr = (unsigned)__cvta_generic_to_shared(&part[row]);
+            Acc sum = Acc(0);
+#pragma unroll
+            for (int b = 0; b < CLUSTER; ++b) sum += cluster_load(addr, (unsigned)b, Acc(0));
+            store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
+        }
+    }
+    cluster_sync();
+}
+
 // One lane's sums over the columns [j, c_end) step 8 of its rows. FULL: every row exists, so
 // the loads need no bounds (the common case; other lanes take FULL = false).
 template <typename T, int VEC, int UR, int UC, bool FULL, int WARPS>
@@ -234,22 +260,7 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
             for (int e = 0; e < VEC; ++e) red[ty][VEC * tx + 32 * VEC * u + e] = s[u][e];
         __syncthreads();
         if constexpr (CLUSTER > 1) {
-            for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) part[t] = warps_sum(red, t);
-            cluster_sync();
-            constexpr int MINE = ROWS / CLUSTER;
-            const unsigned q = cluster_rank();
-            for (int t = ty * 32 + tx; t < MINE; t += 32 * WARPS) {
-                const int row = (int)q * MINE + t;
-                const long long r = r0 + row;
-                if (r < p.m) {
-                    const unsigned addr = (unsigned)__cvta_generic_to_shared(&part[row]);
-                    Acc sum = Acc(0);
-#pragma unroll
-                    for (int b = 0; b < CLUSTER; ++b) sum += cluster_load(addr, (unsigned)b, Acc(0));
-                    store_y<T>(reinterpret_cast<T*>(p.y) + r * p.incy, sum, p.alpha, p.beta);
-                }
-            }
-            cluster_sync();
+            cluster_rows_to_y<T, WARPS, ROWS, CLUSTER>(red, part, r0, ty * 32 + tx, p);
         } else {
             for (int t = ty * 32 + tx; t < ROWS; t += 32 * WARPS) {
                 const long long r = r0 + t;
@@ -274,6 +285,11 @@ __device__ __forceinline__ void gemv_n(const GemvParams& p) {
 // with the streaming hint (ld.global.cs: every element is read once). The W warps' sums meet in
 // shared memory, added in warp order, and the block writes its rows of y: no split, no
 // workspace, no second kernel. Lanes whose rows run past m take every column element by element.
+// CLUSTER > 1 (compute_90 only): the strip's columns are split in CLUSTER equal ranges over the
+// CLUSTER blocks of a thread block cluster (grid y = CLUSTER, the cluster shape 1 x CLUSTER x 1;
+// block y = q takes range q over its W warps). Each block leaves its warps' sums in shared memory;
+// after a cluster barrier block q adds the CLUSTER partial sums of rows [q R / C, (q + 1) R / C)
+// in rank order and writes them; a second barrier keeps every block's sums alive until read.
 template <int LB> struct LaneRaw;
 template <> struct LaneRaw<4> { using type = unsigned int; };
 template <> struct LaneRaw<8> { using type = uint2; };
@@ -297,18 +313,24 @@ __device__ __forceinline__ void lane_unpack(typename LaneRaw<LB>::type r, typena
     }
 }
 
-template <typename T, int LB, int W>
+template <typename T, int LB, int W, int CLUSTER = 1>
 __device__ __forceinline__ void gemv_nr(const GemvParams& p) {
     using Acc = typename El<T>::Acc;
     using Lane = typename LaneRaw<LB>::type;
     constexpr int VEC = LB / (int)sizeof(T), ROWS = 32 * VEC, U = 128 / LB;
+    static_assert(ROWS % CLUSTER == 0, "the cluster's blocks share a strip's rows");
     __shared__ Acc red[W][ROWS];
+    __shared__ Acc part[CLUSTER > 1 ? ROWS : 1];
     const T* A = reinterpret_cast<const T*>(p.a);
     const T* x = reinterpret_cast<const T*>(p.x);
     const int lane = threadIdx.x, w = threadIdx.y;
     const long long r0 = (long long)blockIdx.x * ROWS, r = r0 + VEC * lane;
-    const long long per = (p.n + W - 1) / W;
-    const long long c0 = min(w * per, p.n), c1 = min(c0 + per, p.n);
+    // The block's column range (all of them without a cluster), then the warp's share of it.
+    const long long span = (p.n + CLUSTER - 1) / CLUSTER;
+    const long long b0 = CLUSTER > 1 ? min((long long)blockIdx.y * span, p.n) : 0;
+    const long long b1 = CLUSTER > 1 ? min(b0 + span, p.n) : p.n;
+    const long long per = (b1 - b0 + W - 1) / W;
+    const long long c0 = min(b0 + w * per, b1), c1 = min(c0 + per, b1);
     Acc s[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) s[e] = Acc(0);
@@ -348,9 +370,13 @@ __device__ __forceinline__ void gemv_nr(const GemvParams& p) {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) red[w][VEC * lane + e] = s[e];
     __syncthreads();
-    for (int t = w * 32 + lane; t < ROWS; t += 32 * W) {
-        const long long row = r0 + t;
-        if (row < p.m) store_y<T>(reinterpret_cast<T*>(p.y) + row * p.incy, warps_sum(red, t), p.alpha, p.beta);
+    if constexpr (CLUSTER > 1) {
+        cluster_rows_to_y<T, W, ROWS, CLUSTER>(red, part, r0, w * 32 + lane, p);
+    } else {
+        for (int t = w * 32 + lane; t < ROWS; t += 32 * W) {
+            const long long row = r0 + t;
+            if (row < p.m) store_y<T>(reinterpret_cast<T*>(p.y) + row * p.incy, warps_sum(red, t), p.alpha, p.beta);
+        }
     }
 }
 

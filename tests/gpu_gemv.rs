@@ -164,7 +164,8 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
     // on sm_90 the 8 blocks of a thread block cluster (gemv_nvc) add their partial sums in
     // shared memory; a partial last row tile, strided vectors, beta.
     // Row strips on a large GPU (one block of 16 warps per 32 lanes x 4, 8 or 16 bytes of rows,
-    // every column, for an A larger than L2), with a partial last strip.
+    // every column, for an A larger than L2, or on fast memory each strip's columns over the
+    // blocks of a cluster), with a partial last strip.
     for (m, n, lda) in [
         // The element-wise N kernel's reduction split 2-10 ways (odd leading dimensions): on
         // sm_90 the 8 blocks of a cluster (gemv_nc) where the clusters fit on the device at once.
@@ -177,6 +178,11 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
         (4285, 4000, 4288),
         (6141, 4500, 6144),
         (12669, 2100, 12672),
+        // Larger than an H200's L2 in every type: there the strips split their columns over
+        // the 2 or 4 blocks of a cluster where all the clusters fit (8189 rows: a partial last
+        // strip at every lane width; 11008 columns: unequal ranges per block and warp).
+        (8189, 8192, 8192),
+        (4093, 11008, 4096),
         // f32 at an odd lda: one element per lane (other types: their element-wise kernels).
         (4095, 4097, 4095),
         (3001, 4500, 3003),

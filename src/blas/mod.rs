@@ -50,10 +50,13 @@
 
 mod gemm;
 mod gemv;
+mod memory_class;
 mod tma;
 
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
-pub(crate) use gemv::{element_n_in_cluster, row_strip_kernel, t_vector_kernel, vector_n_in_cluster};
+pub(crate) use gemv::{
+    element_n_in_cluster, gemv_on_strips, row_strips, t_vector_kernel, vector_n_in_cluster, Strips, STRIP_CLUSTERS,
+};
 pub use gemv::{gemv, GemvType};
 
 /// `op(X)` for a GEMM or GEMV operand.

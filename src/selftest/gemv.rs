@@ -38,21 +38,15 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
         for trans in [Transpose::N, Transpose::T] {
             for (t, tol) in [("f32", 1e-5), ("f64", 1e-12), ("f16", 2e-2), ("bf16", 2e-2)] {
                 let ((result, strip, cluster), vec) = match t {
-                    "f32" => (gemv_with_route::<f32>(stream, rng, trans, (m, n, lda), (sms, l2)), 4),
-                    "f64" => (gemv_with_route::<f64>(stream, rng, trans, (m, n, lda), (sms, l2)), 2),
-                    "f16" => (
-                        gemv_with_route::<half::f16>(stream, rng, trans, (m, n, lda), (sms, l2)),
-                        8,
-                    ),
-                    _ => (
-                        gemv_with_route::<half::bf16>(stream, rng, trans, (m, n, lda), (sms, l2)),
-                        8,
-                    ),
+                    "f32" => (gemv_with_route::<f32>(stream, rng, trans, (m, n, lda)), 4),
+                    "f64" => (gemv_with_route::<f64>(stream, rng, trans, (m, n, lda)), 2),
+                    "f16" => (gemv_with_route::<half::f16>(stream, rng, trans, (m, n, lda)), 8),
+                    _ => (gemv_with_route::<half::bf16>(stream, rng, trans, (m, n, lda)), 8),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
                 let cluster = if cluster { "c" } else { "" };
                 let name = match strip {
-                    Some((bytes, _)) => format!("gemv_nr{bytes}_{t}"),
+                    Some(s) => s.kernel(t),
                     // Aligned T: one warp per column up to TV1_MAX_ROWS rows, four beyond.
                     None if trans == Transpose::T && !wide.is_empty() => {
                         format!("gemv_{}_{t}", crate::blas::t_vector_kernel(m, n, 16 / vec, sms))
@@ -84,6 +78,17 @@ fn gemv_case<T: Element + blas::GemvType>(
     n: usize,
     lda: usize,
 ) -> Result<f64> {
+    gemv_case_on::<T>(stream, rng, trans, (m, n, lda), None)
+}
+
+/// [`gemv_case`], op N on the row strips `strips` where they are named.
+fn gemv_case_on<T: Element + blas::GemvType>(
+    stream: &Arc<Stream>,
+    rng: &mut Rng,
+    trans: Transpose,
+    (m, n, lda): (usize, usize, usize),
+    strips: Option<blas::Strips>,
+) -> Result<f64> {
     let (lx, ly) = if trans == Transpose::N { (n, m) } else { (m, n) };
     let a: Vec<T> = rng.vec((n - 1) * lda + m, -1.0, 1.0);
     let x: Vec<T> = rng.vec(lx, -1.0, 1.0);
@@ -106,27 +111,29 @@ fn gemv_case<T: Element + blas::GemvType>(
     let da = DeviceBuffer::from_slice(stream, &a)?;
     let dx = DeviceBuffer::from_slice(stream, &x)?;
     let mut dy = DeviceBuffer::from_slice(stream, &y0)?;
-    blas::gemv(trans, m, n, alpha, &da, lda, &dx, 1, beta, &mut dy, 1)?;
+    match strips {
+        Some(s) => blas::gemv_on_strips(m, n, alpha, &da, lda, &dx, beta, &mut dy, s)?,
+        None => blas::gemv(trans, m, n, alpha, &da, lda, &dx, 1, beta, &mut dy, 1)?,
+    }
     let got: Vec<f64> = dy.to_vec()?.into_iter().map(T::to_f64).collect();
     Ok(rel_error(&got, &want))
 }
 
-/// A GEMV check, and for op N the row-strip kernel the library picks for it (`sms`
-/// multiprocessors, `l2` bytes of L2; pool buffers are 256-byte aligned) and whether it runs
-/// its split in a cluster (`gemv_nvc` for columns 16-byte aligned, `gemv_nc` else; no strips).
+/// A GEMV check, and for op N the row-strip kernel the library picks for it on this device
+/// (pool buffers are 256-byte aligned) and whether it runs its split in a cluster (`gemv_nvc`
+/// for columns 16-byte aligned, `gemv_nc` else; no strips).
 fn gemv_with_route<T: Element + blas::GemvType>(
     stream: &Arc<Stream>,
     rng: &mut Rng,
     trans: Transpose,
     (m, n, lda): (usize, usize, usize),
-    (sms, l2): (usize, usize),
-) -> (Result<f64>, Option<(usize, usize)>, bool) {
+) -> (Result<f64>, Option<blas::Strips>, bool) {
+    let ctx = stream.context();
     let strip = if trans == Transpose::N {
-        blas::row_strip_kernel::<T>(m, n, 256, lda, sms, l2)
+        blas::row_strips::<T>(ctx, m, n, 256, lda)
     } else {
         None
     };
-    let ctx = stream.context();
     let cluster = trans == Transpose::N
         && strip.is_none()
         && if lda % (16 / std::mem::size_of::<T>()) == 0 {
@@ -156,14 +163,35 @@ fn strip_checks<T: Element + blas::GemvType>(
         let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
         // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
         let n = 2048.max(l2 / (lda * sz) + 2);
-        let (result, kernel, _) = gemv_with_route::<T>(stream, rng, Transpose::N, (m, n, lda), (sms, l2));
-        let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |(b, _)| {
-            format!("gemv_nr{b}_{t}")
-        });
+        let (result, kernel, _) = gemv_with_route::<T>(stream, rng, Transpose::N, (m, n, lda));
+        let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |s| s.kernel(t));
         let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
         if check.passed {
             covered.insert(name);
         }
         out.push(check);
+        // Each strip kernel of these lanes forced, plain and (sm_90) split over each cluster
+        // size: 5 strips, the last one partial, over 4099 columns (ranges of unequal length).
+        let clusters = if stream.context().compute_capability() >= (9, 0) {
+            &blas::STRIP_CLUSTERS[..]
+        } else {
+            &[]
+        };
+        let m = 32 * bytes / sz * 5 - 3;
+        let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
+        for cluster in std::iter::once(1).chain(clusters.iter().copied()) {
+            let strips = blas::Strips {
+                bytes,
+                strips: 5,
+                cluster,
+            };
+            let result = gemv_case_on::<T>(stream, rng, Transpose::N, (m, 4099, lda), Some(strips));
+            let name = strips.kernel(t);
+            let check = Check::new(name.clone(), format!("{m}x4099 lda {lda}, forced"), tol, result);
+            if check.passed {
+                covered.insert(name);
+            }
+            out.push(check);
+        }
     }
 }

@@ -11,7 +11,6 @@ mod dmma90;
 mod f32_tiles;
 mod functions;
 mod launch;
-mod memory_class;
 mod operand_copies;
 mod options;
 mod params;

@@ -19,11 +19,11 @@ use super::choice::Choice;
 use super::dispatch::choose;
 use super::dmma90::f32_on_f64_cores;
 use super::launch::run_choice;
-use super::memory_class::fast_memory;
 use super::params::{tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::thin::{tc_thin, tc_thin_tile, THIN_MAX};
 use super::wg_tiles::wg_auto_tile;
 use super::{GemmType, Kernel, SplitK, Tile};
+use crate::blas::memory_class::fast_memory;
 use crate::blas::{Activation, MathMode};
 use crate::error::{bail_invalid, Result};
 use crate::launch::LaunchConfig;
@@ -254,7 +254,7 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     if wide && plan.k < WG_PARTIALS_MANY_TILES_MIN_K {
         return None;
     }
-    // On fast memory (memory_class.rs), sides that are multiples of 128: first the fewest parts
+    // On fast memory (blas/memory_class.rs), sides that are multiples of 128: first the fewest parts
     // whose blocks on the 128 x 128 tile fill 0.45 of a wave and at most one. H200, 2026-11-28
     // 12:25 UTC, x cuBLAS against the rule below in one run, two rounds, f16 / bf16 NN: 256 x
     // 256 x 65536 0.75 -> 0.85 / 0.75 -> 0.82 (32 parts against 64 x 64 in 8), 384 x 256 x

@@ -14,11 +14,11 @@ use once_cell::sync::Lazy;
 
 use super::builder::{Gemm, Plan};
 use super::dispatch::tma_element;
-use super::memory_class::fast_memory;
 use super::params::GemmParams;
 use super::partials;
 use super::skinny::{decode, sides, Decode, Sides, SKINNY_MAX};
 use super::GemmType;
+use crate::blas::memory_class::fast_memory;
 use crate::blas::tma::TmaMatrix;
 use crate::blas::MathMode;
 use crate::error::Result;

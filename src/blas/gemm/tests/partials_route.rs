@@ -155,7 +155,7 @@ fn tf32_decode_steps_split_under_half_a_wave_and_over_uneven_waves_of_thin_tiles
 #[test]
 fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
     use crate::blas::gemm::partials::auto_wgmma_parts;
-    // `fast`: memory of 4 TB/s and more (memory_class.rs).
+    // `fast`: memory of 4 TB/s and more (blas/memory_class.rs).
     let wg_on = |m, n, k, fast| {
         let g = nn::<f32>(m, n, k);
         let plan = g.plan([1 << 30; 3], None).expect("plan");

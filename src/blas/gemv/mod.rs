@@ -11,6 +11,10 @@ use crate::memory::{use_on, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMu
 use crate::module::Function;
 use crate::profile::scope::{Op, OpScope};
 
+mod strips;
+use strips::NR_WARPS;
+pub(crate) use strips::{row_strips, Strips, STRIP_CLUSTERS};
+
 /// Element types GEMV is built for: `f32`, `f64`, and `f16` / `bf16` (f32 accumulation; `alpha`
 /// and `beta` are then taken as `f16` / `bf16` values).
 ///
@@ -236,72 +240,6 @@ pub(crate) fn vector_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: 
     Ok(vector_cluster(ctx, T::NAME, m.div_ceil(T::NVC_ROWS), splits, slots, a_bytes)?.is_some())
 }
 
-/// Warps of a row-strip block (`gemv_nr<bytes>`: block 32 x 16).
-const NR_WARPS: u32 = 16;
-/// Fewest columns for the row strips: each of the 16 warps then takes at least 128.
-const NR_MIN_COLS: usize = 2048;
-
-/// The row-strip N kernel for an `m x n` A at `a_ptr` with leading dimension `lda` on a device
-/// of `sms` multiprocessors and `l2_bytes` of L2 cache, if it is the one to run: `(bytes per
-/// lane, blocks)`, the kernel being `gemv_nr<bytes>_<t>`.
-///
-/// A row strip is one block of 16 warps that reads every column of its rows (4, 8 or 16 bytes
-/// per lane) and writes them to y: no split, no workspace, no cluster. It needs the strips to
-/// fit in one wave (one block per multiprocessor; 3/4 of one for 16-bit types' 4-byte lanes) and
-/// at least 3/8 of the multiprocessors busy (more than half for 16-bit types' 4-byte lanes); the
-/// narrowest lanes that fit are taken (the most blocks); f32 columns not 8-byte aligned take one
-/// element per lane. The strips read A with the evict-first hint, so they are kept for an A
-/// larger than the L2 cache: a smaller one stays on the kernels that leave it in L2 for the next call (H100, f16 4096^2,
-/// 32 MiB, called back to back: 10.2-11.0 us on those, 12.3-13.7 us on strips). H100, 2026-11-22
-/// (`scripts/gemv_probe.cu`, f32, same run): 64-row strips take 4096^2 in 25.2-25.4 us, cuBLAS
-/// 25.2-25.5, the cluster kernel 26.4-26.5; 6144^2 51.6 against 54.7 and 52.8; 8192^2 88.9
-/// against 92.5 and 92.5 (the read-only floor: 24.7, 51.0, 88.0).
-pub(crate) fn row_strip_kernel<T: GemvType>(
-    m: usize,
-    n: usize,
-    a_ptr: u64,
-    lda: usize,
-    sms: usize,
-    l2_bytes: usize,
-) -> Option<(usize, usize)> {
-    let a_bytes = span(m, n, lda).map_or(usize::MAX, |e| e.saturating_mul(size_of::<T>()));
-    if n < NR_MIN_COLS || a_bytes <= l2_bytes {
-        return None;
-    }
-    let aligned = |bytes: usize| a_ptr % bytes as u64 == 0 && lda % (bytes / size_of::<T>()) == 0;
-    let lanes = if aligned(T::STRIP_LANES[0]) {
-        T::STRIP_LANES
-    } else {
-        T::STRIP_FALLBACK
-    };
-    for &bytes in lanes {
-        if !aligned(bytes) {
-            return None;
-        }
-        let blocks = m.div_ceil(32 * bytes / size_of::<T>());
-        // 16-bit types' 4-byte lanes only up to 3/4 of a wave. H100, f16: 6144^2 in 96 strips
-        // 30.2 us against 32.4 on the split kernels; 8192^2 in 128 strips 49.0 against 48.2-48.5
-        // (and 48.1-48.3 in 64 strips of 8-byte lanes). f32's one-element lanes take a whole
-        // wave: the alternative is the element-wise split kernel (f32 4095 x 4097 at lda 4095,
-        // 67 MB: 36.7 us against cuBLAS's 26.9, H100, 2026-11-25).
-        let narrow16 = bytes < 8 && size_of::<T>() < 4;
-        let most = if narrow16 { 3 * sms / 4 } else { sms };
-        if blocks <= most {
-            // At least 3/8 of the SMs, and for 16-bit types' 4-byte lanes more than half: H100,
-            // 2026-11-28 (docs/kernels/gemv.md, "16-bit 4-byte strips over half the SMs"), f16
-            // and bf16 4096 x 11008 in 64 such strips 39.1-39.2 us against 37.0-37.1 on the
-            // split kernels; 6144^2 in 96 strips 30.1-30.3 against 32.8-32.9.
-            let least = if narrow16 {
-                2 * blocks > sms
-            } else {
-                8 * blocks >= 3 * sms
-            };
-            return least.then_some((bytes, blocks));
-        }
-    }
-    None
-}
-
 /// Elements a vector of `len` entries with increment `inc` spans.
 fn vec_span(len: usize, inc: isize) -> Option<usize> {
     if len == 0 {
@@ -345,7 +283,7 @@ pub(crate) fn plan(base: usize, len: usize, min_chunk: usize, grain: usize, slot
 /// that fits (their partial sums meet in shared memory: one launch, no workspace); elsewhere a
 /// second kernel adds the splits' partial sums. An op N
 /// whose rows make strips that fill one wave of the GPU, a block per strip, and whose A is larger
-/// than the L2 cache (`row_strip_kernel`) reads 4 (16-bit types, and f32 at an odd lda), 8 or 16
+/// than the L2 cache (`strips::strip_choice`) reads 4 (16-bit types, and f32 at an odd lda), 8 or 16
 /// bytes per lane, A aligned to them.
 ///
 /// ```no_run
@@ -374,6 +312,48 @@ pub fn gemv<T: GemvType>(
     beta: T,
     y: &mut impl DeviceSliceMut<T>,
     incy: isize,
+) -> Result<()> {
+    gemv_routed(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, None)
+}
+
+/// [`gemv`] with op N on the row strips `strips` rather than the kernel the library would pick
+/// (for the selftest, which checks every strip kernel on any sm_90 device). The strips must be
+/// the ones for m rows at their lane width, and A and lda aligned to those lanes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemv_on_strips<T: GemvType>(
+    m: usize,
+    n: usize,
+    alpha: T,
+    a: &impl DeviceSlice<T>,
+    lda: usize,
+    x: &impl DeviceSlice<T>,
+    beta: T,
+    y: &mut impl DeviceSliceMut<T>,
+    strips: Strips,
+) -> Result<()> {
+    let rows = 32 * strips.bytes / size_of::<T>();
+    let lanes = strips.bytes / size_of::<T>();
+    if rows == 0 || strips.strips != m.div_ceil(rows) || a.device_ptr() % strips.bytes as u64 != 0 || lda % lanes != 0 {
+        bail_invalid!("gemv: {strips:?} do not fit {m} rows at lda {lda}");
+    }
+    gemv_routed(Transpose::N, m, n, alpha, a, lda, x, 1, beta, y, 1, Some(strips))
+}
+
+/// [`gemv`], its op-N row strips forced where `force` names them.
+#[allow(clippy::too_many_arguments)]
+fn gemv_routed<T: GemvType>(
+    trans: Transpose,
+    m: usize,
+    n: usize,
+    alpha: T,
+    a: &impl DeviceSlice<T>,
+    lda: usize,
+    x: &impl DeviceSlice<T>,
+    incx: isize,
+    beta: T,
+    y: &mut impl DeviceSliceMut<T>,
+    incy: isize,
+    force: Option<Strips>,
 ) -> Result<()> {
     let (len_x, len_y) = match trans {
         Transpose::N => (n, m),
@@ -459,19 +439,19 @@ pub fn gemv<T: GemvType>(
         pad: 0,
     };
     let sms = ctx.limits().multiprocessor_count as usize;
-    let l2 = ctx.limits().l2_cache_bytes as usize;
     if trans == Transpose::N && alpha != 0.0 {
-        if let Some((bytes, blocks)) = row_strip_kernel::<T>(m, n, a_ptr, lda, sms, l2) {
-            let f = ctx.kernel(&format!("gemv_nr{bytes}_{}", T::NAME))?;
+        if let Some(s) = force.or_else(|| row_strips::<T>(ctx, m, n, a_ptr, lda)) {
+            let f = ctx.kernel(&s.kernel(T::NAME))?;
             let mut l = stream.launch_builder(&f);
             l.arg(&params);
-            // SAFETY: gemv_nr<bytes>_<t>(GemvParams) reads A (m x n at lda, checked; aligned to
-            // its lanes' bytes with lda a multiple of their elements, as row_strip_kernel
-            // requires), x and y at their increments (checked spans, pointers moved to element 0
-            // for negative increments) and writes the m elements of y.
+            // SAFETY: gemv_nr<bytes>[c<C>]_<t>(GemvParams) reads A (m x n at lda, checked;
+            // aligned to its lanes' bytes with lda a multiple of their elements, as strip_choice
+            // and gemv_on_strips require), x and y at their increments (checked spans, pointers
+            // moved to element 0 for negative increments) and writes the m elements of y; grid y
+            // is the kernel's compile-time cluster shape (1 without a cluster).
             return unsafe {
                 l.launch(LaunchConfig {
-                    grid_dim: (blocks as u32, 1, 1),
+                    grid_dim: (s.strips as u32, s.cluster as u32, 1),
                     block_dim: (32, NR_WARPS, 1),
                     shared_mem_bytes: 0,
                 })
@@ -605,63 +585,6 @@ mod tests {
         assert_eq!(plan(64, 8192, 256, 1, 528), (64, 8, 1024));
         // T: 1024 column groups over 792 slots: 512 blocks of 2 groups each.
         assert_eq!(plan(1024, 8192, 1024, 512, 792), (512, 1, 8192));
-    }
-
-    #[test]
-    fn row_strips_fill_one_wave() {
-        const L2: usize = 50 << 20;
-        let pick = |m, n, ptr, lda| row_strip_kernel::<f32>(m, n, ptr, lda, 132, L2);
-        // 8-byte lanes (64 f32 rows) while their strips fit one wave and fill 3/8 of it, then 16.
-        assert_eq!(pick(4096, 4096, 256, 4096), Some((8, 64)));
-        assert_eq!(pick(8192, 8192, 256, 8192), Some((8, 128)));
-        assert_eq!(pick(12288, 4096, 256, 12288), Some((16, 96)));
-        assert_eq!(pick(4285, 4000, 256, 4288), Some((8, 67)));
-        assert_eq!(pick(3072, 4096, 256, 3072), None);
-        assert_eq!(pick(24576, 4096, 256, 24576), None);
-        // Too few columns, misaligned A.
-        assert_eq!(pick(4096, 1000, 256, 4096), None);
-        assert_eq!(pick(4096, 4096, 2, 4096), None);
-        // A or lda not 8-byte aligned: one element per lane (32 rows), up to a whole wave.
-        assert_eq!(pick(4096, 4096, 4, 4096), Some((4, 128)));
-        assert_eq!(pick(4096, 4096, 256, 4097), Some((4, 128)));
-        assert_eq!(pick(4095, 4097, 256, 4095), Some((4, 128)));
-        assert_eq!(pick(4225, 4097, 256, 4225), None);
-        // The selftest's f32 check of them (3/4 of a wave, odd lda).
-        assert_eq!(pick(3165, 4144, 256, 3165), Some((4, 99)));
-        assert_eq!(pick(1500, 9000, 256, 1501), None);
-        // f64: 32-row strips (one element per lane), then 64-row.
-        assert_eq!(row_strip_kernel::<f64>(4096, 4096, 256, 4096, 132, L2), Some((8, 128)));
-        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 256, 6144, 132, L2), Some((16, 96)));
-        assert_eq!(row_strip_kernel::<f64>(6144, 4096, 8, 6144, 132, L2), None);
-        // Not for an A that fits in L2 (f16 4096^2: 32 MiB).
-        assert_eq!(row_strip_kernel::<half::f16>(4096, 4096, 256, 4096, 132, L2), None);
-        assert_eq!(row_strip_kernel::<f32>(4096, 4096, 256, 4096, 132, 64 << 20), None);
-        // f16: 4-byte lanes (64 rows) first.
-        assert_eq!(
-            row_strip_kernel::<half::f16>(6144, 6144, 256, 6144, 132, L2),
-            Some((4, 96))
-        );
-        assert_eq!(
-            row_strip_kernel::<half::f16>(16384, 4096, 256, 16384, 132, L2),
-            Some((8, 128))
-        );
-        assert_eq!(
-            row_strip_kernel::<half::f16>(8192, 8192, 256, 8192, 132, L2),
-            Some((8, 64))
-        );
-        assert_eq!(
-            row_strip_kernel::<half::bf16>(24576, 4096, 256, 24576, 132, L2),
-            Some((16, 96))
-        );
-        assert_eq!(row_strip_kernel::<half::bf16>(6144, 6144, 2, 6144, 132, L2), None);
-        // 16-bit 4-byte lanes over more than half the SMs: 4096 rows (64 strips) take the
-        // split kernels, 4288 rows (67 strips) the strips.
-        assert_eq!(row_strip_kernel::<half::f16>(4096, 11008, 256, 4096, 132, L2), None);
-        assert_eq!(row_strip_kernel::<half::bf16>(4096, 11008, 256, 4096, 132, L2), None);
-        assert_eq!(
-            row_strip_kernel::<half::f16>(4288, 11008, 256, 4288, 132, L2),
-            Some((4, 67))
-        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The device class some GEMM rules depend on: memory of at least [`FAST_MEMORY`] peak bandwidth
+//! The device class some BLAS rules depend on: memory of at least [`FAST_MEMORY`] peak bandwidth
 //! (an H200's 4.8 TB/s) or slower (an H100's 3.35 TB/s). Both are GH100 chips of 132 SMs; the
-//! rules that differ between them were measured on each ([`super::skinny90`]'s decode steps,
-//! [`super::partials`]' part counts on the wgmma tiles).
+//! rules that differ between them were measured on each (GEMM's decode steps in
+//! `gemm::skinny90`, the part counts on the wgmma tiles in `gemm::partials`, GEMV's row strips
+//! split over a cluster in `gemv`).
 
 /// Peak memory bandwidth (bytes per second) from which a device counts as fast.
 pub(crate) const FAST_MEMORY: f64 = 4.0e12;
