@@ -159,8 +159,9 @@ fn strip_checks<T: Element + blas::GemvType>(
     let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
     let lanes = T::STRIP_LANES.iter().map(|&b| (b, false));
     for (bytes, odd) in lanes.chain(T::STRIP_FALLBACK.iter().map(|&b| (b, true))) {
+        let lda_for = |m: usize| if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
         let m = 32 * bytes / sz * (3 * sms / 4).max(1) - 3;
-        let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
+        let lda = lda_for(m);
         // At least 2048 columns, and A larger than the L2 cache (the strips' condition).
         let n = 2048.max(l2 / (lda * sz) + 2);
         let (result, kernel, _) = gemv_with_route::<T>(stream, rng, Transpose::N, (m, n, lda));
@@ -178,7 +179,7 @@ fn strip_checks<T: Element + blas::GemvType>(
             &[]
         };
         let m = 32 * bytes / sz * 5 - 3;
-        let lda = if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
+        let lda = lda_for(m);
         for cluster in std::iter::once(1).chain(clusters.iter().copied()) {
             let strips = blas::Strips {
                 bytes,

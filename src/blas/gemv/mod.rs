@@ -179,11 +179,22 @@ fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: us
 /// The cluster kernel `name` (clusters of [`CLUSTER_SPLITS`] blocks of [`THREADS`]) when the
 /// clusters of `tiles` row tiles all fit on the device at once (the driver's cluster occupancy).
 fn fitting_cluster_kernel(ctx: &Arc<Context>, name: &str, tiles: usize) -> Option<Function> {
+    let (f, fit) = resident_clusters(ctx, name, (1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1))?;
+    (tiles <= fit).then_some(f)
+}
+
+/// The kernel `name` and how many of its clusters of `shape` blocks of `block` threads the device
+/// keeps resident at once (the driver's cluster occupancy, cached per kernel); `None` where the
+/// kernel does not load or the driver does not say.
+fn resident_clusters(
+    ctx: &Arc<Context>,
+    name: &str,
+    shape: (u32, u32, u32),
+    block: (u32, u32, u32),
+) -> Option<(Function, usize)> {
     let f = ctx.kernel(name).ok()?;
-    let fit = f
-        .max_active_clusters_cached((1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1), 0)
-        .ok()?;
-    (tiles <= fit as usize).then_some(f)
+    let fit = f.max_active_clusters_cached(shape, block, 0).ok()?;
+    Some((f, fit as usize))
 }
 
 /// Whether an op-N GEMV of an `m x n` A on the element-wise kernel (columns not 16-byte
@@ -316,7 +327,7 @@ pub fn gemv<T: GemvType>(
     gemv_routed(trans, m, n, alpha, a, lda, x, incx, beta, y, incy, None)
 }
 
-/// [`gemv`] with op N on the row strips `strips` rather than the kernel the library would pick
+/// [`gemv`] with op N on the row strips `on` rather than the kernel the library would pick
 /// (for the selftest, which checks every strip kernel on any sm_90 device). The strips must be
 /// the ones for m rows at their lane width, and A and lda aligned to those lanes.
 #[allow(clippy::too_many_arguments)]
@@ -329,14 +340,12 @@ pub(crate) fn gemv_on_strips<T: GemvType>(
     x: &impl DeviceSlice<T>,
     beta: T,
     y: &mut impl DeviceSliceMut<T>,
-    strips: Strips,
+    on: Strips,
 ) -> Result<()> {
-    let rows = 32 * strips.bytes / size_of::<T>();
-    let lanes = strips.bytes / size_of::<T>();
-    if rows == 0 || strips.strips != m.div_ceil(rows) || a.device_ptr() % strips.bytes as u64 != 0 || lda % lanes != 0 {
-        bail_invalid!("gemv: {strips:?} do not fit {m} rows at lda {lda}");
+    if !strips::lanes_fit::<T>(on.bytes, a.device_ptr(), lda) || on.strips != strips::strips_over::<T>(on.bytes, m) {
+        bail_invalid!("gemv: {on:?} do not fit {m} rows at lda {lda}");
     }
-    gemv_routed(Transpose::N, m, n, alpha, a, lda, x, 1, beta, y, 1, Some(strips))
+    gemv_routed(Transpose::N, m, n, alpha, a, lda, x, 1, beta, y, 1, Some(on))
 }
 
 /// [`gemv`], its op-N row strips forced where `force` names them.

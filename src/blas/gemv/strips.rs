@@ -51,6 +51,18 @@ impl Strips {
     }
 }
 
+/// Whether lanes of `bytes` (a whole number of elements) can read an A at `a_ptr` with leading
+/// dimension `lda`: both aligned to them.
+pub(super) fn lanes_fit<T: GemvType>(bytes: usize, a_ptr: u64, lda: usize) -> bool {
+    let elems = bytes / size_of::<T>();
+    elems > 0 && bytes % size_of::<T>() == 0 && a_ptr % bytes as u64 == 0 && lda % elems == 0
+}
+
+/// Strips of `bytes`-wide lanes (32 lanes each) over `m` rows.
+pub(super) fn strips_over<T: GemvType>(bytes: usize, m: usize) -> usize {
+    m.div_ceil(32 * bytes / size_of::<T>())
+}
+
 /// The row strips an op-N GEMV of an `m x n` A at `a_ptr` with leading dimension `lda` runs on
 /// this context's device, if any: [`strip_choice`] with the device's multiprocessors and L2,
 /// and, on sm_90 with memory of at least 4 TB/s (an H200), the strips split over a cluster
@@ -72,9 +84,7 @@ pub(crate) fn row_strips<T: GemvType>(
             cluster,
         }
         .kernel(T::NAME);
-        ctx.kernel(&name)
-            .and_then(|f| f.max_active_clusters_cached((1, cluster as u32, 1), (32, NR_WARPS, 1), 0))
-            .map_or(0, |c| c as usize)
+        super::resident_clusters(ctx, &name, (1, cluster as u32, 1), (32, NR_WARPS, 1)).map_or(0, |(_, c)| c)
     };
     strip_choice::<T>(
         m,
@@ -108,14 +118,14 @@ pub(crate) fn row_strips<T: GemvType>(
 /// blocks of a cluster (at least 64 columns per warp) where all its clusters are resident at
 /// once and its blocks fit one per multiprocessor; of those the launch of the most blocks is
 /// taken (of as many: plain 8- or 16-byte lanes, then clusters of 2, of 4, plain 16-bit 4-byte
-/// lanes; then the widest lanes), if it keeps 3/8 of the multiprocessors busy. On an H200 half the multiprocessors do not read
-/// memory at its rate (2026-12-03, `scripts/gemv_strips.cu`, bf16 N): 8192^2 in 64 plain
-/// strips of 8-byte lanes 37.6 us, split in 2 over 128 blocks 33.6 (cuBLAS 34.6); 6144^2 on
-/// 96 blocks of 4-byte lanes 23.5, of 8-byte lanes split in 2 21.5; 4096 x 11008 on 64
-/// strips of 4-byte lanes split in 2 27.6 (unsplit 33.7); f32 4096 x 11008 47.3 -> 44.2; where
-/// plain 8- or 16-byte strips make as many blocks they ran 0-4% faster than pairs (f32 6144^2,
-/// f64 4096^2, f16 11008 x 4096); where the clusters did not all fit at once they ran 15-30%
-/// slower.
+/// lanes; then the widest lanes), if it keeps 3/8 of the multiprocessors busy. On an H200 half
+/// the multiprocessors do not read memory at its rate (2026-12-03, `scripts/gemv_strips.cu`,
+/// bf16 N): 8192^2 in 64 plain strips of 8-byte lanes 37.6 us, split in 2 over 128 blocks 33.6
+/// (cuBLAS 34.6); 6144^2 on 96 blocks of 4-byte lanes 23.5, of 8-byte lanes split in 2 21.5;
+/// 4096 x 11008 on 64 strips of 4-byte lanes split in 2 27.6 (unsplit 33.7); f32 4096 x 11008
+/// 47.3 -> 44.2; where plain 8- or 16-byte strips make as many blocks they ran 0-4% faster than
+/// pairs (f32 6144^2, f64 4096^2, f16 11008 x 4096); where the clusters did not all fit at once
+/// they ran 15-30% slower.
 pub(crate) fn strip_choice<T: GemvType>(
     m: usize,
     n: usize,
@@ -129,13 +139,13 @@ pub(crate) fn strip_choice<T: GemvType>(
     if n < NR_MIN_COLS || a_bytes <= l2_bytes {
         return None;
     }
-    let aligned = |bytes: usize| a_ptr % bytes as u64 == 0 && lda % (bytes / size_of::<T>()) == 0;
+    let aligned = |bytes: usize| lanes_fit::<T>(bytes, a_ptr, lda);
     let lanes = if aligned(T::STRIP_LANES[0]) {
         T::STRIP_LANES
     } else {
         T::STRIP_FALLBACK
     };
-    let strips_of = |bytes: usize| m.div_ceil(32 * bytes / size_of::<T>());
+    let strips_of = |bytes: usize| strips_over::<T>(bytes, m);
     // 16-bit types' 4-byte lanes only up to 3/4 of a wave. H100, f16: 6144^2 in 96 strips
     // 30.2 us against 32.4 on the split kernels; 8192^2 in 128 strips 49.0 against 48.2-48.5
     // (and 48.1-48.3 in 64 strips of 8-byte lanes). f32's one-element lanes take a whole
