@@ -90,8 +90,8 @@ fn scratch_size<T: GemmType>() -> usize {
 /// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
 /// f64 (the DMMA tiles), and exact f32 where it runs on them (`f64_cores`): `2 sms / t` rounded
 /// down to a power of two, at most 64, where `t` is the 64 x 64 tiles of the output; taken from 4
-/// parts. f32 on the CUDA cores: the same, at most
-/// 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
+/// parts, and for k from [`DMMA_MIN_K`] to [`AUTO_MIN_K`] from [`DMMA_SHORT_LEAST`]. f32 on the
+/// CUDA cores: the same, at most 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
 /// sides at least 256 and k from 8192, `2 sms / t` over the 128 x 128 tiles rounded to the
 /// nearest power of two, at most 128 and k / 1024, taken from 4 parts. tf32 (the
 /// wgmma kernels, which stay resident and so want fewer parts as the tiles grow):
@@ -103,9 +103,11 @@ fn scratch_size<T: GemmType>() -> usize {
 /// through partial products"): f64's count over the parts' tiles (the thin tiles where a side
 /// is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
 /// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of
-/// k, and k is at least 4096 (the measured range: 4096 to 65536).
+/// k, and k is at least 4096 (2048 for the DMMA tiles; the measured range: up to 65536).
 pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f64_cores: bool) -> Option<usize> {
-    if !automatic(g, plan) {
+    // f64, and exact f32 on the f64 tensor cores (`f64_cores`), whose parts run f64's tiles.
+    let dmma = T::NAME == "f64" || (T::NAME == "f32" && g.math == MathMode::Exact && f64_cores);
+    if !automatic(g, plan, if dmma { DMMA_MIN_K } else { AUTO_MIN_K }) {
         return None;
     }
     // The power of two at or below x, or nearest to it (0 below 1).
@@ -123,9 +125,10 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f
     let tf32 = T::NAME == "f32" && g.math == MathMode::Tf32;
     let tf32_thin = tf32 && tc_thin(plan, "f32", g.math, g.batch, sms).is_some();
     let (parts, least) = match (T::NAME, g.math) {
-        // f64, and exact f32 on the f64 tensor cores (`f64_cores`), whose parts run f64's tiles.
-        (name, math) if name == "f64" || (name == "f32" && math == MathMode::Exact && f64_cores) => {
-            (pow2_below(two_per_sm((64, 64))).min(64), 4)
+        // The DMMA tiles: from 4 parts, or below AUTO_MIN_K from DMMA_SHORT_LEAST.
+        _ if dmma => {
+            let least = if plan.k < AUTO_MIN_K { DMMA_SHORT_LEAST } else { 4 };
+            (pow2_below(two_per_sm((64, 64))).min(64), least)
         }
         // f32 with both sides at least 256 and k from 8192: the parts' 128 x 128 tiles two per
         // SM, rounded to a power of two, each part keeping at least 1024 of k (H100,
@@ -229,7 +232,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f
 /// 256 x 65536 0.60x -> 0.83x cuBLAS, 256 x 128 x 65536 0.56x -> 0.77x, 384 x 256 x 65536 0.65x
 /// -> 0.80x, 200 x 200 x 65536 121 -> 188 TFLOP/s.
 pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms: usize, fast: bool) -> Option<usize> {
-    if !automatic(g, plan) || plan.m.min(plan.n) <= THIN_MAX {
+    if !automatic(g, plan, AUTO_MIN_K) || plan.m.min(plan.n) <= THIN_MAX {
         return None;
     }
     let (m, n) = (plan.m, plan.n);
@@ -349,13 +352,30 @@ const WG_PARTIALS_MIN_KPER: usize = 1024;
 const HALF_MAX_TILES: usize = 4;
 
 /// Whether the automatic choice may split `g` through partial products at all: kernel family
-/// and tile left to it, and k at least [`AUTO_MIN_K`] (both automatic rules start here).
-fn automatic<S>(g: &Gemm<S>, plan: &Plan) -> bool {
-    g.kernel == Kernel::Auto && g.tile == Tile::Auto && plan.k >= AUTO_MIN_K
+/// and tile left to it, and k at least `min_k` ([`AUTO_MIN_K`], or [`DMMA_MIN_K`] for the DMMA
+/// tiles' rule).
+fn automatic<S>(g: &Gemm<S>, plan: &Plan, min_k: usize) -> bool {
+    g.kernel == Kernel::Auto && g.tile == Tile::Auto && plan.k >= min_k
 }
 
-/// The least k the automatic choice splits through partial products.
+/// The least k the automatic choice splits through partial products (f64 and exact f32 on the
+/// f64 tensor cores: [`DMMA_MIN_K`]).
 const AUTO_MIN_K: usize = 4096;
+/// The least k the automatic choice splits f64 (and exact f32 on the f64 tensor cores) through
+/// partial products, below [`AUTO_MIN_K`] in at least [`DMMA_SHORT_LEAST`] parts: that is where
+/// the 64 x 64 output tiles number at most 16, and the DMMA kernels' own split of the 32 x 32
+/// tile in 2 (`u2`) leaves most multiprocessors idle. H200, 2026-12-03 (docs/kernels/gemm.md,
+/// "f64 and f32 on the DMMA tiles: partial products from k = 2048"), TFLOP/s, `u2` -> 16
+/// parts forced, NN / NT: f64 219 x 94 x 3744 5.4 -> 8.4 / 4.7 -> 8.1, 128 x 128 x 2048 4.4 ->
+/// 5.8 / 4.0 -> 6.0, 150 x 200 x 3000 8.0 -> 8.7 / 7.5 -> 9.0, 96 x 320 x 2500 8.4 -> 9.5 /
+/// 7.6 -> 9.3, 64 x 500 x 3000 8.8 -> 10.3 / 8.4 -> 10.6, 256 x 192 x 3000 13.6 -> 13.8 / 12.7
+/// -> 14.2; exact f32 +5% to +58% on the same shapes. Where the formula gives fewer parts the
+/// split lost (472 x 248 x 2352 in 8 parts 23.8 -> 17.5, 400 x 300 x 3500 in 4 25.2 -> 21.5),
+/// and at k = 1500-1800 on 45-49 such tiles even 16 did (200 x 200 x 1500 9.3 -> 7.3).
+const DMMA_MIN_K: usize = 2048;
+/// The fewest parts of an automatic split of the DMMA tiles below [`AUTO_MIN_K`] (see
+/// [`DMMA_MIN_K`]).
+const DMMA_SHORT_LEAST: usize = 16;
 /// The least k a part of an automatic split keeps.
 const AUTO_MIN_KPER: usize = 128;
 
@@ -407,7 +427,7 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             }
             asked
         }
-        SplitK::Auto if g.batch == 1 && params.k != 0 && automatic(g, plan) && splittable::<T>(cc) => {
+        SplitK::Auto if g.batch == 1 && params.k != 0 && automatic(g, plan, DMMA_MIN_K) && splittable::<T>(cc) => {
             let limits = stream.context().limits();
             let sms = limits.multiprocessor_count.max(1) as usize;
             let f64_cores = f32_on_f64_cores(cc, limits.single_to_double_ratio);

@@ -82,10 +82,40 @@ fn tf32_wants_fewer_parts_as_its_tiles_grow() {
 }
 
 #[test]
+fn the_dmma_tiles_split_few_tiles_from_k_2048_in_16_parts_or_more() {
+    // H200, 2026-12-03: where the formula gives 16 parts or more at k of 2048-4095 (at most 16
+    // tiles of 64 x 64) the split ran faster than the kernels' own (`u2`); where it gives fewer,
+    // slower. Exact f32 on the f64 tensor cores takes the same count.
+    let f32_on_f64 = |m, n, k| {
+        let g = nn::<f32>(m, n, k);
+        let plan = g.plan([1 << 30; 3], None).expect("plan");
+        auto_parts::<f32, f32>(&g, &plan, 132, true)
+    };
+    for ((m, n, k), want) in [
+        ((219, 94, 3744), Some(29)),
+        ((128, 128, 2048), Some(16)),
+        ((150, 200, 3000), Some(16)),
+        ((96, 320, 2500), Some(16)),
+        ((64, 500, 3000), Some(23)),
+        ((256, 192, 3000), Some(16)),
+        ((64, 64, 4095), Some(31)),
+        ((472, 248, 2352), None),
+        ((400, 300, 3500), None),
+        ((281, 133, 1797), None),
+        ((64, 64, 2047), None),
+    ] {
+        assert_eq!(parts::<f64>(&nn(m, n, k)), want, "f64 {m} x {n} x {k}");
+        assert_eq!(f32_on_f64(m, n, k), want, "f32 {m} x {n} x {k}");
+    }
+    // f32 on the CUDA cores keeps k >= 4096.
+    assert_eq!(parts::<f32>(&nn(128, 128, 2048)), None);
+}
+
+#[test]
 fn short_k_and_forced_knobs_are_left_alone() {
-    // Each part keeps at least 128 of k, k at least 4096.
+    // Each part keeps at least 128 of k, k at least 4096 (2048 on the DMMA tiles, above).
     assert_eq!(parts::<f64>(&nn(64, 64, 4096)), Some(32));
-    assert_eq!(parts::<f64>(&nn(64, 64, 4095)), None);
+    assert_eq!(parts::<f32>(&nn(64, 64, 4095)), None);
     assert_eq!(parts::<f64>(&nn(64, 64, 65536).tile(Tile::Small)), None);
     assert_eq!(parts::<f64>(&nn(64, 64, 65536).kernel(Kernel::TensorCore)), None);
 }
