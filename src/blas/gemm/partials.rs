@@ -90,7 +90,8 @@ fn scratch_size<T: GemmType>() -> usize {
 /// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
 /// f64 (the DMMA tiles), and exact f32 where it runs on them (`f64_cores`): `2 sms / t` rounded
 /// down to a power of two, at most 64, where `t` is the 64 x 64 tiles of the output; taken from 4
-/// parts, and for k from [`DMMA_MIN_K`] to [`AUTO_MIN_K`] from [`DMMA_SHORT_LEAST`]. f32 on the
+/// parts, and on compute capability 9.0 (`cc`) for k from [`DMMA_MIN_K`] to [`AUTO_MIN_K`] from
+/// [`DMMA_SHORT_LEAST`]. f32 on the
 /// CUDA cores: the same, at most 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
 /// sides at least 256 and k from 8192, `2 sms / t` over the 128 x 128 tiles rounded to the
 /// nearest power of two, at most 128 and k / 1024, taken from 4 parts. tf32 (the
@@ -104,10 +105,18 @@ fn scratch_size<T: GemmType>() -> usize {
 /// is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
 /// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of
 /// k, and k is at least 4096 (2048 for the DMMA tiles; the measured range: up to 65536).
-pub(crate) fn auto_parts<T: GemmType, S>(g: &Gemm<S>, plan: &Plan, sms: usize, f64_cores: bool) -> Option<usize> {
+pub(crate) fn auto_parts<T: GemmType, S>(
+    g: &Gemm<S>,
+    plan: &Plan,
+    sms: usize,
+    f64_cores: bool,
+    cc: (u32, u32),
+) -> Option<usize> {
     // f64, and exact f32 on the f64 tensor cores (`f64_cores`), whose parts run f64's tiles.
     let dmma = T::NAME == "f64" || (T::NAME == "f32" && g.math == MathMode::Exact && f64_cores);
-    if !automatic(g, plan, if dmma { DMMA_MIN_K } else { AUTO_MIN_K }) {
+    // From DMMA_MIN_K on the sm_90 DMMA tiles only, where it was measured.
+    let min_k = if dmma && cc >= (9, 0) { DMMA_MIN_K } else { AUTO_MIN_K };
+    if !automatic(g, plan, min_k) {
         return None;
     }
     // The power of two at or below x, or nearest to it (0 below 1).
@@ -431,7 +440,7 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
             let limits = stream.context().limits();
             let sms = limits.multiprocessor_count.max(1) as usize;
             let f64_cores = f32_on_f64_cores(cc, limits.single_to_double_ratio);
-            match auto_parts::<T, S>(g, plan, sms, f64_cores) {
+            match auto_parts::<T, S>(g, plan, sms, f64_cores, cc) {
                 // f16 / bf16: a decode step's thin tiles on the mma.sync kernels (the rule was
                 // fitted on them); the few 64 x 64 tiles of two longer sides on wgmma's, where
                 // the same count ran faster (H200, 2026-11-27: 128 x 128 x 65536 in 64 parts

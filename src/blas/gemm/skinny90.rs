@@ -203,7 +203,8 @@ pub(crate) fn route<T: GemmType, S>(
             // Not yet measured against the thin tiles on slower memory.
             false
         } else {
-            weights >= MIN_WHOLE_BYTES || (batch == 1 && partials::auto_parts::<T, S>(g, plan, sms, false).is_some())
+            weights >= MIN_WHOLE_BYTES
+                || (batch == 1 && partials::auto_parts::<T, S>(g, plan, sms, false, cc).is_some())
         };
         if !take {
             return None;

@@ -7,7 +7,7 @@ use crate::blas::gemm::partials::{auto_parts, sum_launch};
 
 fn parts<T: GemmType>(g: &Gemm<T::Scalar>) -> Option<usize> {
     let plan = g.plan([1 << 30; 3], None).expect("plan");
-    auto_parts::<T, T::Scalar>(g, &plan, 132, false)
+    auto_parts::<T, T::Scalar>(g, &plan, 132, false, (9, 0))
 }
 
 fn nn<S: Copy + From<u8>>(m: usize, n: usize, k: usize) -> Gemm<S> {
@@ -89,7 +89,7 @@ fn the_dmma_tiles_split_few_tiles_from_k_2048_in_16_parts_or_more() {
     let f32_on_f64 = |m, n, k| {
         let g = nn::<f32>(m, n, k);
         let plan = g.plan([1 << 30; 3], None).expect("plan");
-        auto_parts::<f32, f32>(&g, &plan, 132, true)
+        auto_parts::<f32, f32>(&g, &plan, 132, true, (9, 0))
     };
     for ((m, n, k), want) in [
         ((219, 94, 3744), Some(29)),
@@ -107,8 +107,12 @@ fn the_dmma_tiles_split_few_tiles_from_k_2048_in_16_parts_or_more() {
         assert_eq!(parts::<f64>(&nn(m, n, k)), want, "f64 {m} x {n} x {k}");
         assert_eq!(f32_on_f64(m, n, k), want, "f32 {m} x {n} x {k}");
     }
-    // f32 on the CUDA cores keeps k >= 4096.
+    // f32 on the CUDA cores keeps k >= 4096, and so does f64 before compute capability 9.0.
     assert_eq!(parts::<f32>(&nn(128, 128, 2048)), None);
+    let g = nn::<f64>(128, 128, 2048);
+    let plan = g.plan([1 << 30; 3], None).expect("plan");
+    assert_eq!(auto_parts::<f64, f64>(&g, &plan, 108, false, (8, 0)), None);
+    assert_eq!(auto_parts::<f64, f64>(&g, &plan, 108, false, (9, 0)), Some(16));
 }
 
 #[test]
