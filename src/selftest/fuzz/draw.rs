@@ -379,9 +379,9 @@ pub fn random_mid_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     }
 }
 
-/// Draws a GEMM with long k over few output tiles (m and n up to 300, k from 2000 to 40000, one
-/// case in four below 4096, where the DMMA tiles' automatic split starts at 2048): the shapes
-/// of a split of k through partial products. Three cases in four force
+/// Draws a GEMM with long k over few output tiles (m and n up to 300, k from 2000 to 40000; for
+/// f64 and f32 one case in four below 4096, where the DMMA tiles' automatic split starts at
+/// 2048): the shapes of a split of k through partial products. Three cases in four force
 /// [`SplitK::Partials`] (2 to 256 parts, more than k holds included, sometimes with a forced
 /// kernel family or tile), the rest leave the choice to dispatch; any ops, layout, leading
 /// dimension, offset, scalars and epilogue; batch 1.
@@ -400,7 +400,10 @@ pub fn random_deep_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
     };
     let (m, n) = (side(rng), side(rng));
     // Keeps the host's inputs and reference small.
-    let k = if rng.next_u64() % 4 == 0 {
+    // f64 and f32 (on the DMMA tiles of sm_90): one case in four below 4096, where their
+    // automatic split starts at 2048. The other types' automatic splits start at 4096.
+    let dmma = matches!(ty, FuzzType::F64 | FuzzType::F32);
+    let k = if dmma && rng.next_u64() % 4 == 0 {
         range(rng, 2000, 4095)
     } else {
         range(rng, 2000, 40000).min(24_000_000 / (m + n))
