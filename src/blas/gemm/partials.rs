@@ -91,11 +91,11 @@ fn scratch_size<T: GemmType>() -> usize {
 /// f64 (the DMMA tiles), and exact f32 where it runs on them (`f64_cores`): `2 sms / t` rounded
 /// down to a power of two, at most 64, where `t` is the 64 x 64 tiles of the output; taken from 4
 /// parts, and on compute capability 9.0 (`cc`) for k from [`DMMA_MIN_K`] to [`AUTO_MIN_K`] from
-/// [`DMMA_SHORT_LEAST`]. f32 on the
-/// CUDA cores: the same, at most 128, taken from 16 parts (at 4-8 its own 128 x 64 split is as fast or faster); with both
-/// sides at least 256 and k from 8192, `2 sms / t` over the 128 x 128 tiles rounded to the
-/// nearest power of two, at most 128 and k / 1024, taken from 4 parts. tf32 (the
-/// wgmma kernels, which stay resident and so want fewer parts as the tiles grow):
+/// [`DMMA_SHORT_LEAST`]. f32 on the CUDA cores: the same, at most 128, taken from 16 parts (at
+/// 4-8 its own 128 x 64 split is as fast or faster); with both sides at least 256 and k from
+/// 8192, `2 sms / t` over the 128 x 128 tiles rounded to the nearest power of two, at most 128
+/// and k / 1024, taken from 4 parts. tf32 (the wgmma kernels, which stay resident and so want
+/// fewer parts as the tiles grow):
 /// `sms / 2 / t^(2/3)` rounded to a power of two, at most 64, where `t` is the 128 x 128
 /// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
 /// decode steps such as 8192 x 16 x 28672), and 8 parts where that comes to 4 with k >= 16384
@@ -368,7 +368,7 @@ fn automatic<S>(g: &Gemm<S>, plan: &Plan, min_k: usize) -> bool {
 }
 
 /// The least k the automatic choice splits through partial products (f64 and exact f32 on the
-/// f64 tensor cores: [`DMMA_MIN_K`]).
+/// f64 tensor cores of compute capability 9.0: [`DMMA_MIN_K`]).
 const AUTO_MIN_K: usize = 4096;
 /// The least k the automatic choice splits f64 (and exact f32 on the f64 tensor cores) through
 /// partial products, below [`AUTO_MIN_K`] in at least [`DMMA_SHORT_LEAST`] parts: that is where
