@@ -157,6 +157,20 @@ fn strip_checks<T: Element + blas::GemvType>(
     covered: &mut BTreeSet<String>,
 ) {
     let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
+    // A check of kernel `name`, which counts as covered when it passed.
+    let mut record = |name: String, case: String, result: Result<f64>| {
+        let check = Check::new(name.clone(), case, tol, result);
+        if check.passed {
+            covered.insert(name);
+        }
+        out.push(check);
+    };
+    // The cluster sizes the strips are also forced over (sm_90).
+    let clusters = if stream.context().compute_capability() >= (9, 0) {
+        &blas::STRIP_CLUSTERS[..]
+    } else {
+        &[]
+    };
     let lanes = T::STRIP_LANES.iter().map(|&b| (b, false));
     for (bytes, odd) in lanes.chain(T::STRIP_FALLBACK.iter().map(|&b| (b, true))) {
         let lda_for = |m: usize| if odd { m | 1 } else { m.next_multiple_of(bytes / sz) };
@@ -166,18 +180,9 @@ fn strip_checks<T: Element + blas::GemvType>(
         let n = 2048.max(l2 / (lda * sz) + 2);
         let (result, kernel, _) = gemv_with_route::<T>(stream, rng, Transpose::N, (m, n, lda));
         let name = kernel.map_or("gemv (row strips not chosen)".to_string(), |s| s.kernel(t));
-        let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
-        if check.passed {
-            covered.insert(name);
-        }
-        out.push(check);
+        record(name, format!("{m}x{n} lda {lda}"), result);
         // Each strip kernel of these lanes forced, plain and (sm_90) split over each cluster
         // size: 5 strips, the last one partial, over 4099 columns (ranges of unequal length).
-        let clusters = if stream.context().compute_capability() >= (9, 0) {
-            &blas::STRIP_CLUSTERS[..]
-        } else {
-            &[]
-        };
         let m = 32 * bytes / sz * 5 - 3;
         let lda = lda_for(m);
         for cluster in std::iter::once(1).chain(clusters.iter().copied()) {
@@ -187,12 +192,7 @@ fn strip_checks<T: Element + blas::GemvType>(
                 cluster,
             };
             let result = gemv_case_on::<T>(stream, rng, Transpose::N, (m, 4099, lda), Some(strips));
-            let name = strips.kernel(t);
-            let check = Check::new(name.clone(), format!("{m}x4099 lda {lda}, forced"), tol, result);
-            if check.passed {
-                covered.insert(name);
-            }
-            out.push(check);
+            record(strips.kernel(t), format!("{m}x4099 lda {lda}, forced"), result);
         }
     }
 }

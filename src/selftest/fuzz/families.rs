@@ -23,19 +23,21 @@ use crate::stream::Stream;
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn gemm(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize, large: bool) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_gemm_case(rng, ty, large))
+    run_drawn(stream, seed, ty as u64, cases, |rng| random_gemm_case(rng, ty, large))
 }
 
-/// `cases` GEMMs that `draw` makes from `rng` (which also makes their inputs), each run twice
-/// and checked, reported under `seed`.
+/// `cases` GEMMs that `draw` makes, each run twice and checked, reported under `seed`. The
+/// cases and their inputs come from one generator seeded by `seed` mixed with `salt`, a
+/// number of the family's own (and the type's), so that two families or types given the same
+/// seed draw different cases.
 fn run_drawn(
     stream: &Arc<Stream>,
     seed: u64,
-    mut rng: Rng,
+    salt: u64,
     cases: usize,
     mut draw: impl FnMut(&mut Rng) -> GemmCase,
 ) -> Result<Report> {
+    let mut rng = Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9));
     let mut report = Report {
         seed,
         ..Report::default()
@@ -60,8 +62,7 @@ fn run_drawn(
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 17).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_skinny_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 17, cases, |rng| random_skinny_case(rng, ty))
 }
 
 /// `cases` random f16, bf16 or tf32 decode steps on views past a 16-byte boundary from `seed`
@@ -77,8 +78,7 @@ pub fn skinny(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Re
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn views(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 71).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_view_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 71, cases, |rng| random_view_case(rng, ty))
 }
 
 /// `cases` random GEMMs with long k over few output tiles from `seed` ([`random_deep_case`]: a
@@ -93,8 +93,7 @@ pub fn views(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Res
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 29).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_deep_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 29, cases, |rng| random_deep_case(rng, ty))
 }
 
 /// `cases` random mid-sized f16 or bf16 GEMMs over long k from `seed` ([`random_mid_case`]:
@@ -110,8 +109,7 @@ pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Resu
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn mid(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 83).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_mid_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 83, cases, |rng| random_mid_case(rng, ty))
 }
 
 /// `cases` random tall or wide GEMMs of one to three waves of output tiles over long k from
@@ -126,8 +124,7 @@ pub fn mid(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Resul
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn waves(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 41).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_wave_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 41, cases, |rng| random_wave_case(rng, ty))
 }
 
 /// `cases` random tf32 GEMMs whose register-fed operand is read in place by the wgmma kernels
@@ -142,8 +139,7 @@ pub fn waves(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Res
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ 53u64.wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, random_in_place_case)
+    run_drawn(stream, seed, 53, cases, random_in_place_case)
 }
 
 /// `cases` random f16, bf16 or tf32 GEMMs on the wgmma pairs from `seed`
@@ -161,6 +157,5 @@ pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report>
 /// # Ok::<(), cudrv::Error>(())
 /// ```
 pub fn pairs(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
-    let rng = Rng::new(seed ^ (ty as u64 + 61).wrapping_mul(0x9E37_79B9));
-    run_drawn(stream, seed, rng, cases, |rng| random_pair_case(rng, ty))
+    run_drawn(stream, seed, ty as u64 + 61, cases, |rng| random_pair_case(rng, ty))
 }
