@@ -310,11 +310,7 @@ fn thin_element_variants(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Chec
             ];
             for (ty, tol, result) in runs {
                 let name = format!("gemm_tc_{ty}_{letter}_{o}");
-                let check = Check::new(format!("gemm {name}"), what.clone(), tol, result);
-                if check.passed {
-                    covered.insert(name);
-                }
-                out.push(check);
+                Check::new(format!("gemm {name}"), what.clone(), tol, result).record(out, covered, [name]);
             }
         }
     }
@@ -375,14 +371,8 @@ fn tf32x3_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
                 "gemm gemm_split_tf32x3".to_string()
             };
             let what = format!("{m}x{n}x{k} {}{} +bias {act:?}", letter_of(ops.0), letter_of(ops.1));
-            let check = Check::new(label, what, 1e-5, result);
-            if check.passed {
-                covered.insert("gemm_split_tf32x3".to_string());
-                if hopper {
-                    covered.insert(promoted);
-                }
-            }
-            out.push(check);
+            let covers = std::iter::once("gemm_split_tf32x3".to_string()).chain(hopper.then_some(promoted));
+            Check::new(label, what, 1e-5, result).record(out, covered, covers);
         }
     }
 }
@@ -402,13 +392,16 @@ fn skinny_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, co
         ((1000, 16, 700), [0, 1, 1], Activation::Relu),
     ] {
         let (name, check) = tn_check::<f32>(stream, rng, dims, pads, (act, MathMode::Exact), 1e-5);
-        if check.passed && name.starts_with("gemm_skinny_") {
-            if name.contains("/split") {
-                covered.insert("gemm_skinny_finish_f32".to_string());
-            }
-            covered.insert(name.split('/').next().unwrap_or_default().to_string());
-        }
-        out.push(check);
+        // A split of k also ran the finishing kernel.
+        let covers: Vec<String> = if name.starts_with("gemm_skinny_") {
+            let finish = name.contains("/split").then(|| "gemm_skinny_finish_f32".to_string());
+            std::iter::once(name.split('/').next().unwrap_or_default().to_string())
+                .chain(finish)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        check.record(out, covered, covers);
     }
 }
 
@@ -465,10 +458,8 @@ fn skinny90_products(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
             tn_check::<half::bf16>(stream, rng, dims, pads, (act, MathMode::Exact), 2e-2),
             tn_check::<f32>(stream, rng, dims, pads, (act, MathMode::Tf32), 2e-2),
         ] {
-            if check.passed && name.starts_with("gemm_skinny90_") {
-                covered.insert(name);
-            }
-            out.push(check);
+            let covers = name.starts_with("gemm_skinny90_").then_some(name);
+            check.record(out, covered, covers);
         }
     }
 }

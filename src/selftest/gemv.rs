@@ -53,14 +53,10 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
                     }
                     None => format!("gemv_{}{wide}{cluster}_{t}", letter_of(trans)),
                 };
+                // The N product of 200,000 columns ends in the finishing kernel.
+                let finish = (trans == Transpose::N && n == 200_000).then(|| format!("gemv_finish_{t}"));
                 let check = Check::new(name.clone(), format!("{m}x{n} lda {lda}"), tol, result);
-                if check.passed {
-                    covered.insert(name);
-                    if trans == Transpose::N && n == 200_000 {
-                        covered.insert(format!("gemv_finish_{t}"));
-                    }
-                }
-                out.push(check);
+                check.record(out, covered, std::iter::once(name).chain(finish));
             }
         }
     }
@@ -159,11 +155,7 @@ fn strip_checks<T: Element + blas::GemvType>(
     let (sz, t) = (std::mem::size_of::<T>(), <T as blas::GemvType>::NAME);
     // A check of kernel `name`, which counts as covered when it passed.
     let mut record = |name: String, case: String, result: Result<f64>| {
-        let check = Check::new(name.clone(), case, tol, result);
-        if check.passed {
-            covered.insert(name);
-        }
-        out.push(check);
+        Check::new(name.clone(), case, tol, result).record(out, covered, [name]);
     };
     // The cluster sizes the strips are also forced over (sm_90).
     let clusters = if stream.context().compute_capability() >= (9, 0) {

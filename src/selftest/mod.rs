@@ -263,6 +263,19 @@ impl Check {
             detail,
         }
     }
+
+    /// Adds this check to `out`; when it passed, the kernels named in `covers` count as covered.
+    pub(crate) fn record(
+        self,
+        out: &mut Vec<Check>,
+        covered: &mut BTreeSet<String>,
+        covers: impl IntoIterator<Item = String>,
+    ) {
+        if self.passed {
+            covered.extend(covers);
+        }
+        out.push(self);
+    }
 }
 
 fn tolerance<T: Float>() -> f64 {
