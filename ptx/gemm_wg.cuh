@@ -103,6 +103,7 @@
 
 #include "gemm_wg_epilogue.cuh"
 #include "gemm_wg_ops.cuh"
+#include "gemm_wg_in_place.cuh"
 #include "gemm_wg_x_in_place.cuh"
 
 // PROMOTE > 0 (the tf32 products over split f32 operands, MathMode::Tf32x3): the tensor cores
@@ -111,7 +112,13 @@
 // f32 adds that round to nearest, and the next chunk starts from zero, so the truncation only
 // reaches sums of PROMOTE * BK terms. Each chunk is the plain loop: its first k-tile peeled, its
 // groups in flight across its iterations, drained (wgmma.wait_group 0) at its end.
-template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT, int PROMOTE = 0, int CL = 1>
+//
+// IP > 0 (the kernels of gemm_wgu_<type>; IP staging slots): X and Y are read where they lie, aligned only to their
+// element, by the producer warpgroup's copies (ptx/gemm_wg_in_place.cuh, in_place_rule) into
+// the stages, instead of the TMA; tx and ty are unused. Its staging slots follow the epilogue
+// region, so these kernels have fewer stages.
+template <typename T, int BM, int BN, int STAGES, bool XK, bool YK, bool DT, int ACT, int PROMOTE = 0, int CL = 1,
+          int IP = 0>
 __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty, const TensorMap* td,
                                         const GemmParams& p, int flags, const WgSplit& sp) {
     static_assert(BM == 64 || BM == 128, "one consumer warpgroup per 64 rows, one or two");
@@ -137,7 +144,11 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     constexpr int BOX_COLS = 128 / (int)sizeof(T);
     constexpr int BOX_BYTES = 64 * 128;
     constexpr int EPI_REGION = 4 * BOX_BYTES > 2 * EPI_BYTES ? 4 * BOX_BYTES : 2 * EPI_BYTES;
-    static_assert(STAGES * STAGE_BYTES + EPI_REGION + 2048 <= 231424, "the launch contract's shared memory");
+    static_assert(!IP || (CL == 1 && PROMOTE == 0 && !DT && (sizeof(T) == 2 || (XK && YK))),
+                  "in place: 16-bit types in every op, tf32 tn; no pairs, no promotion");
+    constexpr int IP_BYTES = in_place_bytes<T, BM, BN, XK, YK, IP>(STAGE_BYTES);
+    static_assert(IP_BYTES >= 0, "in place: the stage's segments");
+    static_assert(STAGES * STAGE_BYTES + EPI_REGION + IP_BYTES + 2048 <= 231424, "the launch contract's shared memory");
     // The TMA-store epilogue stores whole boxes of BOX_COLS columns: a tile of another width
     // (16-bit 64 x 96) takes the epilogue through the chunks.
     constexpr bool TMA_EPI = BN % BOX_COLS == 0;
@@ -162,7 +173,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     const unsigned raw = smem_addr(smem_raw);
     const unsigned base = (raw + 1023u) & ~1023u;
     const unsigned epi = base + STAGES * STAGE_BYTES;
-    const unsigned full = epi + EPI_REGION;
+    const unsigned staging = epi + EPI_REGION;  // IP: the producer's staging slots
+    const unsigned full = staging + IP_BYTES;
     const unsigned empty = full + 8 * STAGES;
     const unsigned cbar = empty + 8 * STAGES;  // 4: C loaded into each consumer's two boxes
 
@@ -201,7 +213,8 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, xin ? 1 + 128 : 1);  // x_in_place: + one per producer thread
+            // x_in_place: + one per producer thread; IP: one per producer thread only.
+            mbar_init(full + 8 * s, IP ? 128 : xin ? 1 + 128 : 1);
             mbar_init(empty + 8 * s, 4 * NC * CL);  // one arrival per consumer warp (of both blocks: pairs)
         }
         for (int b = 0; b < 4; ++b) mbar_init(cbar + 8 * b, 1);
@@ -226,6 +239,11 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
     // across tiles, so the producer fills the next tile's stages during the consumers' epilogue.
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if constexpr (IP) {
+            produce_in_place<T, BM, BN, STAGES, XK, YK, IP>(p, base, staging, full, empty, tiles_m, tiles_n, ktiles,
+                                                        parts, kper, total);
+            return;
+        }
         if constexpr (XIN_OK) {
             if (xin) {
                 // x_in_place: the copies of X, then nothing else for this warpgroup.

@@ -139,6 +139,29 @@
     GEMM_WG_TILE_OPS(P, h, T, 64, 64, 12, ACT_NONE)     \
     GEMM_WG_TILE_OPS(P, m, T, 64, 96, 8, ACT_NONE)
 
+// The kernels that read X and Y in place (IP in ptx/gemm_wg.cuh; modules gemm_wgu_<type>):
+// P_<tile>_<ops> for a 16-bit type, every op combination, on the tiles h = 64 x 64 (7 stages,
+// 4 staging slots) and n = 128 x 64 (3, 4): the producer's staging slots take the shared memory
+// of the stages they lack. Dispatch runs them for batches at short k only (`in_place_pays` in
+// src/blas/gemm/wg_in_place.rs), where they were measured faster than the aligned copy; the
+// 128 x 128 tile was built and dropped (no automatic choice took it). Operands aligned to their
+// element only (any address, leading dimension and batch stride); tx and ty unused (pass any
+// maps); no activation through the TMA.
+#define GEMM_WG_KERNEL_IP(NAME, T, BM, BN, STAGES, SLOTS, XK, YK)                                                    \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                                         \
+        NAME(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ty,                       \
+             const __grid_constant__ TensorMap td, const GemmParams p, int flags, const WgSplit sp) {          \
+        gemm_wg<T, BM, BN, STAGES, XK, YK, false, ACT_NONE, 0, 1, SLOTS>(&tx, &ty, &td, p, flags, sp);           \
+    }
+#define GEMM_WG_IP_TILE_OPS(P, L, T, BM, BN, STAGES, SLOTS)                      \
+    GEMM_WG_KERNEL_IP(P##_##L##_nn, T, BM, BN, STAGES, SLOTS, true, false)       \
+    GEMM_WG_KERNEL_IP(P##_##L##_nt, T, BM, BN, STAGES, SLOTS, false, false)      \
+    GEMM_WG_KERNEL_IP(P##_##L##_tn, T, BM, BN, STAGES, SLOTS, true, true)        \
+    GEMM_WG_KERNEL_IP(P##_##L##_tt, T, BM, BN, STAGES, SLOTS, false, true)
+#define GEMM_WG_IP_OPS(P, T)                               \
+    GEMM_WG_IP_TILE_OPS(P, h, T, 64, 64, 7, 4)             \
+    GEMM_WG_IP_TILE_OPS(P, n, T, 128, 64, 3, 4)
+
 // The tf32 64-row tiles, in gemm_wg_tf32 only.
 #define GEMM_WG_TF32_HALF(P)                    \
     GEMM_WG_TF32_TILE_OPS(P, h, 64, 64, 12)     \

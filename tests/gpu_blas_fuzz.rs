@@ -583,3 +583,37 @@ fn gemm_fuzz_pairs() {
         assert!(missing.is_empty(), "{name}: never ran {missing:?}");
     }
 }
+
+/// f16 and bf16 batches of small matrices whose operands are aligned only to their element, at
+/// short k (`fuzz::b16_in_place`), where the wgmma kernels read both operands in place through
+/// cp.async granules shifted into the swizzled stages (ptx/gemm_wg_in_place.cuh), which
+/// compute-sanitizer cannot follow into wgmma: every tile (64 x 64, 128 x 64) and op pair of each
+/// type must have run. Needs compute capability 9.0.
+#[test]
+fn gemm_fuzz_b16_in_place() {
+    let Some(ctx) = gpu::sm90("gemm_fuzz_b16_in_place", "the wgmma kernels") else {
+        return;
+    };
+    let stream = ctx.new_stream().expect("stream");
+    for (ty, name) in [(FuzzType::F16, "f16"), (FuzzType::Bf16, "bf16")] {
+        let start = Instant::now();
+        let reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::b16_in_place(&stream, ty, seed, (cases() / 2).max(8)).expect("fuzz run"))
+            .collect();
+        let missing: Vec<String> = ["h", "n"]
+            .iter()
+            .flat_map(|t| ["nn", "nt", "tn", "tt"].map(|o| format!("gemm_wgu_{name}_{t}_{o}")))
+            .filter(|w| {
+                !reports
+                    .iter()
+                    .any(|r| r.kernels.keys().any(|k| k.starts_with(w.as_str())))
+            })
+            .collect();
+        check(
+            &format!("gemm_fuzz_b16_in_place {name} ({:.1} s)", start.elapsed().as_secs_f64()),
+            reports,
+        );
+        assert!(missing.is_empty(), "{name}: never ran {missing:?}");
+    }
+}

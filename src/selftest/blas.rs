@@ -12,7 +12,8 @@ use crate::selftest::sweeps::{element_pads, sweep_shape, DMMA90_SWEEP, ELEMENT_O
 use crate::selftest::{letter_of, rel_error, Check, Element, Rng};
 use crate::stream::Stream;
 
-const ACTIVATIONS: [Activation; 5] = [
+/// Every activation, which the checks cycle through.
+pub(super) const ACTIVATIONS: [Activation; 5] = [
     Activation::None,
     Activation::Relu,
     Activation::Gelu,
@@ -759,6 +760,7 @@ pub(crate) fn run(stream: &Arc<Stream>, seed: u64) -> (Vec<Check>, BTreeSet<Stri
         ];
         wgmma_sweeps(s, r, "gemm_wg", &broad, &mut out, &mut covered, &ACTIVATIONS);
         wgmma_pairs(s, r, &mut out, &mut covered);
+        crate::selftest::wg_in_place::checks(s, r, &mut out, &mut covered);
         if ["n", "l", "w"]
             .iter()
             .all(|t| covered.contains(&format!("gemm_wg_tf32_{t}_nn")))

@@ -30,6 +30,7 @@ mod blas;
 pub mod fuzz;
 mod gemv;
 pub(crate) mod sweeps;
+pub(crate) mod wg_in_place;
 
 /// A small deterministic random generator (xorshift64*), so checks need no extra dependency.
 ///

@@ -19,6 +19,7 @@ use super::params::{tiles2, GemmParams, MAX_BATCH_PER_LAUNCH, TC_STAGES};
 use super::tf32_operands::{nt_packs_x, read_x_in_place, wide_in_place};
 use super::thin::{element_variant, tc_smem, tc_thin, THIN_MAX};
 use super::wg_choice::wgmma_choice;
+use super::wg_in_place::{in_place_pays, in_place_twin};
 use super::wg_tiles::WG_MAX_PARTS;
 use super::{GemmType, Kernel, SplitK, Tile};
 use crate::blas::tma::{self, TmaElement, TmaMatrix};
@@ -641,6 +642,15 @@ pub(crate) fn choose_on<T: GemmType, S>(
     let align = [!ok[0], !ok[1]];
     let aligned = aligned_params(plan, params, align, vec);
     let mut choice = pick(&aligned, true)?;
+    // f16 / bf16 batches at short k read their unaligned operands in place (the wgmma twin of
+    // the tile chosen; operands aligned to their element): the copy costs as much as the
+    // product (f16 181x54x49 x 302 14.9 -> 17.8 TFLOP/s, H200; `in_place_pays`).
+    let size = size_of::<T>() as u64;
+    if choice.family == Family::Wgmma && params.x % size == 0 && params.y % size == 0 {
+        if let Some(twin) = in_place_twin(&choice).filter(|t| in_place_pays(g.batch, plan.k, t.tile)) {
+            return Ok(twin);
+        }
+    }
     // The f64 DMMA tiles have variants that read 8 bytes at a time (`tu`, `su`, `s2u`, ...),
     // which cost 2-5% of a tile's rate against the 16-byte ones. The copies they save cost
     // about 130 (1/m + 1/n) of the product's time (read and write m x k and k x n at the copy

@@ -9,6 +9,7 @@ use super::choice::{Choice, Family};
 use super::dispatch::{tma_element, tma_operands};
 use super::operand_copies::{operand_storage, packed_ld};
 use super::params::{batch_launches, tiles2, GemmParams, ACT_PARTIAL_F32};
+use super::wg_in_place::IN_PLACE_PREFIX;
 use super::wg_tiles::{has_act_twin, splits_k, wg_parts};
 use super::GemmType;
 use crate::blas::tma::{TensorMap, TmaMatrix};
@@ -394,6 +395,9 @@ pub(crate) fn run_wgmma<T: GemmType>(
         }
         Ok(f)
     };
+    // X and Y read where they lie by the producer (`gemm_wgu_*`, ptx/gemm_wg_in_place.cuh): no
+    // maps for them.
+    let in_place = choice.name.starts_with(IN_PLACE_PREFIX);
     // With an activation, a D for the TMA runs the twin kernel of that activation's module
     // (gemm_wg_<act>_<type>); the kernels of gemm_wg_<type> apply it only in their rolled
     // epilogue. The 128 x 192 and 64-row tiles have no twin (only the plain modules hold them),
@@ -401,7 +405,10 @@ pub(crate) fn run_wgmma<T: GemmType>(
     let act_name = activation
         .op()
         .filter(|_| {
-            has_act_twin(choice.tile) && !choice.pair && !choice.name.starts_with(super::tf32x3::PROMOTED_PREFIX)
+            has_act_twin(choice.tile)
+                && !choice.pair
+                && !choice.name.starts_with(super::tf32x3::PROMOTED_PREFIX)
+                && !in_place
         })
         .map(|f| choice.name.replacen("gemm_wg_", &format!("gemm_wg_{}_", f.name()), 1));
     let xk = choice.name.ends_with('n');
@@ -486,7 +493,7 @@ pub(crate) fn run_wgmma<T: GemmType>(
         p.batch = count as i32;
         let [x, y] = tma_operands(&p, element, xk, yk, count);
         // X read in place (`choice.x_in_place`) goes through no map.
-        let tx = if choice.x_in_place {
+        let tx = if choice.x_in_place || in_place {
             TensorMap::unused()
         } else if xk {
             // Pairs: each block of a cluster loads (and multicasts) one 64-row half of X's tile.
@@ -494,7 +501,9 @@ pub(crate) fn run_wgmma<T: GemmType>(
         } else {
             x.encode(bk, bk)?
         };
-        let ty = if yk {
+        let ty = if in_place {
+            TensorMap::unused()
+        } else if yk {
             y.encode(bk, bn as u32)?
         } else {
             y.encode(bk, bk)?

@@ -23,12 +23,14 @@ mod thin;
 mod types;
 mod vector;
 mod wg_choice;
+mod wg_in_place;
 mod wg_tiles;
 
 pub use builder::Gemm;
 pub use functions::{gemm, gemm_strided_batched, matmul};
 pub use options::{Kernel, SplitK, Tile};
 pub use types::GemmType;
+pub(crate) use wg_in_place::{IN_PLACE_MAX_K, IN_PLACE_MAX_K_NARROW};
 
 #[cfg(test)]
 mod tests;

@@ -692,3 +692,74 @@ pub fn random_pair_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         tf32_exact_inputs: rng.next_u64() % 2 == 0,
     }
 }
+
+/// Draws an f16 or bf16 (`ty`) batch of small matrices whose operands are aligned only to their
+/// element (a leading dimension or a start that is not a multiple of 16 bytes), at the short k
+/// where the wgmma kernels read both operands in place (`gemm_wgu_<t>_<tile>_<ops>`,
+/// `in_place_pays`) and, one case in five, past it (the aligned copy): every op, both
+/// layouts, 2-400 matrices of 1-300 per side, a shared operand, scalars, bias and activations;
+/// the tile automatic or forced (64 x 64 and 128 x 64, which have in-place kernels; 128 x 128,
+/// which copies), on the automatic kernel or on wgmma forced.
+///
+/// ```
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_b16_in_place_case(&mut Rng::new(3), fuzz::FuzzType::Bf16);
+/// assert!(case.batch >= 2 && case.dims.2 >= 1);
+/// assert!(case.ld_pad[..2].iter().any(|p| p % 8 != 0) || case.offsets[..2].iter().any(|o| o % 8 != 0));
+/// ```
+pub fn random_b16_in_place_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    // Half the cases within the 128 x 64 tile's limit, 3 in 10 up to the 64 x 64 tile's, the
+    // rest past both (the aligned copy).
+    let (narrow, max_k) = (crate::blas::IN_PLACE_MAX_K_NARROW, crate::blas::IN_PLACE_MAX_K);
+    let k = match rng.next_u64() % 10 {
+        0..=4 => range(rng, 1, narrow),
+        5..=7 => range(rng, narrow + 1, max_k),
+        _ => range(rng, max_k + 1, max_k + 64),
+    };
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    // Both operands off 16 bytes, or one (the other aligned, or copied as the rule says).
+    let mut ld_pad = [0usize; 3];
+    let mut offsets = [0usize; 3];
+    let odd = |rng: &mut Rng| rng.pick(&[1, 2, 3, 5, 7, 13]);
+    let both = rng.next_u64() % 2 == 0;
+    let first = (rng.next_u64() % 2) as usize;
+    for i in 0..2 {
+        if both || i == first {
+            if rng.next_u64() % 4 == 0 {
+                offsets[i] = range(rng, 1, 7);
+                ld_pad[i] = rng.pick(&[0, 8]);
+            } else {
+                ld_pad[i] = odd(rng);
+            }
+        } else {
+            ld_pad[i] = rng.pick(&[0, 8]);
+        }
+    }
+    ld_pad[2] = rng.pick(&[0, 0, 3]);
+    // 128 x 64 twice: its limit of k is the shorter.
+    let tile = rng.pick(&[
+        Tile::Auto,
+        Tile::Auto,
+        Tile::Half,
+        Tile::Narrow,
+        Tile::Narrow,
+        Tile::Large,
+    ]);
+    let kernel = rng.pick(&[Kernel::Auto, Kernel::Wgmma]);
+    let stride = |rng: &mut Rng| if rng.next_u64() % 5 == 0 { Some(0) } else { None };
+    GemmCase {
+        ty,
+        ops: (t(rng), t(rng)),
+        dims: (range(rng, 1, 300), range(rng, 1, 300), k),
+        layout: rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]),
+        ld_pad,
+        batch: range(rng, 2, 400),
+        strides: (stride(rng), stride(rng), rng.pick(&[0, 0, 8])),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        knobs: (kernel, tile, SplitK::Auto),
+        tf32_exact_inputs: false,
+    }
+}

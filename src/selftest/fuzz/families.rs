@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{
-    random_deep_case, random_gemm_case, random_in_place_case, random_mid_case, random_pair_case, random_skinny_case,
-    random_view_case, random_wave_case, run_typed, FuzzType, GemmCase, Report,
+    random_b16_in_place_case, random_deep_case, random_gemm_case, random_in_place_case, random_mid_case,
+    random_pair_case, random_skinny_case, random_view_case, random_wave_case, run_typed, FuzzType, GemmCase, Report,
 };
 use crate::error::Result;
 use crate::selftest::Rng;
@@ -158,4 +158,22 @@ pub fn in_place(stream: &Arc<Stream>, seed: u64, cases: usize) -> Result<Report>
 /// ```
 pub fn pairs(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
     run_drawn(stream, seed, ty as u64 + 61, cases, |rng| random_pair_case(rng, ty))
+}
+
+/// `cases` random f16 or bf16 (`ty`) batches of small matrices whose operands are aligned only to
+/// their element, at the short k where the wgmma kernels read them in place, from `seed`
+/// ([`random_b16_in_place_case`]), each run twice and checked.
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::b16_in_place(&stream, FuzzType::F16, 0xbeef, 20)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn b16_in_place(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    run_drawn(stream, seed, ty as u64 + 97, cases, |rng| {
+        random_b16_in_place_case(rng, ty)
+    })
 }

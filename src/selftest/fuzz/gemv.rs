@@ -170,7 +170,7 @@ fn run_gemv<T: FuzzElement + GemvType>(stream: &Arc<Stream>, c: &GemvCase, rng: 
         let y0 = if c.beta != 0.0 { hy[at].to_f64() } else { 0.0 };
         let reference = c.alpha * acc + c.beta * y0;
         let s = c.alpha.abs() * mag + (c.beta * y0).abs();
-        let bound = u_acc * 1.25 * s + T::OUT_U * reference.abs() + 1e-30;
+        let bound = u_acc * 1.25 * s + T::OUT_U * reference.abs() + T::OUT_TINY + 1e-30;
         let v = got[at].to_f64();
         let err = (v - reference).abs();
         if !v.is_finite() || err > bound {

@@ -200,3 +200,4 @@ mod skinny_route;
 mod tf32x3_route;
 mod vector_route;
 mod wg_dispatch;
+mod wg_in_place_route;
