@@ -379,16 +379,16 @@ fn span(layout: Layout, (rows, cols): (usize, usize), ld: usize) -> usize {
 }
 
 /// One operand laid out in a host buffer: where matrix b starts, its ld, its stored dims.
-struct Operand {
-    base: usize,
-    stride: usize,
-    ld: usize,
+pub(crate) struct Operand {
+    pub(crate) base: usize,
+    pub(crate) stride: usize,
+    pub(crate) ld: usize,
     dims: (usize, usize),
     len: usize,
 }
 
 impl Operand {
-    fn new(
+    pub(crate) fn new(
         layout: Layout,
         dims: (usize, usize),
         pad: usize,

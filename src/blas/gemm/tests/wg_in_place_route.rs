@@ -1,7 +1,8 @@
 //! The route of f16 / bf16 operands aligned only to their element on an H100 (compute
 //! capability 9.0, 132 multiprocessors): batches at short k read them in place
 //! (`gemm_wgu_<type>_<tile>_<ops>`, `in_place_pays`), everything else copies them aligned first
-//! or runs as before; and each selftest entry of the in-place kernels picks the kernel it names.
+//! or runs as before; each selftest entry of the in-place kernels picks the kernel it names; and
+//! the fuzz family's draw (`random_b16_in_place_case`) reaches every in-place kernel.
 
 use super::super::dispatch::choose_on;
 use super::super::wg_in_place::{IN_PLACE_MAX_K, IN_PLACE_MAX_K_NARROW};
@@ -93,5 +94,85 @@ fn batches_at_short_k_read_unaligned_operands_in_place_and_the_rest_copy() {
         // tf32 has no in-place twin.
         let name = route::<f32>(ops, (97, 56, 25), 236, [1; 3], (Kernel::Wgmma, Tile::Auto), 0);
         assert!(!name.contains("gemm_wgu_"), "{name}");
+    }
+}
+
+/// The kernel dispatch names for a drawn fuzz case, laid out as the fuzz runner lays it out
+/// (its leading dimensions, batch strides and offsets; buffers 256-byte aligned).
+fn case_route<S: GemmType + Copy + From<u8> + Into<f64>>(case: &crate::selftest::fuzz::GemmCase) -> String {
+    use crate::selftest::fuzz::Operand;
+    let (m, n, k) = case.dims;
+    let (ta, tb) = case.ops;
+    let a_dims = if ta == Transpose::N { (m, k) } else { (k, m) };
+    let b_dims = if tb == Transpose::N { (k, n) } else { (n, k) };
+    let oa = Operand::new(
+        case.layout,
+        a_dims,
+        case.ld_pad[0],
+        case.batch,
+        case.strides.0,
+        case.offsets[0],
+    );
+    let ob = Operand::new(
+        case.layout,
+        b_dims,
+        case.ld_pad[1],
+        case.batch,
+        case.strides.1,
+        case.offsets[1],
+    );
+    // C's stride does not enter the choice of X and Y's kernel: one matrix plus its gap.
+    let oc = Operand::new(case.layout, (m, n), case.ld_pad[2], case.batch, None, case.offsets[2]);
+    let g = Gemm::<S>::new(ta, tb, m, n, k)
+        .ld(oa.ld, ob.ld, oc.ld)
+        .layout(case.layout)
+        .activation(case.act)
+        .kernel(case.knobs.0)
+        .tile(case.knobs.1)
+        .split_k(case.knobs.2)
+        .batched(case.batch, oa.stride, ob.stride, oc.stride);
+    let Ok(plan) = g.plan([usize::MAX / 64; 3], None) else {
+        return "(refused)".into();
+    };
+    let size = std::mem::size_of::<S>() as u64;
+    let at = |base: u64, offset: usize| base + offset as u64 * size;
+    let addrs = [
+        at(0x1000_0000, oa.base),
+        at(0x2000_0000, ob.base),
+        at(0x3000_0000, oc.base),
+    ];
+    let params = g.params(&plan, addrs, 0);
+    choose_on::<S, S>(&g, &plan, &params, H100.0, H100.1, false)
+        .map(|c| c.name)
+        .unwrap_or_else(|e| format!("error: {e}"))
+}
+
+/// The GPU test `gemm_fuzz_b16_in_place` asserts that every in-place kernel ran over its cases
+/// (225 per type by default): the draw reaches each of them within 120 cases of each fixed seed
+/// here, so that assertion reflects the kernels, not the luck of the draw.
+#[test]
+fn the_in_place_fuzz_draw_reaches_every_in_place_kernel() {
+    use crate::selftest::fuzz::{random_b16_in_place_case, FuzzType};
+    use crate::selftest::Rng;
+    for seed in [0x5EED_0001u64, 0x2026_1124] {
+        for (ty, name) in [(FuzzType::F16, "f16"), (FuzzType::Bf16, "bf16")] {
+            let mut rng = Rng::new(seed);
+            let ran: std::collections::BTreeSet<String> = (0..120)
+                .map(|_| {
+                    let case = random_b16_in_place_case(&mut rng, ty);
+                    if ty == FuzzType::F16 {
+                        case_route::<half::f16>(&case)
+                    } else {
+                        case_route::<half::bf16>(&case)
+                    }
+                })
+                .collect();
+            for t in ["h", "n"] {
+                for (_, o) in op_pairs() {
+                    let want = format!("gemm_wgu_{name}_{t}_{o}");
+                    assert!(ran.contains(&want), "seed {seed:#x}: {want} never chosen in {ran:?}");
+                }
+            }
+        }
     }
 }
