@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::blas::ACTIVATIONS;
 use super::fuzz::{self, FuzzType, GemmCase};
-use super::{Check, Rng};
+use super::{letter_of, Check, Rng};
 use crate::blas::{Kernel, Layout, SplitK, Tile, Transpose};
 use crate::error::Error;
 use crate::stream::Stream;
@@ -25,7 +25,7 @@ pub(super) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
     use Transpose::{N, T};
     for ty in [FuzzType::F16, FuzzType::Bf16] {
         for (tile, letter, dims) in TILES {
-            for (ops, o) in [((N, N), "nn"), ((N, T), "nt"), ((T, N), "tn"), ((T, T), "tt")] {
+            for ops in [(N, N), (N, T), (T, N), (T, T)] {
                 let case = GemmCase {
                     ty,
                     ops,
@@ -41,7 +41,12 @@ pub(super) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
                     knobs: (Kernel::Wgmma, tile, SplitK::Auto),
                     tf32_exact_inputs: false,
                 };
-                let want = format!("gemm_wgu_{}_{letter}_{o}", ty.name());
+                let want = format!(
+                    "gemm_wgu_{}_{letter}_{}{}",
+                    ty.name(),
+                    letter_of(ops.0),
+                    letter_of(ops.1)
+                );
                 let result = fuzz::gemm_case(stream, &case, 2, rng.next_u64()).and_then(|r| {
                     match (r.failures.first(), r.kernels.keys().next()) {
                         (Some(f), _) => Err(Error::InvalidArgument(format!("[{}] {}", f.kernel, f.detail))),

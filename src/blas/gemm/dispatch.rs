@@ -645,8 +645,11 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // f16 / bf16 batches at short k read their unaligned operands in place (the wgmma twin of
     // the tile chosen; operands aligned to their element): the copy costs as much as the
     // product (f16 181x54x49 x 302 14.9 -> 17.8 TFLOP/s, H200; `in_place_pays`).
+    // Both operands aligned to their element: what every variant below that reads unaligned
+    // operands in place needs.
     let size = size_of::<T>() as u64;
-    if choice.family == Family::Wgmma && params.x % size == 0 && params.y % size == 0 {
+    let element_aligned = params.x % size == 0 && params.y % size == 0;
+    if choice.family == Family::Wgmma && element_aligned {
         if let Some(twin) = in_place_twin(&choice).filter(|t| in_place_pays(g.batch, plan.k, t.tile)) {
             return Ok(twin);
         }
@@ -661,13 +664,12 @@ pub(crate) fn choose_on<T: GemmType, S>(
     if let Some(name) = dmma90_element_variant(&choice.name) {
         let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
         let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
-        let size = size_of::<T>() as u64;
         let element = if T::NAME == "f32" {
             thin || plan.k < F32_ELEMENT_MAX_K
         } else {
             thin || copy_costs
         };
-        if element && params.x % size == 0 && params.y % size == 0 {
+        if element && element_aligned {
             choice.name = name;
             return Ok(choice);
         }
@@ -678,12 +680,9 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // itself only reads once: 11008 x 16 x 4096 at an odd offset ran at 0.37x (tf32) and 0.69x
     // (f16) cuBLAS with the copy; docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned
     // operands").
-    if let Some(name) = element_variant(&choice.name, align) {
-        let size = size_of::<T>() as u64;
-        if params.x % size == 0 && params.y % size == 0 {
-            choice.name = name;
-            return Ok(choice);
-        }
+    if let Some(name) = element_variant(&choice.name, align).filter(|_| element_aligned) {
+        choice.name = name;
+        return Ok(choice);
     }
     // An operand that the tf32 wgmma path transposes into a buffer of its own anyway
     // (`gemm_wg_pack_tf32`, which reads any layout) needs no aligned copy first; tf32's

@@ -432,14 +432,9 @@ impl Operand {
     }
 }
 
-/// Runs one case: `runs` calls (at least 2), each on freshly uploaded C, all compared bit for
-/// bit, the last checked against the reference. Returns the kernel name and the outcome.
-fn run_case<T: FuzzElement>(
-    stream: &Arc<Stream>,
-    case: &GemmCase,
-    runs: usize,
-    rng: &mut Rng,
-) -> Result<(String, CaseOutcome)> {
+/// `case`'s A, B and C as the runner lays them out in their host buffers (C's matrices one
+/// after the other with the case's gap).
+pub(crate) fn case_operands(case: &GemmCase) -> [Operand; 3] {
     let (m, n, k) = case.dims;
     let (ta, tb) = case.ops;
     let layout = case.layout;
@@ -461,6 +456,47 @@ fn run_case<T: FuzzElement>(
         Some(c_one + gap_c),
         case.offsets[2],
     );
+    [oa, ob, oc]
+}
+
+/// The GEMM call of `case` on operands laid out as [`case_operands`] lays them out.
+pub(crate) fn case_gemm<T: FuzzElement>(case: &GemmCase, [oa, ob, oc]: [&Operand; 3]) -> Gemm<T::Scalar> {
+    let (m, n, k) = case.dims;
+    let (ta, tb) = case.ops;
+    let (alpha, beta) = case.scalars;
+    let mut g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
+        .alpha(T::scalar(alpha))
+        .beta(T::scalar(beta))
+        .ld(oa.ld, ob.ld, oc.ld)
+        .layout(case.layout)
+        .activation(case.act)
+        .kernel(case.knobs.0)
+        .tile(case.knobs.1)
+        .split_k(case.knobs.2);
+    match case.ty {
+        FuzzType::Tf32 => g = g.math(MathMode::Tf32),
+        FuzzType::F32x3 => g = g.math(MathMode::Tf32x3),
+        _ => {}
+    }
+    if case.batch != 1 {
+        g = g.batched(case.batch, oa.stride, ob.stride, oc.stride);
+    }
+    g
+}
+
+/// Runs one case: `runs` calls (at least 2), each on freshly uploaded C, all compared bit for
+/// bit, the last checked against the reference. Returns the kernel name and the outcome.
+fn run_case<T: FuzzElement>(
+    stream: &Arc<Stream>,
+    case: &GemmCase,
+    runs: usize,
+    rng: &mut Rng,
+) -> Result<(String, CaseOutcome)> {
+    let (m, n, k) = case.dims;
+    let (ta, tb) = case.ops;
+    let layout = case.layout;
+    let batch = case.batch;
+    let [oa, ob, oc] = case_operands(case);
     let tf32_round = case.ty == FuzzType::Tf32 && case.tf32_exact_inputs;
     let mut draw = |op: &Operand| -> Vec<T> {
         let inside = op.mask(layout, batch);
@@ -504,23 +540,7 @@ fn run_case<T: FuzzElement>(
     let dbias = DeviceBuffer::from_slice(stream, &hbias)?;
     let mut dc = DeviceBuffer::from_slice(stream, &hc)?;
     let (oca, ocb, occ) = (oa.base, ob.base, oc.base);
-    let mut g = Gemm::<T::Scalar>::new(ta, tb, m, n, k)
-        .alpha(T::scalar(alpha))
-        .beta(T::scalar(beta))
-        .ld(oa.ld, ob.ld, oc.ld)
-        .layout(layout)
-        .activation(case.act)
-        .kernel(case.knobs.0)
-        .tile(case.knobs.1)
-        .split_k(case.knobs.2);
-    match case.ty {
-        FuzzType::Tf32 => g = g.math(MathMode::Tf32),
-        FuzzType::F32x3 => g = g.math(MathMode::Tf32x3),
-        _ => {}
-    }
-    if batch != 1 {
-        g = g.batched(batch, oa.stride, ob.stride, oc.stride);
-    }
+    let g = case_gemm::<T>(case, [&oa, &ob, &oc]);
     let va = da.slice(oca..)?;
     let vb = db.slice(ocb..)?;
     let forced = case.knobs != (Kernel::Auto, Tile::Auto, SplitK::Auto);

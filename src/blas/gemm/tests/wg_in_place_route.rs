@@ -97,44 +97,16 @@ fn batches_at_short_k_read_unaligned_operands_in_place_and_the_rest_copy() {
     }
 }
 
-/// The kernel dispatch names for a drawn fuzz case, laid out as the fuzz runner lays it out
-/// (its leading dimensions, batch strides and offsets; buffers 256-byte aligned).
-fn case_route<S: GemmType + Copy + From<u8> + Into<f64>>(case: &crate::selftest::fuzz::GemmCase) -> String {
-    use crate::selftest::fuzz::Operand;
-    let (m, n, k) = case.dims;
-    let (ta, tb) = case.ops;
-    let a_dims = if ta == Transpose::N { (m, k) } else { (k, m) };
-    let b_dims = if tb == Transpose::N { (k, n) } else { (n, k) };
-    let oa = Operand::new(
-        case.layout,
-        a_dims,
-        case.ld_pad[0],
-        case.batch,
-        case.strides.0,
-        case.offsets[0],
-    );
-    let ob = Operand::new(
-        case.layout,
-        b_dims,
-        case.ld_pad[1],
-        case.batch,
-        case.strides.1,
-        case.offsets[1],
-    );
-    // C's stride does not enter the choice of X and Y's kernel: one matrix plus its gap.
-    let oc = Operand::new(case.layout, (m, n), case.ld_pad[2], case.batch, None, case.offsets[2]);
-    let g = Gemm::<S>::new(ta, tb, m, n, k)
-        .ld(oa.ld, ob.ld, oc.ld)
-        .layout(case.layout)
-        .activation(case.act)
-        .kernel(case.knobs.0)
-        .tile(case.knobs.1)
-        .split_k(case.knobs.2)
-        .batched(case.batch, oa.stride, ob.stride, oc.stride);
+/// The kernel dispatch names for a drawn fuzz case, laid out and called as the fuzz runner lays
+/// it out and calls it (`fuzz::case_operands`, `fuzz::case_gemm`; buffers 256-byte aligned).
+fn case_route<T: crate::selftest::fuzz::FuzzElement>(case: &crate::selftest::fuzz::GemmCase) -> String {
+    use crate::selftest::fuzz::{case_gemm, case_operands};
+    let [oa, ob, oc] = case_operands(case);
+    let g = case_gemm::<T>(case, [&oa, &ob, &oc]);
     let Ok(plan) = g.plan([usize::MAX / 64; 3], None) else {
         return "(refused)".into();
     };
-    let size = std::mem::size_of::<S>() as u64;
+    let size = std::mem::size_of::<T>() as u64;
     let at = |base: u64, offset: usize| base + offset as u64 * size;
     let addrs = [
         at(0x1000_0000, oa.base),
@@ -142,7 +114,7 @@ fn case_route<S: GemmType + Copy + From<u8> + Into<f64>>(case: &crate::selftest:
         at(0x3000_0000, oc.base),
     ];
     let params = g.params(&plan, addrs, 0);
-    choose_on::<S, S>(&g, &plan, &params, H100.0, H100.1, false)
+    choose_on::<T, T::Scalar>(&g, &plan, &params, H100.0, H100.1, false)
         .map(|c| c.name)
         .unwrap_or_else(|e| format!("error: {e}"))
 }
