@@ -436,7 +436,9 @@ fn wgmma_race_shapes_repeat() {
 
 /// Tall and wide GEMMs of one to three waves of output tiles over long k (`fuzz::waves`) in
 /// every type, and two fixed products that f32 splits over `v` tiles past a wave of them
-/// (22016 x 128 x 4096 in 3 parts): the f32 split must have run.
+/// (22016 x 128 x 4096 in 3 parts): the f32 split must have run. f64 and f32 also run fixed
+/// products that the DMMA tiles split in 2 on 32 x 32 tiles by the pairs' model (`dmma90_tile`),
+/// which must have run there on a device of 132 multiprocessors.
 #[test]
 fn gemm_fuzz_waves() {
     let Some(ctx) = gpu!("gemm_fuzz_waves") else { return };
@@ -497,6 +499,41 @@ fn gemm_fuzz_waves() {
             for kernel in ["gemm_wg_tf32_l_nn", "gemm_wg_tf32_l_tt"] {
                 let ran = reports.iter().any(|r| r.kernels.keys().any(|k| k.starts_with(kernel)));
                 assert!(ran, "tf32: no straddling-row case ran {kernel}");
+            }
+        }
+        if matches!(ty, FuzzType::F64 | FuzzType::F32) {
+            use Transpose::{N, T};
+            // Where the pairs' model puts the 32 x 32 tile split in 2 (u2) ahead of the 64 x 64
+            // one (s2) on the DMMA tiles: a short side over 64-wide tiles, one round of pairs
+            // against two of u, leading dimensions one longer; f32 from a smaller margin.
+            let mut cases = vec![
+                ((N, N), (600, 400, 2500), [0; 3]),
+                ((T, T), (28, 4386, 3703), [0; 3]),
+                ((N, T), (1061, 224, 1549), [1, 1, 0]),
+            ];
+            if ty == FuzzType::F32 {
+                cases.push(((T, N), (1691, 162, 1636), [0; 3]));
+            }
+            let seed = run_seeds.last().copied().unwrap_or(0x0B2);
+            for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
+                let case = GemmCase {
+                    ld_pad,
+                    ..plain_case(ty, ops, dims, 0.5)
+                };
+                let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0B2 + i as u64)).expect("case");
+                // The rule's rounds are those of an H100 / H200 (132 multiprocessors).
+                let ran = report
+                    .kernels
+                    .keys()
+                    .any(|k| k.contains(&format!("gemm_dmma90_{}_u2", ty.name())));
+                let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
+                assert!(
+                    ran || !h100,
+                    "{}: {ops:?} {dims:?} did not run u2: {:?}",
+                    ty.name(),
+                    report.kernels
+                );
+                reports.push(report);
             }
         }
         let split_over = |tile: &str| {

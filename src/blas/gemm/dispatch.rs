@@ -262,7 +262,7 @@ pub(crate) fn choose_kernel(
             // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu; f32 operands
             // ptx/gemm_dmma90_f32.cu, which take the f64 tiles' rule: the same tiles, stages and
             // threads), f32 on operands not 16-byte aligned in their element variant.
-            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms)?;
+            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms, f32_dmma)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
             let suffix = if parts > 1 { parts.to_string() } else { String::new() };
             let (ty, elem) = if f32_dmma { ("f32", 4) } else { ("f64", 8) };

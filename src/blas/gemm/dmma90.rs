@@ -60,7 +60,11 @@ use crate::error::{bail_invalid, Result};
 ///   or, where `m` would not take it (below), the split leaves the busiest multiprocessor a
 ///   twentieth less work (its blocks, a pair taking 1.747 times a lone block, times their k:
 ///   1023 x 1025 x 1027 NT 0.73x -> 0.87x, TT 0.79x -> 0.90x, `s` putting 3 blocks on some and
-///   the split 5 of half the k: predicted 17%, measured 15-19%);
+///   the split 5 of half the k: predicted 17%, measured 15-19%); there `u` split in 2
+///   instead where the pairs' model, a `u` block costing [`U_BLOCK_COST`] of an `s` block, puts
+///   it [`U2_AHEAD_F64`] ahead (f32: [`U2_AHEAD_F32`]): smaller tiles waste less of D and even
+///   the rounds out (H200, 2026-12-03, A/B: f64 600 x 400 x 2500 +48%, 17 x 28672 x 4096
+///   +36-38%, 28 x 4386 x 3703 +53-80%, 155 x 2833 x 6222 +20-22%; f32 NN 1.06-1.65x);
 /// * `m` for half a wave to a wave of its tiles (768 x 1024 x 768 0.49x -> 0.73x, 896 x 1024 x
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
@@ -74,7 +78,14 @@ use crate::error::{bail_invalid, Result};
 ///   38 x 284 x 42 x 240 and 201 x 154 x 41 x 65 +14-22% but TT at k 42 +0-2%, 100 x 60 x 64 x 500
 ///   +8-10%; forced, 64 x 64 x 64 x 512, as many rounds either way, -4% NN / NT / TN; from k =
 ///   376 `q` was 1-10% slower than `s`, at k = 1677 up to 15%).
-pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, sms: usize) -> Result<(char, u32)> {
+pub(crate) fn dmma90_tile(
+    tile: Tile,
+    split: SplitK,
+    plan: &Plan,
+    batch: usize,
+    sms: usize,
+    f32: bool,
+) -> Result<(char, u32)> {
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
     // The `s` blocks on the busiest multiprocessor, spread evenly.
@@ -157,7 +168,11 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
                 && ((fill(ts, 2 * sms) < 0.8 && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048))
                     || (split_keeps(2 * ts, ts, (19, 20)) && !m_half_wave)) =>
         {
-            ('s', 2)
+            // The 32 x 32 tile in 2 parts where its rounds leave the busiest multiprocessor
+            // clearly less time than s's (a u block costing U_BLOCK_COST of an s block).
+            let (u2, s2) = (paired_time(2 * tu, sms) * U_BLOCK_COST, paired_time(2 * ts, sms) * 1000);
+            let (num, den) = if f32 { U2_AHEAD_F32 } else { U2_AHEAD_F64 };
+            (if u2 * den <= s2 * num { 'u' } else { 's' }, 2)
         }
         Tile::Auto if m_half_wave => ('m', 1),
         Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => {
@@ -177,6 +192,22 @@ pub(crate) fn dmma90_tile(tile: Tile, split: SplitK, plan: &Plan, batch: usize, 
         Tile::Auto => ('u', 1),
     })
 }
+
+/// What a `u` block (32 x 32) costs in thousandths of an `s` block (64 x 64), both two per
+/// multiprocessor over the same k: fitted on f64 600 x 400 x 2500 (H200, 2026-12-03; see
+/// [`dmma90_tile`]).
+const U_BLOCK_COST: usize = 340;
+
+/// The most of `s2`'s modelled time (num, den) that `u2`'s may take for the automatic choice to
+/// split the 32 x 32 tile instead, f64: 1.25x ahead. Where the model put `u2` 1.14-1.16x ahead,
+/// f64 NN ran 0.78-0.98x as fast and TT 0.89-1.09x; from 1.29x ahead 1.14-1.81x but one row
+/// 0.98x (H200, 2026-12-03, 34 shapes; docs/kernels/gemm.md, "f64 and f32: the 32 x 32 tile
+/// split in 2 where the model puts it ahead").
+const U2_AHEAD_F64: (usize, usize) = (4, 5);
+
+/// As [`U2_AHEAD_F64`] for exact f32 on the DMMA tiles: 1.1x ahead (f32 NN 1.06-1.65x where the
+/// model put `u2` 1.14x ahead or more, one row of 34 at 0.89x).
+const U2_AHEAD_F32: (usize, usize) = (10, 11);
 
 /// How much fuller `s`'s last round (two blocks per multiprocessor) may be than `l`'s last wave
 /// before the automatic choice leaves `l` for `s` (see [`dmma90_tile`]).

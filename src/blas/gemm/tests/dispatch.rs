@@ -448,9 +448,10 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((32000, 1, 4096), SplitK::Off), "gemm_dmma90_f64_t_nt");
     assert_eq!(pick_mnk((16, 28672, 100), SplitK::Auto), "gemm_dmma90_f64_h_nt");
     // Up to 80 where 16-wide strips waste much less than 64-wide tiles; short columns (h)
-    // only with k <= 512. Otherwise no 128-wide tile over 17 of its rows: s, split in 2 where
-    // 448 tiles leave up to 4 on an SM (3.4 on average).
-    assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Auto), "gemm_dmma90_f64_s2_nt");
+    // only with k <= 512. Otherwise no 128-wide tile over 17 of its rows: split in 2 where
+    // 448 tiles of 64 x 64 leave up to 4 on an SM (3.4 on average), on 32 x 32 tiles (u2:
+    // 896, which waste half as much of D).
+    assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Auto), "gemm_dmma90_f64_u2_nt");
     assert_eq!(pick_mnk((17, 28672, 4096), SplitK::Off), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((31, 4099, 257), SplitK::Auto), "gemm_dmma90_f64_h_nt");
     // 67 columns with long k: u split in 2 (390 blocks of 32 x 32) against 165 of 16 x 64.

@@ -1,5 +1,6 @@
 //! Exact f32 on the f64 tensor cores (ptx/gemm_dmma90_f32.cu): which devices and calls take it,
-//! the tile rule it shares with f64, its element variants and shared memory.
+//! the tile rule it shares with f64 (but for the margin of `u2` over `s2`), its element variants
+//! and shared memory.
 
 use super::*;
 use crate::blas::gemm::dispatch::choose_on;

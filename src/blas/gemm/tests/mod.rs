@@ -191,6 +191,7 @@ mod degenerate {
 mod aligned_copies;
 mod choice_memo;
 mod dispatch;
+mod dmma_u2_route;
 mod f32_dmma_route;
 mod partials_route;
 mod selftest_names;
