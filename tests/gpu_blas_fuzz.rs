@@ -438,7 +438,8 @@ fn wgmma_race_shapes_repeat() {
 /// every type, and two fixed products that f32 splits over `v` tiles past a wave of them
 /// (22016 x 128 x 4096 in 3 parts): the f32 split must have run. f64 and f32 also run fixed
 /// products that the DMMA tiles split in 2 on 32 x 32 tiles by the pairs' model (`dmma90_tile`),
-/// which must have run there on a device of 132 multiprocessors.
+/// which must have run there on a device of 132 multiprocessors, and f32 two products with a
+/// short side whose unaligned operands the DMMA tiles must read in place (no aligned copy).
 #[test]
 fn gemm_fuzz_waves() {
     let Some(ctx) = gpu!("gemm_fuzz_waves") else { return };
@@ -533,6 +534,23 @@ fn gemm_fuzz_waves() {
                     ty.name(),
                     report.kernels
                 );
+                reports.push(report);
+            }
+        }
+        if ty == FuzzType::F32 {
+            use Transpose::{N, T};
+            // A short side over long k with unaligned rows: the DMMA tiles' element variants read
+            // the operands in place (`F32_ELEMENT_SIDE`) rather than copy them aligned first.
+            let seed = run_seeds.last().copied().unwrap_or(0x0E1);
+            for (i, (ops, dims)) in [((T, T), (26, 6083, 1438)), ((N, N), (4878, 22, 3977))]
+                .into_iter()
+                .enumerate()
+            {
+                let case = plain_case(ty, ops, dims, 0.5);
+                let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0E1 + i as u64)).expect("case");
+                let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
+                let in_place = report.kernels.keys().all(|k| k.starts_with("gemm_dmma90_f32_"));
+                assert!(in_place || !h100, "f32 {ops:?} {dims:?} copied: {:?}", report.kernels);
                 reports.push(report);
             }
         }

@@ -544,13 +544,23 @@ fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f6
 
 /// The k from which exact f32 on the DMMA tiles copies an unaligned operand aligned first
 /// (`gemm_pack_b32`) rather than read it in place with the 4-byte element variants (the thin
-/// tiles always read in place). The variants' copies are a quarter as wide as the aligned
+/// tiles always read in place, and so does a product with a short side: [`F32_ELEMENT_SIDE`]). The variants' copies are a quarter as wide as the aligned
 /// tiles', so their cost grows with the main loop while the copy's does not: on an H200
 /// (2026-12-01, NN / TN against cuBLAS) the copy ran 777 x 1531 x 2049 0.84 / 0.79 -> 1.07 /
 /// 1.00, 3827 x 262 x 3075 0.69 / 0.81 -> 0.87 / 0.98, 12345 x 321 x 4567 0.79 / 0.90 -> 1.03 /
 /// 1.05, 1255 x 429 x 1038 0.76 / 0.78 -> 0.92 / 0.93, 997 x 1009 x 1013 0.83 / 0.90 -> 0.90 /
 /// 0.91, and lost at k = 179 (2831 x 702 x 179 0.68 / 0.82 -> 0.64 / 0.68); at k = 82 a tie.
 const F32_ELEMENT_MAX_K: usize = 512;
+
+/// Exact f32 on the DMMA tiles reads unaligned operands in place at any k where
+/// `1/m + 1/n >= 1 / F32_ELEMENT_SIDE` (a short side of about this or less): the copy reads and
+/// writes the long operand, which a product with a short side reads only a few times. H200
+/// (2026-12-03, A/B against copying from k = 512, f32 NN / TT, TFLOP/s): sides of 17-127 1.00-1.98x
+/// (geomean 1.43 over 26 rows; 26 x 6083 x 1438 NN 9.4 -> 18.6, 0.60 -> 1.18x cuBLAS; 127 x 4097
+/// x 2049 +17-19%), 160 x 4001 x 3001 -16 to -24%, 199 x 3001 x 2001 -17 to -23%, 3827 x 262 x
+/// 3075 -20 to -22% (docs/kernels/gemm.md, "f32 on the DMMA tiles: unaligned operands read in
+/// place beside a short side").
+const F32_ELEMENT_SIDE: usize = 128;
 
 /// Whether `choice` and the choice it gives way to (without memory for its copies) each ask for
 /// at most `room` bytes of dynamic shared memory per block.
@@ -665,7 +675,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
         let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
         let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
         let element = if T::NAME == "f32" {
-            thin || plan.k < F32_ELEMENT_MAX_K
+            thin || plan.k < F32_ELEMENT_MAX_K || F32_ELEMENT_SIDE * (plan.m + plan.n) >= plan.m * plan.n
         } else {
             thin || copy_costs
         };

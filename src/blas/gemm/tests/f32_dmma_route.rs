@@ -57,7 +57,7 @@ fn automatic_f32_runs_the_f64_tiles_rule() {
 }
 
 #[test]
-fn unaligned_operands_are_copied_from_k_512_and_read_in_place_below() {
+fn unaligned_operands_are_copied_from_k_512_unless_a_side_is_short() {
     let g = |k| Gemm::<f32>::new(Transpose::T, Transpose::N, 1000, 1000, k);
     // B one element in: its rows are not 16 bytes apart from the base. From k = 512 it is copied
     // aligned first (the CUDA cores if that copy finds no memory).
@@ -81,6 +81,26 @@ fn unaligned_operands_are_copied_from_k_512_and_read_in_place_below() {
     assert_eq!(h100(&odd, 0, true).name, "gemm_dmma90_f32_mu_nn");
     let thin = Gemm::<f32>::new(Transpose::N, Transpose::N, 4096, 16, 4096).ld(4097, 4096, 4096);
     assert_eq!(h100(&thin, 0, true).name, "gemm_dmma90_f32_tu_nn");
+    // A short side (1/m + 1/n >= 1/128) reads in place at any k: 26 and 127 rows, 63 columns;
+    // not 160 rows (tight leading dimensions, k odd: B's rows are not 16 bytes apart).
+    for (dims, reads_in_place) in [
+        ((26, 6083, 1439), true),
+        ((127, 4097, 2049), true),
+        ((4099, 63, 2047), true),
+        ((160, 4001, 3001), false),
+        ((3827, 262, 3075), false),
+    ] {
+        let (m, n, k) = dims;
+        let c = h100(&Gemm::<f32>::new(Transpose::N, Transpose::N, m, n, k), 0, true);
+        assert_eq!(
+            c.align == [false; 2],
+            reads_in_place,
+            "{dims:?}: {} {:?}",
+            c.name,
+            c.align
+        );
+        assert!(c.name.starts_with("gemm_dmma90_f32_"), "{dims:?}: {}", c.name);
+    }
     assert_eq!(
         element_variant("gemm_dmma90_f32_s2_tn").as_deref(),
         Some("gemm_dmma90_f32_s2u_tn")
