@@ -543,13 +543,14 @@ fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f6
 }
 
 /// The k from which exact f32 on the DMMA tiles copies an unaligned operand aligned first
-/// (`gemm_pack_b32`) rather than read it in place with the 4-byte element variants (the thin
-/// tiles always read in place, and so does a product with a short side: [`F32_ELEMENT_SIDE`]). The variants' copies are a quarter as wide as the aligned
-/// tiles', so their cost grows with the main loop while the copy's does not: on an H200
-/// (2026-12-01, NN / TN against cuBLAS) the copy ran 777 x 1531 x 2049 0.84 / 0.79 -> 1.07 /
-/// 1.00, 3827 x 262 x 3075 0.69 / 0.81 -> 0.87 / 0.98, 12345 x 321 x 4567 0.79 / 0.90 -> 1.03 /
-/// 1.05, 1255 x 429 x 1038 0.76 / 0.78 -> 0.92 / 0.93, 997 x 1009 x 1013 0.83 / 0.90 -> 0.90 /
-/// 0.91, and lost at k = 179 (2831 x 702 x 179 0.68 / 0.82 -> 0.64 / 0.68); at k = 82 a tie.
+/// (`gemm_pack_b32`) rather than read it in place with the 4-byte element variants (the thin tiles
+/// always read in place, and so does a product with a short side: [`F32_ELEMENT_SIDE`]). The
+/// variants' copies are a quarter as wide as the aligned tiles', so their cost grows with the main
+/// loop while the copy's does not: on an H200 (2026-12-01, NN / TN against cuBLAS) the copy ran 777
+/// x 1531 x 2049 0.84 / 0.79 -> 1.07 / 1.00, 3827 x 262 x 3075 0.69 / 0.81 -> 0.87 / 0.98, 12345 x
+/// 321 x 4567 0.79 / 0.90 -> 1.03 / 1.05, 1255 x 429 x 1038 0.76 / 0.78 -> 0.92 / 0.93, 997 x 1009
+/// x 1013 0.83 / 0.90 -> 0.90 / 0.91, and lost at k = 179 (2831 x 702 x 179 0.68 / 0.82 -> 0.64 /
+/// 0.68); at k = 82 a tie.
 const F32_ELEMENT_MAX_K: usize = 512;
 
 /// Exact f32 on the DMMA tiles reads unaligned operands in place at any k where

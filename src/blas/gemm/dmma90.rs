@@ -10,7 +10,8 @@ use super::{Kernel, SplitK, Tile};
 use crate::blas::MathMode;
 use crate::error::{bail_invalid, Result};
 
-/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile.
+/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile (`f32`:
+/// for exact f32 on these tiles, which take the same rule but for the margin of `u2` over `s2`).
 ///
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `p` (128 x 64 of 4
 /// warps, two), `s` (64 x 64, two), `q` (64 x 64, three), `u` (32 x 32); `s` and `u` also split k
@@ -200,13 +201,13 @@ const U_BLOCK_COST: usize = 340;
 
 /// The most of `s2`'s modelled time (num, den) that `u2`'s may take for the automatic choice to
 /// split the 32 x 32 tile instead, f64: 1.25x ahead. Where the model put `u2` 1.14-1.16x ahead,
-/// f64 NN ran 0.78-0.98x as fast and TT 0.89-1.09x; from 1.29x ahead 1.14-1.81x but one row
-/// 0.98x (H200, 2026-12-03, 34 shapes; docs/kernels/gemm.md, "f64 and f32: the 32 x 32 tile
-/// split in 2 where the model puts it ahead").
+/// f64 NN ran 0.78-1.09x as fast (geomean 0.95) and TT 0.89-1.09x; from 1.29x ahead 1.10-1.81x
+/// but two rows at 0.98x (H200, 2026-12-03, 47 shapes; docs/kernels/gemm.md, "f64 and f32: the
+/// 32 x 32 tile split in 2 where the model puts it ahead").
 const U2_AHEAD_F64: (usize, usize) = (4, 5);
 
-/// As [`U2_AHEAD_F64`] for exact f32 on the DMMA tiles: 1.1x ahead (f32 NN 1.06-1.65x where the
-/// model put `u2` 1.14x ahead or more, one row of 34 at 0.89x).
+/// As [`U2_AHEAD_F64`] for exact f32 on the DMMA tiles: 1.1x ahead (f32 NN, TT and NT 1.04-1.90x
+/// where the model put `u2` 1.14x ahead or more, one shape of 34 at 0.89-0.96x).
 const U2_AHEAD_F32: (usize, usize) = (10, 11);
 
 /// How much fuller `s`'s last round (two blocks per multiprocessor) may be than `l`'s last wave
