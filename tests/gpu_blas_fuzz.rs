@@ -502,6 +502,9 @@ fn gemm_fuzz_waves() {
                 assert!(ran, "tf32: no straddling-row case ran {kernel}");
             }
         }
+        // The DMMA rules below are an H100's / H200's: compute capability 9.0 with fast f64
+        // units (exact f32 runs on them) and 132 multiprocessors (the rounds of the model).
+        let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
         if matches!(ty, FuzzType::F64 | FuzzType::F32) {
             use Transpose::{N, T};
             // Where the pairs' model puts the 32 x 32 tile split in 2 (u2) ahead of the 64 x 64
@@ -522,12 +525,10 @@ fn gemm_fuzz_waves() {
                     ..plain_case(ty, ops, dims, 0.5)
                 };
                 let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0B2 + i as u64)).expect("case");
-                // The rule's rounds are those of an H100 / H200 (132 multiprocessors).
                 let ran = report
                     .kernels
                     .keys()
                     .any(|k| k.contains(&format!("gemm_dmma90_{}_u2", ty.name())));
-                let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
                 assert!(
                     ran || !h100,
                     "{}: {ops:?} {dims:?} did not run u2: {:?}",
@@ -548,7 +549,6 @@ fn gemm_fuzz_waves() {
             {
                 let case = plain_case(ty, ops, dims, 0.5);
                 let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0E1 + i as u64)).expect("case");
-                let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
                 let in_place = report.kernels.keys().all(|k| k.starts_with("gemm_dmma90_f32_"));
                 assert!(in_place || !h100, "f32 {ops:?} {dims:?} copied: {:?}", report.kernels);
                 reports.push(report);
