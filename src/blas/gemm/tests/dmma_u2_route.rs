@@ -3,20 +3,14 @@
 //! (H200, 2026-12-03; docs/kernels/gemm.md).
 
 use super::*;
-use crate::blas::gemm::dispatch::choose_on;
 
-/// The kernel the automatic choice runs for `m x n x k` in `T` on an H100 (compute capability
-/// 9.0, 132 multiprocessors, exact f32 on the f64 tensor cores), operands aligned.
+/// The kernel the automatic choice runs for `m x n x k` in `T` on an H100 (exact f32 on the f64
+/// tensor cores), operands aligned.
 fn kernel<T: GemmType + Copy + From<u8> + Into<f64>>(
     ops: (Transpose, Transpose),
     (m, n, k): (usize, usize, usize),
 ) -> String {
-    let g = Gemm::<T>::new(ops.0, ops.1, m, n, k);
-    let plan = g.plan([1 << 30; 3], None).unwrap();
-    let p = g.params(&plan, [0, 0, 0], 0);
-    choose_on::<T, T>(&g, &plan, &p, (9, 0), 132, true)
-        .expect("choice")
-        .name
+    choose_on_h100(&Gemm::<T>::new(ops.0, ops.1, m, n, k), 0, true).name
 }
 
 /// The shapes, with the split the rule gives f64 and f32 (NN); in brackets what the A/B

@@ -3,15 +3,12 @@
 //! and shared memory.
 
 use super::*;
-use crate::blas::gemm::dispatch::choose_on;
 use crate::blas::gemm::dmma90::{dmma90_smem, element_variant, f32_on_f64_cores};
 
-/// The choice for an f32 `g` (A at 0, B at `b`) on an H100 (compute capability 9.0, 132
-/// multiprocessors) whose f64 tensor cores take exact f32 when `f64_cores`.
+/// The choice for an f32 `g` (A at 0, B at `b`) on an H100 whose f64 tensor cores take exact
+/// f32 when `f64_cores`.
 fn h100(g: &Gemm<f32>, b: u64, f64_cores: bool) -> Choice {
-    let plan = g.plan([1 << 30; 3], None).unwrap();
-    let p = g.params(&plan, [0, b, 0], 0);
-    choose_on::<f32, f32>(g, &plan, &p, (9, 0), 132, f64_cores).expect("choice")
+    choose_on_h100(g, b, f64_cores)
 }
 
 #[test]
@@ -42,12 +39,7 @@ fn automatic_f32_runs_the_f64_tiles_rule() {
         assert_eq!(c.name, kernel, "{m} x {n} x {k}");
         assert_eq!(c.family, Family::Dmma);
         // The same choice as f64's, by name.
-        let f64_choice = {
-            let g = Gemm::<f64>::new(Transpose::N, Transpose::N, m, n, k);
-            let plan = g.plan([1 << 30; 3], None).unwrap();
-            let p = g.params(&plan, [0, 0, 0], 0);
-            choose_on::<f64, f64>(&g, &plan, &p, (9, 0), 132, true).unwrap()
-        };
+        let f64_choice = choose_on_h100(&Gemm::<f64>::new(Transpose::N, Transpose::N, m, n, k), 0, true);
         assert_eq!(f64_choice.name.replace("_f64_", "_f32_"), c.name);
         assert_eq!((f64_choice.tile, f64_choice.threads), (c.tile, c.threads));
         assert_eq!(f64_choice.cluster_k, c.cluster_k);

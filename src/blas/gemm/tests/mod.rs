@@ -188,6 +188,15 @@ mod degenerate {
     }
 }
 
+/// The automatic choice (`choose_on`) for `g` on an H100 (compute capability 9.0, 132
+/// multiprocessors) whose f64 tensor cores take exact f32 when `f64_cores`: A at 0, B at `b`,
+/// on buffers long enough for every problem of these tests.
+fn choose_on_h100<T: GemmType + Copy + From<u8> + Into<f64>>(g: &Gemm<T>, b: u64, f64_cores: bool) -> Choice {
+    let plan = g.plan([1 << 30; 3], None).unwrap();
+    let p = g.params(&plan, [0, b, 0], 0);
+    super::dispatch::choose_on::<T, T>(g, &plan, &p, (9, 0), 132, f64_cores).expect("choice")
+}
+
 mod aligned_copies;
 mod choice_memo;
 mod dispatch;
