@@ -509,11 +509,14 @@ fn gemm_fuzz_waves() {
             use Transpose::{N, T};
             // Where the pairs' model puts the 32 x 32 tile split in 2 (u2) ahead of the 64 x 64
             // one (s2) on the DMMA tiles: a short side over 64-wide tiles, one round of pairs
-            // against two of u, leading dimensions one longer; f32 from a smaller margin.
+            // against two of u, leading dimensions one longer; f32 from a smaller margin. And
+            // one to one and a half waves of u tiles, split in 2 (`U2_OVER_U_MAX_BUSIEST`).
             let mut cases = vec![
                 ((N, N), (600, 400, 2500), [0; 3]),
                 ((T, T), (28, 4386, 3703), [0; 3]),
                 ((N, T), (1061, 224, 1549), [1, 1, 0]),
+                ((N, N), (216, 665, 3590), [0; 3]),
+                ((T, T), (619, 275, 1130), [1, 1, 0]),
             ];
             if ty == FuzzType::F32 {
                 cases.push(((T, N), (1691, 162, 1636), [0; 3]));
@@ -540,6 +543,26 @@ fn gemm_fuzz_waves() {
         }
         if ty == FuzzType::F32 {
             use Transpose::{N, T};
+            // Where the s2 rule splits the 64 x 64 tile, exact f32 runs one to five waves of the
+            // 32 x 32 one unsplit (`F32_U_OVER_S2_MAX_BUSIEST`): aligned, and copied aligned.
+            let seed = run_seeds.last().copied().unwrap_or(0x0F5);
+            for (i, (ops, dims)) in [((N, N), (64, 5664, 1776)), ((T, T), (1249, 271, 2524))]
+                .into_iter()
+                .enumerate()
+            {
+                let case = plain_case(ty, ops, dims, 0.5);
+                let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0F5 + i as u64)).expect("case");
+                let whole_u = report
+                    .kernels
+                    .keys()
+                    .any(|k| k.contains("gemm_dmma90_f32_u_") || k.contains("gemm_dmma90_f32_uu_"));
+                assert!(
+                    whole_u || !h100,
+                    "f32 {ops:?} {dims:?} did not run u: {:?}",
+                    report.kernels
+                );
+                reports.push(report);
+            }
             // A short side over long k with unaligned rows: the DMMA tiles' element variants read
             // the operands in place (`F32_ELEMENT_SIDE`) rather than copy them aligned first.
             let seed = run_seeds.last().copied().unwrap_or(0x0E1);

@@ -69,8 +69,15 @@ use crate::error::{bail_invalid, Result};
 /// * `m` for half a wave to a wave of its tiles (768 x 1024 x 768 0.49x -> 0.73x, 896 x 1024 x
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
+///   Exact f32 runs `u` unsplit instead of `s2` where `u` makes one to
+///   [`F32_U_OVER_S2_MAX_BUSIEST`] waves of its tiles, `s2`'s last round is at most
+///   [`F32_U_OVER_S2_MAX_FILL`] full and the operands are not both k-contiguous (64 x 5664 x
+///   1776 NN / NT +29%, 512 x 768 x 2048 +30-32%, 1249 x 271 x 2524 +14-27%);
 /// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
-///   with k >= 1024; `u` from a wave of its tiles; below that `u` split in 2 (k >= 256).
+///   with k >= 1024; `u` from a wave of its tiles, split in 2 from k = [`U2_OVER_U_MIN_K`] where
+///   that puts at most [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (f64 216 x
+///   665 x 3590 +17-32%, 300 x 500 x 3000 +26-29%; f32 +4-34%); below a wave `u` split in 2 (k
+///   >= 256).
 /// * Where `s` (unsplit) is taken and k is at most [`Q_MAX_K`], `q` (the same tile in three
 ///   blocks per multiprocessor) when its rounds of three leave the busiest multiprocessor fewer
 ///   rounds than `s`'s of two: where the blocks are short-lived, a third block per
@@ -173,7 +180,20 @@ pub(crate) fn dmma90_tile(
             // clearly less time than s's (a u block costing U_BLOCK_COST of an s block).
             let (u2, s2) = (paired_time(2 * tu, sms) * U_BLOCK_COST, paired_time(2 * ts, sms) * 1000);
             let (num, den) = if f32 { U2_AHEAD_F32 } else { U2_AHEAD_F64 };
-            (if u2 * den <= s2 * num { 'u' } else { 's' }, 2)
+            if u2 * den <= s2 * num {
+                ('u', 2)
+            } else if f32
+                && plan.ops != "tn"
+                && fill(2 * ts, 2 * sms) <= F32_U_OVER_S2_MAX_FILL
+                && tu >= sms
+                && tu <= F32_U_OVER_S2_MAX_BUSIEST * sms
+            {
+                // Exact f32 with at most one k-contiguous operand, where s2's last round of
+                // pairs leaves slots empty: one to five waves of u blocks, all resident at once.
+                ('u', 1)
+            } else {
+                ('s', 2)
+            }
         }
         Tile::Auto if m_half_wave => ('m', 1),
         Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => {
@@ -188,11 +208,50 @@ pub(crate) fn dmma90_tile(
                 1,
             )
         }
-        Tile::Auto if tu >= sms => ('u', 1),
+        Tile::Auto if tu >= sms => (
+            'u',
+            if may_split && plan.k >= U2_OVER_U_MIN_K && 2 * tu <= U2_OVER_U_MAX_BUSIEST * sms {
+                2
+            } else {
+                1
+            },
+        ),
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
     })
 }
+
+/// The least k at which a wave or more of `u` tiles splits k in 2 where the split puts at most
+/// [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (see [`dmma90_tile`]; the
+/// A/B's k ran 1130-4417).
+const U2_OVER_U_MIN_K: usize = 1024;
+/// The most `u2` blocks on the busiest multiprocessor for which 1 to 1.5 waves of `u` tiles
+/// split k in 2: there the busiest multiprocessor goes from 2 whole blocks to 3 halves while the
+/// rest go from 1 to 2 or 3. H200, 2026-12-03, A/B of 17 such shapes (133-184 tiles, k
+/// 1130-4009) in NN and TT: f64 1.07-1.39x, f32 1.04-1.34x, every row faster; 8 of them in NT
+/// and TN: f64 1.20-1.32x / 1.03-1.49x, f32 1.11-1.29x / 1.02-1.24x. At 4 blocks (199-264 tiles,
+/// measured at 208-228: the busiest multiprocessor's share of the work unchanged) 0.93-1.07x, so no split there
+/// (docs/kernels/gemm.md, "f64 and f32: a wave and a half of 32 x 32 tiles split in 2; exact f32
+/// on whole 32 x 32 tiles where s2 leaves slots empty").
+const U2_OVER_U_MAX_BUSIEST: usize = 3;
+
+/// The most `u` blocks per multiprocessor (all resident at once: 40 KiB of shared memory each)
+/// for which exact f32 runs the 32 x 32 tile unsplit where the `s2` rule would split the 64 x
+/// 64 one, the model does not put `u2` ahead, `s2`'s last round of pairs is at most
+/// [`F32_U_OVER_S2_MAX_FILL`] full and the kernel's operands are not both k-contiguous (`tn`).
+/// H200, 2026-12-03, A/B in NN and TT of 9 such shapes (215-646 `u` tiles, k 1229-3756, `s2`'s
+/// last round 0.50-0.86 full): 1.02-1.32x in 17 rows of 18, 159 x 3994 x 3756 TT 0.93x; 8 of them
+/// in NT 1.09-1.32x. f32
+/// reads half f64's bytes per element, which the 32 x 32 tile, reading each operand twice as
+/// often as `s`, feels most; f64 kept `s2` (1249 x 271 x 2524: `s2` 26.8 TFLOP/s, `u` 23.5).
+/// Against it: `tn` in every shape (0.68-1.00x: both operands k-contiguous), and `s2` filling
+/// its round (4096 x 128 x 4096 and 64 x 8192 x 8192, 0.97 full: NN 0.82-0.93x, TT 0.80-0.98x).
+/// Where the model put `u2` ahead, `u` ran 0.91-1.12x `u2`, so `u2` stays.
+const F32_U_OVER_S2_MAX_BUSIEST: usize = 5;
+/// The fullest last round of `s2` pairs (over two blocks per multiprocessor) at which exact
+/// f32 may take `u` unsplit instead ([`F32_U_OVER_S2_MAX_BUSIEST`]): 0.86 gained 5-8%, 0.97-0.99
+/// lost up to 20% or tied.
+const F32_U_OVER_S2_MAX_FILL: f64 = 0.9;
 
 /// What a `u` block (32 x 32) costs in thousandths of an `s` block (64 x 64), both two per
 /// multiprocessor over the same k: fitted on f64 600 x 400 x 2500 (H200, 2026-12-03; see
