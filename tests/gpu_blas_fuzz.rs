@@ -507,73 +507,59 @@ fn gemm_fuzz_waves() {
         let h100 = ctx.compute_capability() == (9, 0) && ctx.limits().multiprocessor_count == 132;
         if matches!(ty, FuzzType::F64 | FuzzType::F32) {
             use Transpose::{N, T};
-            // Where the pairs' model puts the 32 x 32 tile split in 2 (u2) ahead of the 64 x 64
-            // one (s2) on the DMMA tiles: a short side over 64-wide tiles, one round of pairs
-            // against two of u, leading dimensions one longer; f32 from a smaller margin. And
-            // one to one and a half waves of u tiles, split in 2 (`U2_OVER_U_MAX_BUSIEST`).
-            let mut cases = vec![
-                ((N, N), (600, 400, 2500), [0; 3]),
-                ((T, T), (28, 4386, 3703), [0; 3]),
-                ((N, T), (1061, 224, 1549), [1, 1, 0]),
-                ((N, N), (216, 665, 3590), [0; 3]),
-                ((T, T), (619, 275, 1130), [1, 1, 0]),
+            // Products that must run a given DMMA kernel (f32 only where marked): the kernel's
+            // letters after `gemm_dmma90_<type>_`, `u` for the 32 x 32 tile unsplit (aligned or
+            // its element variant), or "in place" for no aligned copy first.
+            // - u2 where the pairs' model puts it ahead of s2: a short side over 64-wide tiles,
+            //   one round of pairs against two of u, leading dimensions one longer; f32 from a
+            //   smaller margin. And one to one and a half waves of u tiles (`U2_OVER_U_MAX_BUSIEST`).
+            // - Exact f32 on whole u tiles where s2 leaves slots empty (`F32_U_OVER_S2_MAX_FILL`):
+            //   aligned, and copied aligned.
+            // - Exact f32 with a short side over long k and unaligned rows: the element variants
+            //   read in place (`F32_ELEMENT_SIDE`).
+            // - The element variants in three blocks per multiprocessor over short k (`element_q`).
+            // (f32 only, ops, m x n x k, ld_pad, the kernel it must run)
+            type DmmaCase = (
+                bool,
+                (Transpose, Transpose),
+                (usize, usize, usize),
+                [usize; 3],
+                &'static str,
+            );
+            let cases: [DmmaCase; 11] = [
+                (false, (N, N), (600, 400, 2500), [0; 3], "u2"),
+                (false, (T, T), (28, 4386, 3703), [0; 3], "u2"),
+                (false, (N, T), (1061, 224, 1549), [1, 1, 0], "u2"),
+                (false, (N, N), (216, 665, 3590), [0; 3], "u2"),
+                (false, (T, T), (619, 275, 1130), [1, 1, 0], "u2"),
+                (true, (T, N), (1691, 162, 1636), [0; 3], "u2"),
+                (true, (N, N), (64, 5664, 1776), [0; 3], "u"),
+                (true, (T, T), (1249, 271, 2524), [0; 3], "u"),
+                (true, (T, T), (26, 6083, 1438), [0; 3], "in place"),
+                (true, (N, N), (4878, 22, 3977), [0; 3], "in place"),
+                (false, (N, N), (3826, 373, 195), [0; 3], "qu"),
             ];
-            if ty == FuzzType::F32 {
-                cases.push(((T, N), (1691, 162, 1636), [0; 3]));
-            }
+            let prefix = format!("gemm_dmma90_{}_", ty.name());
+            let runs = |key: &str, want: &str| match want {
+                "in place" => key.starts_with(&prefix),
+                "u" => key.contains(&format!("{prefix}u_")) || key.contains(&format!("{prefix}uu_")),
+                letters => key.contains(&format!("{prefix}{letters}")),
+            };
             let seed = run_seeds.last().copied().unwrap_or(0x0B2);
-            for (i, (ops, dims, ld_pad)) in cases.into_iter().enumerate() {
+            let cases = cases.into_iter().filter(|c| !c.0 || ty == FuzzType::F32);
+            for (i, (_, ops, dims, ld_pad, want)) in cases.enumerate() {
                 let case = GemmCase {
                     ld_pad,
                     ..plain_case(ty, ops, dims, 0.5)
                 };
                 let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0B2 + i as u64)).expect("case");
-                let ran = report
-                    .kernels
-                    .keys()
-                    .any(|k| k.contains(&format!("gemm_dmma90_{}_u2", ty.name())));
+                let ran = report.kernels.keys().any(|k| runs(k, want));
                 assert!(
                     ran || !h100,
-                    "{}: {ops:?} {dims:?} did not run u2: {:?}",
+                    "{}: {ops:?} {dims:?} did not run {want}: {:?}",
                     ty.name(),
                     report.kernels
                 );
-                reports.push(report);
-            }
-        }
-        if ty == FuzzType::F32 {
-            use Transpose::{N, T};
-            // Where the s2 rule splits the 64 x 64 tile, exact f32 runs one to five waves of the
-            // 32 x 32 one unsplit (`F32_U_OVER_S2_MAX_BUSIEST`): aligned, and copied aligned.
-            let seed = run_seeds.last().copied().unwrap_or(0x0F5);
-            for (i, (ops, dims)) in [((N, N), (64, 5664, 1776)), ((T, T), (1249, 271, 2524))]
-                .into_iter()
-                .enumerate()
-            {
-                let case = plain_case(ty, ops, dims, 0.5);
-                let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0F5 + i as u64)).expect("case");
-                let whole_u = report
-                    .kernels
-                    .keys()
-                    .any(|k| k.contains("gemm_dmma90_f32_u_") || k.contains("gemm_dmma90_f32_uu_"));
-                assert!(
-                    whole_u || !h100,
-                    "f32 {ops:?} {dims:?} did not run u: {:?}",
-                    report.kernels
-                );
-                reports.push(report);
-            }
-            // A short side over long k with unaligned rows: the DMMA tiles' element variants read
-            // the operands in place (`F32_ELEMENT_SIDE`) rather than copy them aligned first.
-            let seed = run_seeds.last().copied().unwrap_or(0x0E1);
-            for (i, (ops, dims)) in [((T, T), (26, 6083, 1438)), ((N, N), (4878, 22, 3977))]
-                .into_iter()
-                .enumerate()
-            {
-                let case = plain_case(ty, ops, dims, 0.5);
-                let report = fuzz::gemm_case(&stream, &case, 2, seed ^ (0x0E1 + i as u64)).expect("case");
-                let in_place = report.kernels.keys().all(|k| k.starts_with("gemm_dmma90_f32_"));
-                assert!(in_place || !h100, "f32 {ops:?} {dims:?} copied: {:?}", report.kernels);
                 reports.push(report);
             }
         }

@@ -8,7 +8,8 @@ use super::builder::{Gemm, Plan};
 use super::choice::{Choice, Family};
 use super::choice_cache::{self, Key};
 use super::dmma90::{
-    dmma90_config, dmma90_smem, dmma90_tile, element_variant as dmma90_element_variant, f32_on_dmma, f32_on_f64_cores,
+    dmma90_config, dmma90_smem, dmma90_tile, element_q as dmma90_element_q, element_variant as dmma90_element_variant,
+    f32_on_dmma, f32_on_f64_cores,
 };
 use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
@@ -681,7 +682,14 @@ pub(crate) fn choose_on<T: GemmType, S>(
             thin || copy_costs
         };
         if element && element_aligned {
-            choice.name = name;
+            // `s` in three blocks per multiprocessor (`q`, the same tile and launch) for the
+            // element variants over short k where that takes fewer rounds (`element_q`).
+            let unsplit_s = choice.name == format!("gemm_dmma90_{}_s_{}", T::NAME, plan.ops);
+            choice.name = if unsplit_s && g.tile == Tile::Auto && dmma90_element_q(plan, g.batch, sms) {
+                format!("gemm_dmma90_{}_qu_{}", T::NAME, plan.ops)
+            } else {
+                name
+            };
             return Ok(choice);
         }
     }

@@ -291,6 +291,28 @@ const THIN_SPLIT_MIN_K: usize = 256;
 /// [`dmma90_tile`]): at k = 128-131 the two ran within 3% of each other, from k = 376 `s` ahead.
 const Q_MAX_K: usize = 128;
 
+/// Whether the automatic choice runs `q` rather than `s` (unsplit) where the operands are read
+/// one element at a time (the element variants, `qu` for `su`): k at most [`Q_ELEMENT_MAX_K`]
+/// and `q`'s rounds of three blocks leave the busiest multiprocessor fewer rounds than `s`'s of
+/// two. The element variants' 8- or 4-byte copies leave a block more waiting than the 16-byte
+/// ones, which a third block per multiprocessor hides past `Q_MAX_K`. H200, 2026-12-03, A/B of
+/// 21 shapes (k 138-512, 3-22 blocks of `s` on the busiest multiprocessor, NN / TN / TT): f32
+/// `su` -> `qu` 1.09-1.39x in every row (3826 x 373 x 195 NN 0.58 -> 0.83x cuBLAS, 1941 x 3436 x
+/// 470 NN 0.76 -> 0.95x), f64 0.99-1.34x (1013 x 1398 x 194 NN 0.66 -> 0.93x, 237 x 4500 x 487
+/// 1.13-1.27x). On aligned operands the same change ran 0.96-1.07x (TN 1.20-1.27x at 3 blocks),
+/// so `s` keeps them from k = [`Q_MAX_K`] (docs/kernels/gemm.md, "f64 and f32: three 64 x 64
+/// blocks per multiprocessor on element-wise operands up to k = 512").
+pub(crate) fn element_q(plan: &Plan, batch: usize, sms: usize) -> bool {
+    let busiest = tiles2(plan.m, plan.n, (64, 64))
+        .saturating_mul(batch)
+        .div_ceil(sms.max(1));
+    plan.k <= Q_ELEMENT_MAX_K && busiest.div_ceil(3) < busiest.div_ceil(2)
+}
+
+/// The longest k for which the element variants take `q` over `s` ([`element_q`]; measured to
+/// k = 487).
+const Q_ELEMENT_MAX_K: usize = 512;
+
 /// What splitting k over a cluster's 2 blocks costs, in k of a block's work (the partial tile
 /// handed over and added).
 const SPLIT_COST_K: usize = 16;

@@ -200,6 +200,7 @@ fn choose_on_h100<T: GemmType + Copy + From<u8> + Into<f64>>(g: &Gemm<T>, b: u64
 mod aligned_copies;
 mod choice_memo;
 mod dispatch;
+mod dmma_element_q_route;
 mod dmma_u2_route;
 mod f32_dmma_route;
 mod partials_route;
