@@ -65,14 +65,14 @@ use crate::error::{bail_invalid, Result};
 ///   instead where the pairs' model, a `u` block costing [`U_BLOCK_COST`] of an `s` block, puts
 ///   it [`U2_AHEAD_F64`] ahead (f32: [`U2_AHEAD_F32`]): smaller tiles waste less of D and even
 ///   the rounds out (H200, 2026-12-03, A/B: f64 600 x 400 x 2500 +48%, 17 x 28672 x 4096
-///   +36-38%, 28 x 4386 x 3703 +53-80%, 155 x 2833 x 6222 +20-22%; f32 NN 1.06-1.65x);
+///   +36-38%, 28 x 4386 x 3703 +53-80%, 155 x 2833 x 6222 +20-22%; f32 NN 1.06-1.65x).
+///   Where the model leaves `u2` behind, exact f32 runs `u` unsplit instead of `s2` when `u`
+///   makes one to [`F32_U_OVER_S2_MAX_BUSIEST`] waves of its tiles, `s2`'s last round is at
+///   most [`F32_U_OVER_S2_MAX_FILL`] full and the operands are not both k-contiguous (64 x
+///   5664 x 1776 NN / NT +29%, 512 x 768 x 2048 +30-32%, 1249 x 271 x 2524 +14-27%);
 /// * `m` for half a wave to a wave of its tiles (768 x 1024 x 768 0.49x -> 0.73x, 896 x 1024 x
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
-///   Exact f32 runs `u` unsplit instead of `s2` where `u` makes one to
-///   [`F32_U_OVER_S2_MAX_BUSIEST`] waves of its tiles, `s2`'s last round is at most
-///   [`F32_U_OVER_S2_MAX_FILL`] full and the operands are not both k-contiguous (64 x 5664 x
-///   1776 NN / NT +29%, 512 x 768 x 2048 +30-32%, 1249 x 271 x 2524 +14-27%);
 /// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
 ///   with k >= 1024; `u` from a wave of its tiles, split in 2 from k = [`U2_OVER_U_MIN_K`] where
 ///   that puts at most [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (f64 216 x
@@ -85,7 +85,9 @@ use crate::error::{bail_invalid, Result};
 ///   every op: 1536 x 1536 x 96 0.77-0.81x -> 0.95-1.03x cuBLAS, 4096 x 4096 x 16 +1-10%, batches
 ///   38 x 284 x 42 x 240 and 201 x 154 x 41 x 65 +14-22% but TT at k 42 +0-2%, 100 x 60 x 64 x 500
 ///   +8-10%; forced, 64 x 64 x 64 x 512, as many rounds either way, -4% NN / NT / TN; from k =
-///   376 `q` was 1-10% slower than `s`, at k = 1677 up to 15%).
+///   376 `q` was 1-10% slower than `s`, at k = 1677 up to 15%). Dispatch takes `q` by the same
+///   count of rounds up to k = 512 where the operands are read one element at a time
+///   ([`element_q`]).
 pub(crate) fn dmma90_tile(
     tile: Tile,
     split: SplitK,
@@ -229,10 +231,10 @@ const U2_OVER_U_MIN_K: usize = 1024;
 /// split k in 2: there the busiest multiprocessor goes from 2 whole blocks to 3 halves while the
 /// rest go from 1 to 2 or 3. H200, 2026-12-03, A/B of 17 such shapes (133-184 tiles, k
 /// 1130-4009) in NN and TT: f64 1.07-1.39x, f32 1.04-1.34x, every row faster; 8 of them in NT
-/// and TN: f64 1.20-1.32x / 1.03-1.49x, f32 1.11-1.29x / 1.02-1.24x. At 4 blocks (199-264 tiles,
-/// measured at 208-228: the busiest multiprocessor's share of the work unchanged) 0.93-1.07x, so no split there
-/// (docs/kernels/gemm.md, "f64 and f32: a wave and a half of 32 x 32 tiles split in 2; exact f32
-/// on whole 32 x 32 tiles where s2 leaves slots empty").
+/// and TN: f64 1.20-1.32x / 1.03-1.49x, f32 1.11-1.29x / 1.02-1.24x. At 4 blocks (199-264
+/// tiles, measured at 208-228: the busiest multiprocessor's share of the work unchanged)
+/// 0.93-1.07x, so no split there (docs/kernels/gemm.md, "f64 and f32: a wave and a half of 32 x
+/// 32 tiles split in 2; exact f32 on whole 32 x 32 tiles where s2 leaves slots empty").
 const U2_OVER_U_MAX_BUSIEST: usize = 3;
 
 /// The most `u` blocks per multiprocessor (all resident at once: 40 KiB of shared memory each)
@@ -240,10 +242,10 @@ const U2_OVER_U_MAX_BUSIEST: usize = 3;
 /// 64 one, the model does not put `u2` ahead, `s2`'s last round of pairs is at most
 /// [`F32_U_OVER_S2_MAX_FILL`] full and the kernel's operands are not both k-contiguous (`tn`).
 /// H200, 2026-12-03, A/B in NN and TT of 9 such shapes (215-646 `u` tiles, k 1229-3756, `s2`'s
-/// last round 0.50-0.86 full): 1.02-1.32x in 17 rows of 18, 159 x 3994 x 3756 TT 0.93x; 8 of them
-/// in NT 1.09-1.32x. f32
-/// reads half f64's bytes per element, which the 32 x 32 tile, reading each operand twice as
-/// often as `s`, feels most; f64 kept `s2` (1249 x 271 x 2524: `s2` 26.8 TFLOP/s, `u` 23.5).
+/// last round 0.50-0.86 full): 1.02-1.32x in 17 rows of 18, 159 x 3994 x 3756 TT 0.93x; 8 of
+/// them in NT 1.09-1.32x. f32 reads half f64's bytes per element, which the 32 x 32 tile,
+/// reading each operand twice as often as `s`, feels most; f64 kept `s2` (1249 x 271 x 2524:
+/// `s2` 26.8 TFLOP/s, `u` 23.5).
 /// Against it: `tn` in every shape (0.68-1.00x: both operands k-contiguous), and `s2` filling
 /// its round (4096 x 128 x 4096 and 64 x 8192 x 8192, 0.97 full: NN 0.82-0.93x, TT 0.80-0.98x).
 /// Where the model put `u2` ahead, `u` ran 0.91-1.12x `u2`, so `u2` stays.
