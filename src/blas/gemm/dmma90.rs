@@ -198,18 +198,14 @@ pub(crate) fn dmma90_tile(
             }
         }
         Tile::Auto if m_half_wave => ('m', 1),
-        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => {
-            // The busiest multiprocessor's rounds of `per` blocks at a time.
-            let rounds = |per: usize| s_busiest.div_ceil(per);
-            (
-                if plan.k <= Q_MAX_K && rounds(3) < rounds(2) {
-                    'q'
-                } else {
-                    's'
-                },
-                1,
-            )
-        }
+        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => (
+            if q_saves_rounds(plan, s_busiest, Q_MAX_K) {
+                'q'
+            } else {
+                's'
+            },
+            1,
+        ),
         Tile::Auto if tu >= sms => (
             'u',
             if may_split && plan.k >= U2_OVER_U_MIN_K && 2 * tu <= U2_OVER_U_MAX_BUSIEST * sms {
@@ -305,10 +301,17 @@ const Q_MAX_K: usize = 128;
 /// so `s` keeps them from k = [`Q_MAX_K`] (docs/kernels/gemm.md, "f64 and f32: three 64 x 64
 /// blocks per multiprocessor on element-wise operands up to k = 512").
 pub(crate) fn element_q(plan: &Plan, batch: usize, sms: usize) -> bool {
-    let busiest = tiles2(plan.m, plan.n, (64, 64))
+    let s_busiest = tiles2(plan.m, plan.n, (64, 64))
         .saturating_mul(batch)
         .div_ceil(sms.max(1));
-    plan.k <= Q_ELEMENT_MAX_K && busiest.div_ceil(3) < busiest.div_ceil(2)
+    q_saves_rounds(plan, s_busiest, Q_ELEMENT_MAX_K)
+}
+
+/// Whether `q` replaces `s` (unsplit) for k up to `max_k`: its rounds of three blocks leave the
+/// busiest multiprocessor, which holds `s_busiest` blocks of 64 x 64, fewer rounds than `s`'s
+/// rounds of two (the rule of [`dmma90_tile`] with [`Q_MAX_K`], and of [`element_q`]).
+fn q_saves_rounds(plan: &Plan, s_busiest: usize, max_k: usize) -> bool {
+    plan.k <= max_k && s_busiest.div_ceil(3) < s_busiest.div_ceil(2)
 }
 
 /// The longest k for which the element variants take `q` over `s` ([`element_q`]; measured to
