@@ -25,12 +25,12 @@
 //       The thin tiles: a product with a side
 //       of at most 16 (a decode step's tokens) is memory-bound, so these stream the long operand
 //       once, 256 bytes of k per row and stage, where the square tiles compute 2-8x the rows
-//       that exist (docs/kernels/gemm.md, "Thin tiles").
+//       that exist (docs/kernels/gemm-dmma.md, "Thin tiles").
 // BK = 16 except for t and h. Dynamic shared memory = STAGES * 8 * (slot(BM) + slot(BN)) bytes,
 // slot(rows) = max(rows * (BK + 4), BK * (rows + 4)) (either layout of the tile; the opt-in above
 // 48 KiB is needed for l, m, p, q, s, t and h; every tile has an 8-byte variant `<tile>u`, at the
 // end of the file). The template also takes BK = 32, m16n8k16 shapes and splits
-// in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm.md for
+// in 4 (with a DMMA90_CLUSTER_4 definition beside the two below); see docs/kernels/gemm-dmma.md for
 // the configurations measured and dropped.
 //
 // Split k (SPLIT = 2): the kernel is compiled with a cluster shape of 2 x 1 x 1; the two blocks

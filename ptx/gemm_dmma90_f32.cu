@@ -8,7 +8,7 @@
 //
 // Why: on Hopper (H100, H200) the f64 tensor cores run 2 m n k at about the f32 CUDA cores' peak,
 // but one DMMA replaces 256-512 FFMAs of issue slots, which the CUDA-core kernels need for their
-// shared-memory reads and address arithmetic (docs/kernels/gemm.md, "f32 on the f64 tensor
+// shared-memory reads and address arithmetic (docs/kernels/gemm-dmma.md, "f32 on the f64 tensor
 // cores"). Only on devices whose f64 units run at half the f32 rate or better (the host checks
 // the device's single-to-double performance ratio); elsewhere f32 stays on the CUDA cores.
 //

@@ -214,7 +214,7 @@ __device__ __forceinline__ void gemm_simt(const GemmParams& p) {
 //
 // Pipelines larger than 48 KB are dynamic shared memory (the host passes the size).
 //
-// The kernels (docs/kernels/gemm.md has the measurements behind the choices):
+// The kernels (docs/kernels/gemm-simt.md has the measurements behind the choices):
 //   w: 128 x 256, BK 32, 3 stages (147 KB), PF, 8 warps of 64 x 64, 8 x 16 per thread (a
 //      quarter less shared-memory traffic per FMA than 8 x 8), one block per SM; VEC.
 //   l: 128 x 128, BK 8, 5 stages, 8 warps of 32 x 64, 8 x 8 per thread; 2 blocks per SM (at
@@ -247,7 +247,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 // KC: the operand is k-contiguous (element (r, k) at base[r * ld + k]), else row-contiguous
 // (at base[r + k * ld]). KM: a k-contiguous operand's copies go 8 k's of 4 rows per warp (no
 // shared-memory bank conflicts), else 32 k's of one row per warp (BK 32: 4 to a bank) or 16 k's
-// of 2 rows (BK 16: 2 to a bank). H100 (docs/kernels/gemm.md, "f32: the paired 128 x 128
+// of 2 rows (BK 16: 2 to a bank). H100 (docs/kernels/gemm-simt.md, "f32: the paired 128 x 128
 // tile"): w with KM ran TN prefill products 1-3% faster, but NN products with one k-contiguous
 // operand 3-5% slower, so gemm_f32_pipe applies it to TN only; at BK 16 (v, x) KM was slower.
 template <int ROWS, int BK, int NT, bool KC, bool VEC, bool KM> struct TileLoad {

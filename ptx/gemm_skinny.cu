@@ -4,7 +4,7 @@
 // operand once, at the rate of a GEMV, instead of computing the 32- to 256-wide tiles of the GEMM
 // kernels over 16 rows that exist. (An f64 instantiation ran at 0.51-0.76x of cuBLAS on the H100;
 // f64 runs such products on its thin DMMA tiles, 16 x 64 and 64 x 16, at 0.95-1.07x:
-// docs/kernels/gemm.md.)
+// docs/kernels/gemm-dmma.md.)
 //
 // The problem, in the terms of src/blas/gemm/skinny.rs (the kernels' row-major D = X Y with X
 // and Y both k-contiguous, seen from its long side):

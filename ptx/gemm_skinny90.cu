@@ -5,7 +5,7 @@
 // on the H200, whose memory gives 4.8. Here the operands arrive in a ring of shared-memory stages
 // through the TMA (`cp.async.bulk.tensor`, 128-byte swizzled boxes) and the tensor cores
 // (mma.sync m16n8k16; m16n8k8 for tf32) read them there. (One plain bulk copy per row and stage, 256-1024 bytes
-// each, ran at a rate proportional to the copy's size: 0.3-0.6x the boxes; docs/kernels/gemm.md.)
+// each, ran at a rate proportional to the copy's size: 0.3-0.6x the boxes; docs/kernels/gemm-skinny.md.)
 //
 // The problem, in the terms of src/blas/gemm/skinny90.rs (the kernels' row-major D = X Y with X
 // and Y both k-contiguous, seen from its long side):

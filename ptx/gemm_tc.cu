@@ -22,7 +22,7 @@
 //   operands 4 bytes at a time took 160-240 registers and spilled: not kept.)
 //   (A 128x256 tile of 8 warps, 3 stages, measured 10-15% slower than l on the H100 and was
 //   removed; the template takes any BM, BN, WM, WN, STAGES, BKB with the static_asserts holding;
-//   16x32 and 32x16 thin tiles of 2 warps measured slower than t and h: docs/kernels/gemm.md.)
+//   16x32 and 32x16 thin tiles of 2 warps measured slower than t and h: docs/kernels/gemm-mma-sync.md.)
 //
 // Launch contract:
 //   block = (32 * WM * WN, 1, 1) = (128, 1, 1); grid = (ceil(m/BM) * ceil(n/BN), batch, 1)

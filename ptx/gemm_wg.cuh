@@ -380,7 +380,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
         // The descriptors of the stage's first k step, stepped by constants: make_desc(a + o) ==
         // make_desc(a) + o / 16 for 16-byte multiples whose sum stays below 256 KiB (shared
         // memory). Rebuilt for each wgmma, their masks and shifts lengthened the consumer's
-        // issue chain between wgmmas (ncu SASS samples, docs/kernels/gemm.md).
+        // issue chain between wgmmas (ncu SASS samples, docs/kernels/gemm-wgmma.md).
         constexpr unsigned long long KSTEP_K = KSTEP * sizeof(T) / 16, KSTEP_MN = 2048 / 16;
         const unsigned long long dx = XK ? make_desc(xs, 16, 1024) : make_desc(xs, 8192, 1024);
         const unsigned long long dy = YK ? make_desc(ys, 16, 1024) : make_desc(ys, 8192, 1024);
@@ -480,7 +480,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
             // unsplit tile would. The other parts go on to their next unit. No block waits for
             // another, so the split cannot deadlock whatever the residency. (Every thread
             // fencing with __threadfence, a sequentially consistent fence, before and after the
-            // count measured 2.5x slower at 4 parts: docs/kernels/gemm.md.)
+            // count measured 2.5x slower at 4 parts: docs/kernels/gemm-wgmma.md.)
             if (parts > 1) {
                 if (rows <= 0) continue;  // the second consumer of a last row tile of 64 rows
                 const long long tile_floats = 64 * BN;
@@ -551,7 +551,7 @@ __device__ __forceinline__ void gemm_wg(const TensorMap* tx, const TensorMap* ty
                     // time, as ptxas schedules them under the register limit (and must where the
                     // A fragments live in registers, RS, below: grouping them spills there),
                     // cost sixteen: the 128 x 128 tile in 4 parts ran 2-4x slower
-                    // (docs/kernels/gemm.md).
+                    // (docs/kernels/gemm-wgmma.md).
 #pragma unroll 1
                     for (int q = 0; q < parts; ++q) {
                         const float4* src = reinterpret_cast<const float4*>(base0 + (long long)q * 2 * tile_floats) + lt;

@@ -4,7 +4,7 @@
 // address, leading dimension and batch stride), instead of through the TMA, which needs
 // 16-byte rows. Without it such operands are first copied aligned (`gemm_pack_b16`), a pass
 // that reads and writes both operands whole: on batches of small matrices that copy cost as
-// much as the product (docs/kernels/gemm.md, "wgmma reading unaligned 16-bit operands in
+// much as the product (docs/kernels/gemm-wgmma.md, "wgmma reading unaligned 16-bit operands in
 // place"); dispatch runs these kernels for batches at short k only (`in_place_pays`).
 
 #include "gemm_wg_ops.cuh"

@@ -294,7 +294,7 @@ __device__ __forceinline__ TileCoord tile_coord(int t, int tiles_m, int tiles_n)
 // barriers' current phase, carried from k-tile to k-tile by the producer and by each consumer
 // (both walk the same k-tiles, so their positions agree). Derived from a running k-tile count
 // instead (`it % STAGES`, `it / STAGES` with STAGES = 6), the division sat in the consumer's
-// issue chain between wgmma groups (docs/kernels/gemm.md, the SASS of 2026-12-02).
+// issue chain between wgmma groups (docs/kernels/gemm-wgmma.md, the SASS of 2026-12-02).
 template <int STAGES>
 struct RingPos {
     int s = 0;

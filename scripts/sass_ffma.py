@@ -10,7 +10,7 @@ unrolled main loop) and prints its instructions, FFMAs, their reuse flags, and h
 them read two registers of one bank among the sources not taken from the reuse cache, under
 two models of the register file: banks by register number mod 2 and mod 4. Such reads are a
 candidate cause of the dispatch stalls ncu reports on the CUDA-core GEMM kernels
-(docs/kernels/gemm.md, "f32 on the CUDA cores: where cuBLAS's lead comes from").
+(docs/kernels/gemm-simt.md, "f32 on the CUDA cores: where cuBLAS's lead comes from").
 
 The cubin is ptxas 12.0's (the development machine's); the driver's compiler on the GPU machine
 (CUDA 13) allocates registers differently (gemm_simt_f32_v_nn: the same instruction count, 17%

@@ -75,7 +75,7 @@ fn f32_aligned_copy<S>(
 /// The least work (`2 m n k batch` flops) for which the automatic choice copies unaligned
 /// operands to reach the tensor cores rather than run the CUDA-core kernel on them: f16, bf16
 /// and f64 (whose CUDA-core kernels run far below the tensor cores) from about 96^3; tf32, whose
-/// alternative is the fast exact f32 kernel, from about 400^3 (H100, docs/kernels/gemm.md,
+/// alternative is the fast exact f32 kernel, from about 400^3 (H100, docs/kernels/gemm-common.md,
 /// "Unaligned operands").
 fn align_min_flop(type_name: &str) -> u128 {
     match type_name {
@@ -532,7 +532,7 @@ pub(crate) fn choose_within<T: GemmType, S: Copy>(
 /// kernels): on a device where they are fast (`f64_cores`), with kernel, tile and split left to
 /// it (or no split), for any product but those the one-block kernel takes (every side at most
 /// [`SMALL_MAX`]). Measured against the CUDA-core kernels on an H200 (2026-12-01,
-/// docs/kernels/gemm.md, "f32 on the f64 tensor cores").
+/// docs/kernels/gemm-dmma.md, "f32 on the f64 tensor cores").
 fn f32_auto_dmma<S>(type_name: &str, g: &Gemm<S>, plan: &Plan, split: SplitK, f64_cores: bool) -> bool {
     f64_cores
         && type_name == "f32"
@@ -560,7 +560,7 @@ const F32_ELEMENT_MAX_K: usize = 512;
 /// (2026-12-03, A/B against copying from k = 512, f32 NN / TT, TFLOP/s): sides of 17-127 1.00-1.98x
 /// (geomean 1.43 over 26 rows; 26 x 6083 x 1438 NN 9.4 -> 18.6, 0.60 -> 1.18x cuBLAS; 127 x 4097
 /// x 2049 +17-19%), 160 x 4001 x 3001 -16 to -24%, 199 x 3001 x 2001 -17 to -23%, 3827 x 262 x
-/// 3075 -20 to -22% (docs/kernels/gemm.md, "f32 on the DMMA tiles: unaligned operands read in
+/// 3075 -20 to -22% (docs/kernels/gemm-dmma.md, "f32 on the DMMA tiles: unaligned operands read in
 /// place beside a short side").
 const F32_ELEMENT_SIDE: usize = 128;
 
@@ -672,7 +672,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // rate, against 2 m n k at the DMMA rate). So the variants run for the thin tiles (memory-
     // bound: 11008 x 16 x 4096 at an odd offset 0.50x -> 1.32x cuBLAS) and where 1/m + 1/n >=
     // 1/1536 (1023^3 0.75x -> 0.93x, 12345 x 321 x 4567 0.86x -> 0.99x; 4097^3 1.12x with the
-    // copy against 1.06x; H100, docs/kernels/gemm.md, "f64 tiles by waste and waves").
+    // copy against 1.06x; H100, docs/kernels/gemm-dmma.md, "f64 tiles by waste and waves").
     if let Some(name) = dmma90_element_variant(&choice.name) {
         let thin = choice.tile.0.min(choice.tile.1) == THIN_MAX;
         let copy_costs = 1536 * (plan.m + plan.n) >= plan.m * plan.n;
@@ -697,7 +697,7 @@ pub(crate) fn choose_on<T: GemmType, S>(
     // from any element (`tu`, `hu`): a decode step's unaligned weights are streamed in place
     // instead of copied first (a copy reads and writes the whole matrix, which the thin tile
     // itself only reads once: 11008 x 16 x 4096 at an odd offset ran at 0.37x (tf32) and 0.69x
-    // (f16) cuBLAS with the copy; docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned
+    // (f16) cuBLAS with the copy; docs/kernels/gemm-mma-sync.md, "Thin mma.sync tiles on unaligned
     // operands").
     if let Some(name) = element_variant(&choice.name, align).filter(|_| element_aligned) {
         choice.name = name;

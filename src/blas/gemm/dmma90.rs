@@ -1,6 +1,6 @@
 //! The DMMA kernels for compute capability 9.0 and later (ptx/gemm_dmma90.cu on f64 operands,
 //! ptx/gemm_dmma90_f32.cu on f32 ones: mma.sync m16n8k4 / m16n8k8 .f64): which tile and cluster
-//! split a problem takes, each tile's launch shape and its shared memory (docs/kernels/gemm.md,
+//! split a problem takes, each tile's launch shape and its shared memory (docs/kernels/gemm-dmma.md,
 //! the DMMA sections, "Thin tiles" and "f32 on the f64 tensor cores").
 
 use super::builder::Plan;
@@ -20,7 +20,7 @@ use crate::error::{bail_invalid, Result};
 /// `q`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced split in 2
 /// takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
 ///
-/// Automatically (from forced sweeps on the H100, docs/kernels/gemm.md, the DMMA sections,
+/// Automatically (from forced sweeps on the H100, docs/kernels/gemm-dmma.md, the DMMA sections,
 /// "Thin tiles" and "f64 tiles by waste and waves"):
 /// * the thin tile along a short side ([`thin_side`]: at most [`THIN_MAX`], or up to 80 where
 ///   16-wide strips waste much less of D than 64-wide ones: 31 x 4099 x 257 0.82x -> 1.59x
@@ -229,7 +229,7 @@ const U2_OVER_U_MIN_K: usize = 1024;
 /// 1130-4009) in NN and TT: f64 1.07-1.39x, f32 1.04-1.34x, every row faster; 8 of them in NT
 /// and TN: f64 1.20-1.32x / 1.03-1.49x, f32 1.11-1.29x / 1.02-1.24x. At 4 blocks (199-264
 /// tiles, measured at 208-228: the busiest multiprocessor's share of the work unchanged)
-/// 0.93-1.07x, so no split there (docs/kernels/gemm.md, "f64 and f32: a wave and a half of 32 x
+/// 0.93-1.07x, so no split there (docs/kernels/gemm-dmma.md, "f64 and f32: a wave and a half of 32 x
 /// 32 tiles split in 2; exact f32 on whole 32 x 32 tiles where s2 leaves slots empty").
 const U2_OVER_U_MAX_BUSIEST: usize = 3;
 
@@ -259,7 +259,7 @@ const U_BLOCK_COST: usize = 340;
 /// The most of `s2`'s modelled time (num, den) that `u2`'s may take for the automatic choice to
 /// split the 32 x 32 tile instead, f64: 1.25x ahead. Where the model put `u2` 1.14-1.16x ahead,
 /// f64 NN ran 0.78-1.09x as fast (geomean 0.95) and TT 0.89-1.09x; from 1.29x ahead 1.10-1.81x
-/// but two rows at 0.98x (H200, 2026-12-03, 47 shapes; docs/kernels/gemm.md, "f64 and f32: the
+/// but two rows at 0.98x (H200, 2026-12-03, 47 shapes; docs/kernels/gemm-dmma.md, "f64 and f32: the
 /// 32 x 32 tile split in 2 where the model puts it ahead").
 const U2_AHEAD_F64: (usize, usize) = (4, 5);
 
@@ -298,7 +298,7 @@ const Q_MAX_K: usize = 128;
 /// `su` -> `qu` 1.09-1.39x in every row (3826 x 373 x 195 NN 0.58 -> 0.83x cuBLAS, 1941 x 3436 x
 /// 470 NN 0.76 -> 0.95x), f64 0.99-1.34x (1013 x 1398 x 194 NN 0.66 -> 0.93x, 237 x 4500 x 487
 /// 1.13-1.27x). On aligned operands the same change ran 0.96-1.07x (TN 1.20-1.27x at 3 blocks),
-/// so `s` keeps them from k = [`Q_MAX_K`] (docs/kernels/gemm.md, "f64 and f32: three 64 x 64
+/// so `s` keeps them from k = [`Q_MAX_K`] (docs/kernels/gemm-dmma.md, "f64 and f32: three 64 x 64
 /// blocks per multiprocessor on element-wise operands up to k = 512").
 pub(crate) fn element_q(plan: &Plan, batch: usize, sms: usize) -> bool {
     let s_busiest = tiles2(plan.m, plan.n, (64, 64))
@@ -385,7 +385,7 @@ pub(crate) fn element_variant(name: &str) -> Option<String> {
 /// Hopper (compute capability 9.0) whose f64 units run at half the f32 rate or better (H100,
 /// H200: `single_to_double_ratio` 2; parts with cut-down f64, which report a larger ratio, and
 /// drivers that report none keep f32 on the CUDA cores). There one DMMA does the work of 256-512
-/// FFMAs and leaves the issue slots to the loads (H200, 2026-12-01: docs/kernels/gemm.md, "f32 on
+/// FFMAs and leaves the issue slots to the loads (H200, 2026-12-01: docs/kernels/gemm-dmma.md, "f32 on
 /// the f64 tensor cores").
 pub(crate) fn f32_on_f64_cores(cc: (u32, u32), single_to_double_ratio: u32) -> bool {
     cc == (9, 0) && (1..=2).contains(&single_to_double_ratio)

@@ -11,7 +11,7 @@ pub(crate) const F32_W_SMEM: u32 = 3 * 32 * (132 + 260) * 4;
 pub(crate) const F32_X_SMEM: u32 = 3 * 16 * (132 + 132) * 4;
 /// The largest k at which the automatic choice runs `x` where it would run `w`: up to there
 /// w's lone block per SM pays its first loads and last stores in the open, and x's pairs hide
-/// them (H100, docs/kernels/gemm.md, "f32: the paired 128 x 128 tile": 4096 x 4096 x 64 and
+/// them (H100, docs/kernels/gemm-simt.md, "f32: the paired 128 x 128 tile": 4096 x 4096 x 64 and
 /// x 128 +1-4% in every op pair; from 192 w is ahead in NN and TN).
 const X_SHORT_K: usize = 128;
 /// The least k for which the automatic choice splits the f32 `v` tile into more than 4 parts:
@@ -28,7 +28,7 @@ const F32_PART_MIN_K: usize = 512;
 /// 2 parts of 128 ran 15% slower than whole, where the fit of [`u_time`] has it 5% faster).
 const U_PART_MIN_K: usize = 256;
 /// What a split costs per part, in k of the block's own work: its partial tile written, read and
-/// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm.md).
+/// added by the tile's last block (fitted with the deep splits, docs/kernels/gemm-simt.md).
 const F32_PART_COST_K: usize = 13;
 
 /// The f32 CUDA-core tile `size` (`w`, `x`, `l`, `v`, `s`, `u`; ptx/gemm_simt.cu): its block tile
@@ -62,7 +62,7 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// parts of at least [`U_PART_MIN_K`] of k, by its own fit ([`u_time`]) scaled to the model's
 /// figure for u whole: it must leave 3% less work than u whole, or 10% less than another tile.
 ///
-/// Measured (H100, 2026-11-27, docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"):
+/// Measured (H100, 2026-11-27, docs/kernels/gemm-simt.md, "f32 tiles by the busiest SM's work"):
 /// over the 49 suite shapes that take the tiles, forced to each tile and to v in 2-4 parts,
 /// the model's pick ran at 0.991 of the best of them (geometric mean; the rule before it 0.947),
 /// at worst 0.85 (64 x 64 x 64 x 512: s where u is faster, as before); 12345 x 321 x 4567
@@ -74,13 +74,13 @@ pub(crate) fn f32_tile(size: &str) -> ((usize, usize), u32) {
 /// u in parts (H100, 2026-11-27, "f32: the 32 x 64 tile split"): 2053 x 67 x 1999 11.9 -> 15.3
 /// TFLOP/s (u whole -> 4 parts), 1000 x 50 x 3000 5.3 -> 12.0 (v in 4 -> u in 4), 1024 x 96 x
 /// 2048 9.1 -> 15.7, 11008 x 16 x 4097 10.2 -> 14.1 (u in 3). w in parts past a wave of its
-/// tiles (H100, 2026-11-28, docs/kernels/gemm.md, "f32: w split past a wave"; until then w split
+/// tiles (H100, 2026-11-28, docs/kernels/gemm-simt.md, "f32: w split past a wave"; until then w split
 /// only within one), TFLOP/s: 5120 x 2048 x 13824 TN 37.8 -> 47.8 and NN 38.8 -> 49.3, 5120 x
 /// 2048 x 5120 37.7 -> 46.5 (TN), 4097^3 38.6 -> 41.4, 6000 x 3000 x 4096 +5-6%, NN 11008 x
 /// 256 x 4096 40.9 -> 47.0, NN 22016 x 128 x 4096 40.8 -> 46.3; 39 other shapes within 1.6%.
 ///
 /// Batches at k <= 256 whose `s` blocks fill at most 1.5 rounds of the [`S_RESIDENT`] blocks an
-/// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm.md, "Batches
+/// SM holds take `u` where the model says `s` (H200, 2026-11-27, docs/kernels/gemm-common.md, "Batches
 /// of small matrices"): 64 x 64 x 64 x 512 17.4 -> 20.3 TFLOP/s, at k = 32 / 128 / 256
 /// +17% / +6% / +4%, 64 x 64 x 64 x 128 +9%; where s's blocks fill two rounds or more it kept
 /// s (64 x 128 x 128 x 384: s 8% faster, 48 x 48 x 48 x 1024 6%, 64 x 64 x 64 x 2048 within 2%).
@@ -189,7 +189,7 @@ pub(crate) fn f32_auto(
 }
 
 /// The time of `tiles` u tiles (32 x 64) over k in `parts` parts, in units of k, as fitted on
-/// the H100 (2026-11-27, docs/kernels/gemm.md, "f32: the 32 x 64 tile split"): the busiest SM
+/// the H100 (2026-11-27, docs/kernels/gemm-simt.md, "f32: the 32 x 64 tile split"): the busiest SM
 /// runs `b = ceil(blocks / SMs)` blocks at once, which take g(b) = 1, 1.48, 2.09 times one
 /// block's time for b = 1, 2, 3 (three are resident; more take rounds of three), a block its k
 /// plus 320 (loads before the first product, stores after the last), and a split 99 more (the
@@ -210,7 +210,7 @@ fn u_time(tiles: usize, k: usize, parts: usize, sms: usize) -> f64 {
 /// k: few output tiles and long k (64 x 64 x 65536 is one tile) leave most SMs idle with at most
 /// 4 parts, so `v` takes up to [`F32_MAX_PARTS`] parts, each keeping at least 256 of k (a power
 /// of two of parts, what was measured, so that the parts' k-tiles come out even). The model,
-/// fitted to forced splits on the H100 (docs/kernels/gemm.md, "Deep k splits"): the busiest SM
+/// fitted to forced splits on the H100 (docs/kernels/gemm-simt.md, "Deep k splits"): the busiest SM
 /// runs ceil(blocks / SMs) blocks, two at a time (v's launch bounds), a pair taking 1.75 times
 /// one block alone, each over k / parts; the last block of a tile then adds every part's partial
 /// tile, [`F32_PART_COST_K`] units of k per part. Its best part count was the measured best on
@@ -232,7 +232,7 @@ pub(crate) fn f32_deep_parts((m, n, k): (usize, usize, usize), batch: usize, sms
 /// transposed before the GEMM of `(m, n, k)` (the kernels' rows, columns and depth; Y is n x k):
 /// the kernels read an n-contiguous Y with 16-byte copies, 7-9% faster, and the copy moves
 /// 8 n k bytes, about 70 / m percent of the GEMM's time. Measured (H100, 2026-11-27,
-/// docs/kernels/gemm.md, "f32: B copied transposed"), TN / TT with the copy against without:
+/// docs/kernels/gemm-simt.md, "f32: B copied transposed"), TN / TT with the copy against without:
 /// m = 2048-4096 +3-11%, m = 1024 -3% to +1%, m = 512 -6% / -9%, m = 256 -14% / -16%.
 /// The copy kernel takes Y's rows 32 to a block in grid y (at most 65535 blocks), so longer Ys
 /// keep the kernel for a k-contiguous Y.

@@ -171,7 +171,7 @@ pub enum SplitK {
     /// `InvalidArgument`). Batch 1 only: a batch is an `InvalidArgument`. Each part keeps a
     /// multiple of 8 of k, so fewer parts run when k is short; 0 and 1 mean no split. The
     /// automatic choice takes this path for long k over few output tiles and for decode steps
-    /// over few thin tiles (docs/kernels/gemm.md, "Partial products", "f16 and bf16 through
+    /// over few thin tiles (docs/kernels/gemm-common.md, "Partial products", "f16 and bf16 through
     /// partial products", "... on wgmma").
     Partials(u32),
 }

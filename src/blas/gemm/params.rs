@@ -58,7 +58,7 @@ pub(crate) fn tiles2(m: usize, n: usize, (bm, bn): (usize, usize)) -> usize {
 
 /// The busiest multiprocessor's time for `blocks` blocks of four warps spread evenly over `sms`,
 /// in thousandths of a lone block's time: they run two at a time and a pair takes 1.747 times a
-/// lone block (fitted with f32's deep k splits on the H100, docs/kernels/gemm.md, "Deep k
+/// lone block (fitted with f32's deep k splits on the H100, docs/kernels/gemm-simt.md, "Deep k
 /// splits"), so an odd count leaves one block running alone, below the pairs' rate.
 pub(crate) fn paired_time(blocks: usize, sms: usize) -> usize {
     let busiest = blocks.div_ceil(sms.max(1));

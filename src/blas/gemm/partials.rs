@@ -86,7 +86,7 @@ fn scratch_size<T: GemmType>() -> usize {
 }
 
 /// The automatic part count, or `None` to leave the GEMM to the other kernels. Fitted to forced
-/// splits on the H100 (docs/kernels/gemm.md, "Partial products"): the best count makes about
+/// splits on the H100 (docs/kernels/gemm-common.md, "Partial products"): the best count makes about
 /// two blocks per multiprocessor of the parts' own tiles, so it falls as the output tiles grow.
 /// f64 (the DMMA tiles), and exact f32 where it runs on them (`f64_cores`): `2 sms / t` rounded
 /// down to a power of two, at most 64, where `t` is the 64 x 64 tiles of the output; taken from 4
@@ -100,7 +100,7 @@ fn scratch_size<T: GemmType>() -> usize {
 /// tiles; taken from 8 parts when k >= 16384, from 32 below (in 4 parts it lost on 16-token
 /// decode steps such as 8192 x 16 x 28672), and 8 parts where that comes to 4 with k >= 16384
 /// and both sides at least 128 (1024 x 1024 x 32768: 1.17x cuBLAS against 0.87x unsplit). f16
-/// and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm.md, "f16 and bf16
+/// and bf16 (the mma.sync kernels; H200, 2026-11-26, docs/kernels/gemm-mma-sync.md, "f16 and bf16
 /// through partial products"): f64's count over the parts' tiles (the thin tiles where a side
 /// is at most [`THIN_MAX`], else 64 x 64), taken from 4 parts (8 for 64 x 16 tiles), and
 /// without a short side only up to [`HALF_MAX_TILES`] tiles. Every part keeps at least 128 of
@@ -144,7 +144,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(
         // 2026-11-27, TFLOP/s: 256 x 256 x 65536 in 64 parts 37.2 -> 41.1, 512 x 512 x 16384
         // in 16 39.0 -> 41.9, 768 x 768 x 16384 in 8 34.8 -> 38.6, 512 x 512 x 8192 in 8 29.6 ->
         // 34.8; 256 x 256 x 16384 in 32 parts of 512 lost 4% to 16 of 1024;
-        // docs/kernels/gemm.md, "f32: partial products by the parts' tiles").
+        // docs/kernels/gemm-simt.md, "f32: partial products by the parts' tiles").
         ("f32", MathMode::Exact) if plan.m.min(plan.n) >= 256 && plan.k >= 8192 => {
             let parts = pow2(two_per_sm((128, 128)), true);
             (parts.min(pow2_below((plan.k / 1024) as f64)).min(128), 4)
@@ -153,7 +153,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(
         // tf32 on the thin tiles (a decode step): as f16 below, from 4 parts, so only where the
         // tiles fill at most half the SMs (4096 outputs of 16 tokens, 64 tiles, in 4 parts:
         // 0.799 -> 0.848x cuBLAS at k 4096, 0.820 -> 0.948x at 11008, 0.788 -> 0.959x at 14336;
-        // 96 tiles in 2 parts lost, 0.959 -> 0.793x; H100, 2026-11-27, docs/kernels/gemm.md,
+        // 96 tiles in 2 parts lost, 0.959 -> 0.793x; H100, 2026-11-27, docs/kernels/gemm-mma-sync.md,
         // "Thin mma.sync tiles on unaligned operands").
         //
         // With more thin tiles than SMs, 4 parts where they cut the busiest SM's excess share
@@ -161,7 +161,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(
         // unless noted, 4 parts against unsplit, x cuBLAS: 136 tiles 0.82 -> 0.92, 172 0.82 ->
         // 0.85 and 0.79 -> 0.87 at an odd offset, 172 at k 11008 0.80 -> 0.90, 192 0.89 -> 0.91,
         // 320 0.88 -> 0.94; left unsplit: 208 0.93 (0.91 in 4), 264 1.01 (0.92), 344 0.89 (0.97),
-        // 448 1.05 (0.99); docs/kernels/gemm.md, "tf32 decode steps over one to three waves").
+        // 448 1.05 (0.99); docs/kernels/gemm-mma-sync.md, "tf32 decode steps over one to three waves").
         ("f32", MathMode::Tf32) if tf32_thin => {
             let tile = tc_thin_tile(plan).unwrap_or((64, 64));
             let t = tiles2(plan.m, plan.n, tile).max(1);
@@ -181,7 +181,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(
             // Where the count comes to 4 with k >= 16384 (41-112 tiles) and both sides at least
             // a tile, 8 parts: 1024 x 1024 x 32768 (64 tiles) ran 0.87x cuBLAS unsplit, 1.02x in
             // 4 parts, 1.17-1.18x in 8 and 1.06x in 16 (H100, 2026-11-26 and 11-27;
-            // docs/kernels/gemm.md, "tf32 in 8 parts where the formula says 4"). Decode steps
+            // docs/kernels/gemm-wgmma.md, "tf32 in 8 parts where the formula says 4"). Decode steps
             // keep their rule (8192 x 16 x 28672 lost in 4 parts).
             let square = plan.m.min(plan.n) >= 128;
             let parts = if parts == 4 && plan.k >= 16384 && square {
@@ -231,7 +231,7 @@ pub(crate) fn auto_parts<T: GemmType, S>(
 /// [`WG_PARTIALS_RAGGED_MIN_K`]: the most parts whose blocks fill more than half a wave and at
 /// most one. The parts read their operands fewer times over than the wgmma kernels' own split
 /// of the 128 x 64 tile in 16 parts, and hand off through the scratch rather than by one block
-/// per tile reading every part. Measured on the H100 (2026-11-28, docs/kernels/gemm.md, "f16
+/// per tile reading every part. Measured on the H100 (2026-11-28, docs/kernels/gemm-wgmma.md, "f16
 /// and bf16 partial products: fewer parts, more tiles"), f16 NN, x cuBLAS: 256 x 256 x 65536
 /// 0.82 in 32 parts (the rule before) -> 0.87-0.91 in 8, 256 x 128 x 65536 0.88 (32) -> 0.91
 /// (16), 128 x 256 x 32768 1.01 (32) -> 1.06 (16), 192 x 320 x 65536 0.84 (16) -> 0.91 (8),
@@ -274,7 +274,8 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     // x 32768 0.79 -> 0.84 / 0.77 -> 0.83; TN alike but 384 x 256 x 65536, 0.93 -> 0.89 (where
     // the rule below takes the 64 x 96 tile). 192 x 320 x 65536 (half-empty 128-row tiles) lost
     // 2-8% and keeps the rule below. On the H100 (2026-11-28 00:30 UTC) these counts lost 2-9%
-    // on three of the four (docs/kernels/gemm.md, "f16 and bf16 partial products on an H200").
+    // on three of the four (docs/kernels/gemm-wgmma.md, "f16 and bf16 partial products: fewer
+    // parts, more tiles").
     if fast && m % 128 == 0 && n % 128 == 0 {
         let mut parts = 8;
         while parts <= 32 && plan.k / parts >= WG_PARTIALS_MIN_KPER {
@@ -373,7 +374,7 @@ const AUTO_MIN_K: usize = 4096;
 /// The least k the automatic choice splits f64 (and exact f32 on the f64 tensor cores) through
 /// partial products, below [`AUTO_MIN_K`] in at least [`DMMA_SHORT_LEAST`] parts: that is where
 /// the 64 x 64 output tiles number at most 16, and the DMMA kernels' own split of the 32 x 32
-/// tile in 2 (`u2`) leaves most multiprocessors idle. H200, 2026-12-03 (docs/kernels/gemm.md,
+/// tile in 2 (`u2`) leaves most multiprocessors idle. H200, 2026-12-03 (docs/kernels/gemm-dmma.md,
 /// "f64 and f32 on the DMMA tiles: partial products from k = 2048"), TFLOP/s, `u2` -> 16
 /// parts forced, NN / NT: f64 219 x 94 x 3744 5.4 -> 8.4 / 4.7 -> 8.1, 128 x 128 x 2048 4.4 ->
 /// 5.8 / 4.0 -> 6.0, 150 x 200 x 3000 8.0 -> 8.7 / 7.5 -> 9.0, 96 x 320 x 2500 8.4 -> 9.5 /
@@ -444,7 +445,7 @@ pub(crate) fn route<T: GemmType, S: Copy + Into<f64>>(
                 // f16 / bf16: a decode step's thin tiles on the mma.sync kernels (the rule was
                 // fitted on them); the few 64 x 64 tiles of two longer sides on wgmma's, where
                 // the same count ran faster (H200, 2026-11-27: 128 x 128 x 65536 in 64 parts
-                // 105 -> 177 TFLOP/s, 64 x 64 x 65536 35 -> 45; docs/kernels/gemm.md).
+                // 105 -> 177 TFLOP/s, 64 x 64 x 65536 35 -> 45; docs/kernels/gemm-wgmma.md).
                 Some(p) => {
                     on_wgmma &= plan.m.min(plan.n) > THIN_MAX;
                     p

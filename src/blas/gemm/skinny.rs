@@ -180,7 +180,7 @@ pub(crate) fn route<T: GemmType, S>(
 ) -> Option<SkinnyRoute> {
     let (rows, steps) = variant(T::NAME)?;
     // tf32 has tensor-core thin tiles for the shapes where they beat this kernel's exact f32
-    // (11008 x 16 x 4096 TN: 0.86x cuBLAS's tf32 against 0.70x; H100, docs/kernels/gemm.md).
+    // (11008 x 16 x 4096 TN: 0.86x cuBLAS's tf32 against 0.70x; H100, docs/kernels/gemm-mma-sync.md).
     if g.math == MathMode::Tf32 && cc >= (8, 0) && tc_thin(plan, T::NAME, g.math, g.batch, sms).is_some() {
         return None;
     }

@@ -214,7 +214,7 @@ pub(crate) fn route<T: GemmType, S>(
     // Views that start past a 16-byte boundary (a slice one element into its buffer): both
     // maps begin at the boundary below, `lead` bytes early, and are that much longer along k.
     // The TMA then loads whole aligned boxes (a box's own start must be 16-byte aligned:
-    // docs/kernels/gemm.md, 2026-12-02), and map coordinate j of a row holds its element
+    // docs/kernels/gemm-wgmma.md, 2026-12-02), and map coordinate j of a row holds its element
     // j - lead / sizeof(T) in both operands, so the sum over k pairs the right elements; the
     // kernel zeroes the first `lead` bytes of each row's first k-tile, which lie before the
     // view. Both operands must be that far in, or the coordinates would not pair up (such

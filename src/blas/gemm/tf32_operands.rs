@@ -11,7 +11,7 @@ use super::wg_tiles::{broad_better, wide_enough, TF32_SHORT_K};
 /// tf32 `nt` (both operands m/n-contiguous, one packed k-contiguous first): whether X is packed
 /// (then the swapped `nn` kernel runs, Y in registers) rather than Y (`tt`, X in registers):
 /// where X has fewer rows than Y, so that the smaller operand is copied (H100, NT 2053 x 67 x
-/// 1999: docs/kernels/gemm.md, "tf32 nt: the smaller operand packed").
+/// 1999: docs/kernels/gemm-wgmma.md, "tf32 nt: the smaller operand packed").
 pub(crate) fn nt_packs_x(plan: &Plan) -> bool {
     plan.m < plan.n
 }
@@ -38,7 +38,7 @@ fn x_in_place_applies(choice: &Choice, activation: bool) -> bool {
 /// and D is at most X_IN_PLACE_MAX_N wide. The copy reads and writes the whole operand, which
 /// the kernel then reads again, once per column tile (2053 x 67 x 1999: the copy 14 of 31 us),
 /// and costs less than the 4-byte copies' slower stages only while D has few column tiles
-/// (H100, docs/kernels/gemm.md, "tf32: the m-contiguous operand read in place").
+/// (H100, docs/kernels/gemm-wgmma.md, "tf32: the m-contiguous operand read in place").
 pub(crate) fn read_x_in_place(choice: &mut Choice, params: &GemmParams, activation: bool) {
     if !x_in_place_applies(choice, activation) {
         return;
@@ -60,7 +60,7 @@ pub(crate) fn read_x_in_place(choice: &mut Choice, params: &GemmParams, activati
 /// `plan`'s shape) where that tile copies an unaligned X first: at k up to [`TF32_SHORT_K`] tf32
 /// keeps 128 x 128 where the wide tiles fit, but 128 x 128 does not read X in place, and the
 /// copy of X cost more than the wide tile's short-k loss. Measured (H200, 2026-11-28,
-/// docs/kernels/gemm.md, "tf32 batches: NT packed per matrix, short k on a wide tile that reads
+/// docs/kernels/gemm-wgmma.md, "tf32 batches: NT packed per matrix, short k on a wide tile that reads
 /// X in place"), NN TFLOP/s, A/B of the builds: 226 x 110 x 110 x 256 23.3 -> 30.9, 294 x 188 x
 /// 36 x 128 12.8 -> 21.7, 223 x 166 x 95 x 128 23.0 -> 34.6; TT alike. The caller
 /// takes the wide tile only where it then reads X in place ([`read_x_in_place`]).

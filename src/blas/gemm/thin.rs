@@ -4,7 +4,7 @@
 //! that exist: f64 on the sm_90 DMMA kernels (ptx/gemm_dmma90.cu, with 8-byte variants `tu`,
 //! `hu` for operands aligned only to their element), f16, bf16 and tf32 on mma.sync
 //! (ptx/gemm_tc.cu, with `tu`, `hu` whose k-contiguous operands may start anywhere). Which problems take them, and their shared memory; `dispatch` builds the
-//! choice (docs/kernels/gemm.md, "Thin tiles").
+//! choice (docs/kernels/gemm-dmma.md, "Thin tiles").
 
 use super::builder::Plan;
 use super::params::tiles2;
@@ -17,7 +17,7 @@ pub(crate) const THIN_MAX: usize = 16;
 
 /// The thin mma.sync tile the automatic choice gives an f16, bf16 or tf32 GEMM (`math`
 /// [`MathMode::Tf32`] for f32), if any: where it measured faster than wgmma (H100, 2026-11-26,
-/// docs/kernels/gemm.md, "Thin tiles"). `t` (16 x 64) for D's rows at most [`THIN_MAX`] with Y
+/// docs/kernels/gemm-dmma.md, "Thin tiles"). `t` (16 x 64) for D's rows at most [`THIN_MAX`] with Y
 /// k-contiguous (a column-major decode step, TN or TT: 0.78-1.11x cuBLAS against wgmma's
 /// 0.63-0.91x on 4096-28672 outputs; 32000 outputs 1.01-1.03x against 1.08x); `h` (64 x 16) for
 /// D's columns at most THIN_MAX when its tiles make 3/4 of a wave (11008 and 28672 outputs:

@@ -19,7 +19,7 @@ pub(crate) const IN_PLACE_MAX_K_NARROW: usize = 32;
 /// bf16): 64 x 64 at k 25-54 1.13-1.26x; 128 x 64 at k 27 1.09-1.22x, k 33 0.95-1.12x, k 52
 /// 0.95-0.99x, k 61 0.82-0.89x; both at k 85-335 0.35-0.78x, where the producer's steps, about
 /// one memory round trip each, cost more than the copy. Single products copy (0.29-0.75x in
-/// place: the copy is paid once, the slower loads on every reuse). docs/kernels/gemm.md,
+/// place: the copy is paid once, the slower loads on every reuse). docs/kernels/gemm-wgmma.md,
 /// "wgmma reading unaligned 16-bit operands in place".
 pub(crate) fn in_place_pays(batch: usize, k: usize, tile: (usize, usize)) -> bool {
     let max_k = if tile == (64, 64) {

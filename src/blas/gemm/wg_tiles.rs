@@ -16,7 +16,7 @@ pub(crate) fn wide_enough((m, n): (usize, usize), batch: usize, sms: usize) -> b
 /// the kernel's D) over `k`, of type `t` (f16, bf16 or tf32), before any split of k: its letter
 /// and size. Where the 128 x 256 tile is wide enough, the 128 x 192 one replaces it when it
 /// leaves the busiest multiprocessor less to do ([`broad_better`]; H100, 2026-11-27: 2304 x
-/// 1024 x 768 f16 311 -> 361 TFLOP/s, 2560 x 2048 x 4096 488 -> 632, docs/kernels/gemm.md,
+/// 1024 x 768 f16 311 -> 361 TFLOP/s, 2560 x 2048 x 4096 488 -> 632, docs/kernels/gemm-wgmma.md,
 /// "The 128 x 192 wgmma tile").
 pub(crate) fn wg_auto_tile(
     t: &str,
@@ -27,7 +27,7 @@ pub(crate) fn wg_auto_tile(
 ) -> (char, (usize, usize)) {
     // tf32 with k <= 128 (at most 4 k-tiles) keeps the 128 x 128 tile: with the epilogue through
     // shared memory it measured 1.1-1.5x faster than 128 x 256 up to k = 256; with TMA stores
-    // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm.md).
+    // the two tie at k = 128 and the wide tile is 5-12% faster at k = 256 (docs/kernels/gemm-wgmma.md).
     // f16 / bf16 keep the wide tile.
     if wide_enough(dims, batch, sms) && !(t == "tf32" && k <= TF32_SHORT_K) {
         if broad_better(dims, batch, sms) {
@@ -40,7 +40,7 @@ pub(crate) fn wg_auto_tile(
     } else if tiles2(dims.0, dims.1, (128, 64)).saturating_mul(batch) > sms {
         // One wave of 128 x 128 tiles rather than more than one of 128 x 64 (11008 x 16 x 4096:
         // 86 tiles against 172, 0.64x -> 0.77x cuBLAS for f16, 0.62x -> 0.75x for tf32; H100,
-        // docs/kernels/gemm.md, "Split k on the wgmma kernels").
+        // docs/kernels/gemm-wgmma.md, "Split k on the wgmma kernels").
         ('l', (128, 128))
     } else {
         ('n', (128, 64))
@@ -84,7 +84,7 @@ pub(crate) const MEDIUM_TILE: (usize, usize) = (64, 96);
 /// tiles' area times its k-tiles) than the chosen tile, a split's work counted 5/4 (the parts'
 /// hand-off and sum): of the two that fit one round, the one that loads less through the L2
 /// (below). Measured on the H100 against the tiles forced in the same job (2026-11-27,
-/// docs/kernels/gemm.md, "The 64-row wgmma tiles"): f16 TN 768 x 1024 x 3072 306 -> 432 TFLOP/s
+/// docs/kernels/gemm-wgmma.md, "The 64-row wgmma tiles"): f16 TN 768 x 1024 x 3072 306 -> 432 TFLOP/s
 /// (64 x 96), NN 128 x 4096 x 4096 196 -> 297 (64 x 64, against 128 x 64 in 2 parts); tf32
 /// 768 x 1024 x 3072 120 -> 171 (64 x 96). Where it did not gain, and the rule does not take it:
 /// * an n-contiguous Y (`!yk`): the 64 x 96 tile loads it in boxes of 64 columns, 128 per 96,
@@ -142,7 +142,7 @@ pub(crate) fn half_rows(
 /// 128 x 256 for such batches, which never split k). The 128 x 64 and 128 x 128 tiles within a
 /// wave stay with the split and [`half_rows`].
 /// Measured on an H200 against the tiles forced in the same job (2026-11-27,
-/// docs/kernels/gemm.md, "Batches of small matrices"; cuBLAS's m x n is the kernel's
+/// docs/kernels/gemm-common.md, "Batches of small matrices"; cuBLAS's m x n is the kernel's
 /// n x m, but tf32 NN runs swapped): 64 x 64 x 64 x 512 (NN) tf32 22.8 -> 30.7 TFLOP/s, f16
 /// 34.4 -> 46.5, bf16 35.0 -> 46.8; f16 64 x 512 x 512 x 96 133 -> 155, 64 x 128 x 128 x 384 92
 /// -> 107 (128 x 64 against 128 x 192); tf32 NN 64 x 512 x 512 x 96 74 -> 85.
@@ -212,13 +212,13 @@ pub(crate) fn wg_parts(ktiles: usize, parts: usize) -> usize {
 /// `WG_SPLIT_LONG_KTILES` per part, else the 128 x 64 tile in fewer parts. A near tie with the
 /// 128 x 64 tile unsplit (the 128 x 128 tile's split filling more blocks, but fewer than 5/4 as
 /// many, over parts shorter than `WG_SPLIT_LONG_KTILES`) runs the chosen tile unsplit: on the
-/// H200 (2026-12-02, docs/kernels/gemm.md, "tf32 on rows that straddle lines; wgmma splits that
+/// H200 (2026-12-02, docs/kernels/gemm-wgmma.md, "tf32 on rows that straddle lines; wgmma splits that
 /// add few blocks") `l` in 2 parts over 16-32 k-tiles each with 1.07-1.08x the blocks of `n`
 /// unsplit ran 14-37% slower (f16 772 x 1024 x 2048 NN 152 against 194 TFLOP/s, TN 186 against
 /// 254; 776 x 776 x 4096 NN 190 against 227; tf32 772 x 1004 x 1004 TN 73 against 103), over
 /// 64 k-tiles 7-65% faster (f16 1152 x 776 x 8192 369 against 298; tf32 1004 x 772 x 8192 167
 /// against 101). Measured on the H100
-/// (docs/kernels/gemm.md, "Split k on the wgmma kernels"): 4096 x 16 x 11008 f16 0.48x -> 0.74x
+/// (docs/kernels/gemm-wgmma.md, "Split k on the wgmma kernels"): 4096 x 16 x 11008 f16 0.48x -> 0.74x
 /// cuBLAS (128 x 64 in 2), tf32 0.53x -> 0.84x (128 x 128 in 4), 8192 x 16 x 8192 0.71x -> 0.84x
 /// (128 x 128 in 2), 1024 x 1024 x 32768 0.58x -> 0.80x (128 x 128 in 2), 256 x 256 x 65536
 /// 0.11x -> 0.56x.
@@ -268,7 +268,7 @@ pub(crate) fn wg_auto_split(letter: char, n_units: usize, l_units: usize, ktiles
 /// tile needs half those loads. Taken
 /// where the 128 x 128 tiles fill at least a third of the multiprocessors (fewer left too many
 /// idle: 504 x 1000 x 1000 in 32 tiles ran 19% slower) over at least 12 k-tiles (1000 x 1000 x
-/// 250 in 4 ran 14% slower). H100, 2026-11-27 (docs/kernels/gemm.md, "wgmma tiles on rows an
+/// 250 in 4 ran 14% slower). H100, 2026-11-27 (docs/kernels/gemm-wgmma.md, "wgmma tiles on rows an
 /// odd multiple of 16 bytes apart"): 1000^3 143 -> 175-185 TFLOP/s, 1000 x 1000 x 3000 179 ->
 /// 235, 776 x 1024 x 1000 126-129 -> 149; 800^3 (rows 64 bytes off a line every other row)
 /// stays on 128 x 64, which runs it 6% faster.
@@ -300,7 +300,7 @@ pub(crate) fn straddling_rows(row_bytes: [usize; 2]) -> bool {
 /// 128 x 64 tile unsplit, within the bounds measured for [`odd_line_rows`] (at least 12
 /// k-tiles, 128 x 128 tiles for a third of the multiprocessors). `q` where its clusters (one
 /// per 128 x 128 of D) fit in a wave of blocks, else `p`. Measured on an H200 against the
-/// tiles forced in the same job (2026-12-02, docs/kernels/gemm.md, "wgmma pairs"), TFLOP/s:
+/// tiles forced in the same job (2026-12-02, docs/kernels/gemm-wgmma.md, "wgmma pairs"), TFLOP/s:
 /// f16 1000 x 1000 x 3000 NN 233 -> 283 (q), TN 252 -> 300; 2000 x 1000 x 1000 NN 291 -> 325
 /// (p), TN 263 -> 306; 1000 x 2000 x 2000 NN 344 -> 379 (p); 1000^3 179 -> 186 (q); bf16
 /// alike; tf32 TN 1004^3 95 -> 129 (q, where the tile alone was 128 x 64), 1004 x 1004 x 3004

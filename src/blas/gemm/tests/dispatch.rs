@@ -214,7 +214,7 @@ fn dispatch_by_type_alignment_and_size() {
     // against s 36.1, w 27.0).
     assert_eq!(f32k(300, 16384, 2048), vk(2));
     // The model's picks on the suite's odd and mid-sized shapes (H100, 2026-11-27, forced
-    // sweeps in docs/kernels/gemm.md, "f32 tiles by the busiest SM's work"): 768 x 1024 x 3072
+    // sweeps in docs/kernels/gemm-simt.md, "f32 tiles by the busiest SM's work"): 768 x 1024 x 3072
     // v in 4 parts (37.9 TFLOP/s, u 30.6), 12345 x 321 x 4567 unaligned v in 2 (33.9, l 25.7),
     // 4096 x 4096 x 16 s (14.6, w 11.2: its k-step of 32 half empty), since the paired tile x
     // (16.1, "f32: the paired 128 x 128 tile"), which also takes w's place at short k (8192 x
@@ -320,7 +320,7 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
         (name, tile, smem, threads)
     };
     let h = (9, 0);
-    // Automatic tiles on 132 SMs (the measured table in docs/kernels/gemm.md): l from a wave of
+    // Automatic tiles on 132 SMs (the measured table in docs/kernels/gemm-dmma.md): l from a wave of
     // 128 x 128 tiles whose last wave is 3/4 full (2048: 256 tiles in 2 waves of 132).
     assert_eq!(
         pick(4096, 1, Kernel::Auto, Tile::Auto, h),

@@ -1,7 +1,7 @@
 //! Where the DMMA tiles' element variants (operands read one element at a time) run the 64 x 64
 //! tile three blocks per multiprocessor (`qu`) rather than two (`su`): k up to 512 where that
 //! takes the busiest multiprocessor fewer rounds (`element_q`; H200, 2026-12-03,
-//! docs/kernels/gemm.md).
+//! docs/kernels/gemm-dmma.md).
 
 use super::*;
 

@@ -1,6 +1,6 @@
 //! Where the DMMA tiles split k in 2 on the 32 x 32 tile (`u2`) rather than the 64 x 64 one
 //! (`s2`): the pairs' model with its margin per type, on the shapes of the A/B that set it
-//! (H200, 2026-12-03; docs/kernels/gemm.md).
+//! (H200, 2026-12-03; docs/kernels/gemm-dmma.md).
 
 use super::*;
 

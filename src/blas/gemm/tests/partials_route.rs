@@ -1,6 +1,6 @@
 //! The automatic part count of a split of k through partial products (no GPU: the rule's
 //! arithmetic on an H100's 132 multiprocessors), against the best forced counts measured there
-//! (docs/kernels/gemm.md, "Partial products").
+//! (docs/kernels/gemm-common.md, "Partial products").
 
 use super::*;
 use crate::blas::gemm::partials::{auto_parts, sum_launch};
@@ -126,7 +126,7 @@ fn short_k_and_forced_knobs_are_left_alone() {
 
 #[test]
 fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
-    // Measured on an H200 (docs/kernels/gemm.md, "f16 and bf16 through partial products").
+    // Measured on an H200 (docs/kernels/gemm-mma-sync.md, "f16 and bf16 through partial products").
     let f16 = |g: &Gemm<f32>| parts::<half::f16>(g);
     let tn = |m, n, k| Gemm::<f32>::new(Transpose::T, Transpose::N, m, n, k);
     // 16-token decode steps (TN: 16 x 64 thin tiles): 64 tiles in 4 parts, 32 in 8, 16 in 16.
@@ -156,7 +156,7 @@ fn sixteen_bit_types_split_decode_steps_and_a_few_tiles() {
 
 #[test]
 fn tf32_decode_steps_split_under_half_a_wave_and_over_uneven_waves_of_thin_tiles() {
-    // H100, 2026-11-27 (docs/kernels/gemm.md, "Thin mma.sync tiles on unaligned operands"):
+    // H100, 2026-11-27 (docs/kernels/gemm-mma-sync.md, "Thin mma.sync tiles on unaligned operands"):
     // 4096 outputs (64 thin tiles) in 4 parts, 0.79-0.82 -> 0.85-0.96x cuBLAS; 6144 (96 tiles)
     // in 2 parts lost (0.959 -> 0.793x), so it stays unsplit.
     let tn = |m, k| parts::<f32>(&Gemm::<f32>::new(Transpose::T, Transpose::N, m, 16, k).math(MathMode::Tf32));
