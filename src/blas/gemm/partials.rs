@@ -249,7 +249,7 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
     // kernels' own split was faster (200 x 120 x 40000: 79 against 70 TFLOP/s, 300 x 200 x
     // 30000: 77 against 61-66; 150 x 250 x 50000 tied; 200 x 200 x 65536: 121 -> 188).
     let ragged = m % 64 != 0 || n % 64 != 0;
-    if fast && !ragged && plan.k >= WG_PARTIALS_MID_MIN_K {
+    if !ragged && plan.k >= WG_PARTIALS_MID_MIN_K {
         if let Some(parts) = mid_parts(tiles2(m, n, (128, 128)), plan.k, sms) {
             return Some(parts);
         }
@@ -315,28 +315,51 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
 }
 
 /// The split of an f16 / bf16 GEMM of `tiles` 128 x 128 output tiles over k (at least
-/// [`WG_PARTIALS_MID_MIN_K`], sides multiples of 64, fast memory: the caller checks) between
+/// [`WG_PARTIALS_MID_MIN_K`], sides multiples of 64: the caller checks) between
 /// [`WG_PARTIALS_MAX_TILES`] and a wave: 2 parts (4 from k = 65536) where 2 parts' blocks make
-/// 0.7 to 1.5 waves. Against the wgmma kernels' own split of the 128 x 128 tile in 2 (64-81
-/// tiles) or the unsplit tile (80-96), which leave more than a quarter of the SMs idle or keep
-/// a partial tile's hand-off on each block. H200, 2026-12-02 23:46 UTC, f16 / bf16, NN and TN,
-/// TFLOP/s, the rule before -> 2 parts (`bench gemm --splits auto,p2,p3,p4 --trials 5`):
-/// 1024 x 1024 x 32768 (64 tiles) 691 -> 689 / 577-610 -> 712-719, 1152 x 1152 x 32768 (81)
-/// 566 -> 647-648 / 568-570 -> 663, 1280 x 1024 x 16384 (80) 536-538 -> 575-577 / 537-541 ->
-/// 589, 1536 x 1024 x 32768 (96) 631-636 -> 718-719 / 656 -> 744-746, 1536 x 1024 x 16384
-/// 621 -> 643 / 642 -> 665, 1024 x 1024 x 16384 585-620 -> 606-611 / 569-599 -> 621-625, 1024 x
-/// 768 x 32768 (48) 544-575 -> 572-577 / 428-594 -> 587-589; 1024 x 1024 x 65536 in 4 parts
-/// 645-723 -> 746 / 611-625 -> 781-782 (2 parts: 725-759). Left alone: 768 x 768 x 32768 (36
-/// tiles; 2 parts 447-454 against 479-595) and 2048 x 1024 x 32768 (128; 2 parts 3-4% slower
-/// than unsplit). 3 parts ran 0.35-0.89x cuBLAS everywhere: not a count to take.
+/// 0.7 to 1.5 waves; where they make fewer, 4 parts of at least [`MID_FOUR_MIN_KPER`] of k
+/// where 4 parts' blocks make 0.7 to 1.5 waves. Against the wgmma kernels' own split of the 128
+/// x 128 tile in 2 (64-81 tiles) or the unsplit tile (80-96), which leave more than a quarter of
+/// the SMs idle or keep a partial tile's hand-off on each block.
+///
+/// H200, 2026-12-02 23:46 UTC, f16 / bf16, NN and TN, TFLOP/s, the rule before -> 2 parts
+/// (`bench gemm --splits auto,p2,p3,p4 --trials 5`): 1024 x 1024 x 32768 (64 tiles) 691 -> 689 /
+/// 577-610 -> 712-719, 1152 x 1152 x 32768 (81) 566 -> 647-648 / 568-570 -> 663, 1280 x 1024 x
+/// 16384 (80) 536-538 -> 575-577 / 537-541 -> 589, 1536 x 1024 x 32768 (96) 631-636 -> 718-719 /
+/// 656 -> 744-746, 1536 x 1024 x 16384 621 -> 643 / 642 -> 665, 1024 x 1024 x 16384 585-620 ->
+/// 606-611 / 569-599 -> 621-625, 1024 x 768 x 32768 (48) 544-575 -> 572-577 / 428-594 ->
+/// 587-589; 1024 x 1024 x 65536 in 4 parts 645-723 -> 746 / 611-625 -> 781-782 (2 parts:
+/// 725-759). 2048 x 1024 x 32768 (128; 2 parts 3-4% slower than unsplit) is left alone. 3 parts
+/// ran 0.35-0.89x cuBLAS everywhere: not a count to take.
+///
+/// H100, 2026-12-07 08:32 UTC (`--splits auto,p2,p4 --trials 5`, the rule before was this one
+/// on fast memory only), x cuBLAS, f16 NN / TN, bf16 NN / TN: 1024 x 1024 x 32768 0.891 ->
+/// 0.961 / 0.764 -> 0.955, 0.845 -> 0.961 / 0.746 -> 0.958; 1024 x 1024 x 16384 0.903 -> 0.939
+/// / 0.832 -> 0.930, 0.776 -> 0.917 / 0.801 -> 0.921; 1152 x 1152 x 32768 0.895 -> 1.003 / 0.816
+/// -> 0.916; 1536 x 1024 x 32768 0.866 -> 0.981 / 0.877 -> 0.995; 1024 x 768 x 32768 0.699 ->
+/// 0.830 / 0.605 -> 0.820; 1280 x 1024 x 16384 TN 0.768 -> 0.807; 1024 x 1024 x 65536 in 4
+/// parts 0.861 -> 0.976 / 0.735 -> 0.989 (2 parts 0.953 / 0.970); bf16 1536 x 1024 x 16384 NN
+/// within 1%. 768 x 768 x 32768 (36 tiles, 2 parts' 72 blocks 0.55 of a wave) in 4 parts 0.738
+/// -> 0.868 / 0.715 -> 0.831, 0.747 -> 0.857 / 0.698 -> 0.825, where 2 parts lost 1-4% (as on
+/// the H200).
 fn mid_parts(tiles: usize, k: usize, sms: usize) -> Option<usize> {
-    let units = 2 * tiles;
-    (tiles > WG_PARTIALS_MAX_TILES && units * 10 >= sms * 7 && units * 2 <= sms * 3).then_some(if k >= 65536 {
-        4
+    let fills = |parts: usize| {
+        let units = parts * tiles;
+        units * 10 >= sms * 7 && units * 2 <= sms * 3
+    };
+    if tiles <= WG_PARTIALS_MAX_TILES {
+        None
+    } else if fills(2) {
+        Some(if k >= 65536 { 4 } else { 2 })
+    } else if fills(4) && k / 4 >= MID_FOUR_MIN_KPER {
+        Some(4)
     } else {
-        2
-    })
+        None
+    }
 }
+
+/// The least k a part of [`mid_parts`]'s split in 4 keeps (the measured 768 x 768 x 32768).
+const MID_FOUR_MIN_KPER: usize = 8192;
 
 /// The least k from which [`mid_parts`] splits.
 const WG_PARTIALS_MID_MIN_K: usize = 16384;

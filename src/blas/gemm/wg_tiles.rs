@@ -86,7 +86,12 @@ pub(crate) const MEDIUM_TILE: (usize, usize) = (64, 96);
 /// (below). Measured on the H100 against the tiles forced in the same job (2026-11-27,
 /// docs/kernels/gemm-wgmma.md, "The 64-row wgmma tiles"): f16 TN 768 x 1024 x 3072 306 -> 432 TFLOP/s
 /// (64 x 96), NN 128 x 4096 x 4096 196 -> 297 (64 x 64, against 128 x 64 in 2 parts); tf32
-/// 768 x 1024 x 3072 120 -> 171 (64 x 96). Where it did not gain, and the rule does not take it:
+/// 768 x 1024 x 3072 120 -> 171 (64 x 96). Of the two, the 64 x 64 tile where both cover the
+/// problem in one round and its rows are whole tiles: a block's work is its tile's area, and
+/// one round of either is as many blocks' time (H100, 2026-12-07, TN, forced in one run,
+/// TFLOP/s 64 x 64 against 64 x 96: f16 4096 x 128 x 4096 386 against 316, bf16 391 against
+/// 326; 4096 x 128 x 11008 296 against 282 and 280 against 270). Where it did not gain, and the
+/// rule does not take it:
 /// * an n-contiguous Y (`!yk`): the 64 x 96 tile loads it in boxes of 64 columns, 128 per 96,
 ///   and lost 7-13% (f16 NT and NN 768 x 1024 x 3072);
 /// * fewer than 64 rows (tf32 31 x 4099 x 257: 4.5 TFLOP/s against 6.9);
@@ -120,17 +125,24 @@ pub(crate) fn half_rows(
     };
     let now = busiest(tile, parts);
     let half_ok = t != "tf32" || parts == 1 || ktiles.div_ceil(parts) < 32;
-    // Between the two (each one round): the larger of a multiprocessor's work per k-tile and the
-    // rows all tiles load per k-tile over 2.6, the L2's share (f16 TN 4096 x 128 x 4096: 86
-    // tiles of 64 x 96 load 13760 rows, 128 of 64 x 64 16384: 326 TFLOP/s against 300, where
-    // the work alone would take 64 x 64; on tf32 64 x 8448 x 256 the two ran within 3%).
-    let cost = |tile: (usize, usize), count: usize| (tile.0 * tile.1).max(count * (tile.0 + tile.1) * 10 / 26);
     let candidates = [('h', HALF_TILE, half_ok), ('m', MEDIUM_TILE, yk)]
         .map(|(letter, tile, ok)| (letter, tile, tiles2(dims.0, dims.1, tile).saturating_mul(batch), ok));
     let fits = candidates.iter().filter(|&&(_, _, count, ok)| ok && count <= sms);
     if !fits.clone().any(|&(_, tile, _, _)| busiest(tile, 1) < now) {
         return None;
     }
+    // Between the two (each one round): on rows that are whole 64-row tiles, 64 x 64 (H100,
+    // 2026-12-07, A/B against the rule below: f16 / bf16 TN 4096 x 128 x 4096 1.27x / 1.23x,
+    // 4096 x 128 x 11008 1.05x / 1.04x; tf32 64 x 8448 x 256 NN 1.14x, 8448 x 64 x 256 TN
+    // 1.16x, the others within 1%). Elsewhere the larger of a multiprocessor's work per k-tile
+    // and the rows all tiles load per k-tile over 2.6, the L2's share: on 96 rows (f16 / bf16
+    // TN 4096 x 96 x 4096, both tiles' second row half empty) 64 x 64 ran 15% slower.
+    if dims.0 % HALF_TILE.0 == 0 {
+        if let Some(&(letter, tile, _, _)) = fits.clone().find(|c| c.0 == 'h') {
+            return Some((letter, tile));
+        }
+    }
+    let cost = |tile: (usize, usize), count: usize| (tile.0 * tile.1).max(count * (tile.0 + tile.1) * 10 / 26);
     fits.min_by_key(|&&(_, tile, count, _)| cost(tile, count))
         .map(|&(letter, tile, _, _)| (letter, tile))
 }

@@ -581,7 +581,9 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
     );
     // The swapped problem picks its tile from its own m and n: C of 64 x 8448 is 33 tiles of
     // 128 x 256 and 66 of 128 x 128 (too few for either: 128 x 64, and then, 64 rows high,
-    // 88 tiles of 64 x 96), where the unswapped 8448 x 64 would count 66 wide tiles.
+    // 132 tiles of 64 x 64: the smaller of the two 64-row tiles that cover it in one round,
+    // against 88 of 64 x 96, within 3% of it), where the unswapped 8448 x 64 would count 66
+    // wide tiles.
     let skinny = plan(&Gemm::<f32>::new(N, N, 64, 8448, 256), [1 << 26; 3]).unwrap();
     let t = on_h100(
         "f32",
@@ -594,7 +596,7 @@ fn hopper_dispatch_prefers_wgmma_and_packs_tf32() {
         true,
     )
     .unwrap();
-    assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_m_nn", true));
+    assert_eq!((t.name.as_str(), t.swap), ("gemm_wg_tf32_h_nn", true));
     // Short k (at most 128): tf32 takes 128 x 128 where f16 keeps 128 x 256.
     let short_k = |t: &str, k| {
         let math = if t == "f32" { MathMode::Tf32 } else { e };

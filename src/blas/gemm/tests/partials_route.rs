@@ -237,20 +237,26 @@ fn sixteen_bit_types_with_more_tiles_split_on_wgmma() {
     assert_eq!(fast(256, 256, 16384), Some(8));
     assert_eq!(fast(200, 200, 65536), Some(32));
     assert_eq!(fast(512, 512, 8192), None);
-    // On fast memory, 26 tiles to a wave from k = 16384: 2 parts (4 from k = 65536) where 2
-    // parts' blocks make 0.7 to 1.5 waves (H200, 2026-12-02 23:46 UTC).
-    assert_eq!(fast(1024, 1024, 32768), Some(2));
-    assert_eq!(fast(1024, 1024, 16384), Some(2));
-    assert_eq!(fast(1024, 1024, 65536), Some(4));
-    assert_eq!(fast(1024, 768, 32768), Some(2));
-    assert_eq!(fast(1152, 1152, 32768), Some(2));
-    assert_eq!(fast(1536, 1024, 32768), Some(2));
-    assert_eq!(fast(768, 768, 32768), None);
-    assert_eq!(fast(2048, 1024, 32768), None);
-    assert_eq!(fast(1024, 1024, 8192), None);
-    assert_eq!(fast(1000, 1000, 32768), None);
-    // More than 25 tiles of 128 x 128, k too short for 8 parts, forced knobs: no split here.
-    assert_eq!(wg(1024, 1024, 32768), None);
+    // On every memory, 26 tiles to a wave from k = 16384: 2 parts (4 from k = 65536) where 2
+    // parts' blocks make 0.7 to 1.5 waves (H200, 2026-12-02 23:46 UTC; H100, 2026-12-07), and
+    // where they make fewer, 4 parts of at least 8192 of k whose blocks make 0.7 to 1.5 waves
+    // (H100, 768 x 768 x 32768).
+    for on_fast in [true, false] {
+        let side = |m, n, k| wg_on(m, n, k, on_fast);
+        assert_eq!(side(1024, 1024, 32768), Some(2));
+        assert_eq!(side(1024, 1024, 16384), Some(2));
+        assert_eq!(side(1024, 1024, 65536), Some(4));
+        assert_eq!(side(1024, 768, 32768), Some(2));
+        assert_eq!(side(1152, 1152, 32768), Some(2));
+        assert_eq!(side(1536, 1024, 32768), Some(2));
+        assert_eq!(side(1280, 1024, 16384), Some(2));
+        assert_eq!(side(768, 768, 32768), Some(4));
+        assert_eq!(side(768, 768, 16384), None);
+        assert_eq!(side(2048, 1024, 32768), None);
+        assert_eq!(side(1024, 1024, 8192), None);
+        assert_eq!(side(1000, 1000, 32768), None);
+    }
+    // k too short for 8 parts, forced knobs: no split here.
     assert_eq!(wg(256, 256, 4096), None);
     let plan = nn::<f32>(256, 256, 65536).plan([1 << 30; 3], None).expect("plan");
     assert_eq!(

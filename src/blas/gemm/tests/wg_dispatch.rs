@@ -76,8 +76,8 @@ fn wgmma_splits_k_over_few_tiles_and_takes_a_wave_of_large_tiles() {
         "gemm_wg_f16_n_tn"
     );
     assert!(auto("f16", (T, N), (4096, 17, 4096)).0.starts_with("gemm_wg_"));
-    // 64 tiles of 128 x 64 in 2 parts: 86 of 64 x 96 unsplit (the 64-row tiles' rule).
-    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), named("gemm_wg_f16_m_tn", None));
+    // 64 tiles of 128 x 64 in 2 parts: 128 of 64 x 64 unsplit (the 64-row tiles' rule).
+    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), named("gemm_wg_f16_h_tn", None));
     // The 128 x 128 tile only where it covers more than 128 x 64: 64 columns stay on 128 x 64
     // in 2 parts, and that is 128 tiles of 64 x 64 unsplit.
     assert_eq!(auto("f16", (N, N), (64, 8192, 8192)), named("gemm_wg_f16_h_nn", None));
@@ -217,8 +217,12 @@ fn wgmma_takes_a_64_row_tile_where_it_covers_the_problem_in_one_round_with_less_
     // unsplit (k too short to split).
     assert_eq!(auto("f16", (N, N), (4096, 128, 4096)), one("gemm_wg_f16_h_nn"));
     assert_eq!(auto("bf16", (N, N), (128, 4096, 4096)), one("gemm_wg_bf16_h_nn"));
-    // Y k-contiguous: 86 tiles of 64 x 96, which load fewer rows than 128 of 64 x 64.
-    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), one("gemm_wg_f16_m_tn"));
+    // Y k-contiguous: of 86 tiles of 64 x 96 and 128 of 64 x 64, both one round, the smaller
+    // tile; 64 x 96 where 64 x 64 needs more than a round.
+    assert_eq!(auto("f16", (T, N), (4096, 128, 4096)), one("gemm_wg_f16_h_tn"));
+    assert_eq!(auto("bf16", (T, N), (4096, 128, 11008)), one("gemm_wg_bf16_h_tn"));
+    // 96 rows, not whole 64-row tiles: the L2's share weighs, and 64 x 96 loads fewer rows.
+    assert_eq!(auto("f16", (T, N), (4096, 96, 4096)), one("gemm_wg_f16_m_tn"));
     assert_eq!(auto("f16", (N, N), (31, 4099, 257)), one("gemm_wg_f16_h_nn"));
     // 64 x 96 where Y is k-contiguous (tf32 always): 132 or 128 tiles against 96 of 128 x 64.
     assert_eq!(auto("f32", (N, N), (768, 1024, 3072)), one("gemm_wg_tf32_m_nn"));
