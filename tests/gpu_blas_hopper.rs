@@ -379,8 +379,11 @@ fn gemm_skinny90_chains_overlap() {
     // but not 16 x 6144 x 4096 or 16 x 2048 x 4096, which run the thin tiles (H100,
     // 2026-12-07: `gemm_tc_f16_t_tn`). So the chain of 4096-wide steps runs everywhere, the
     // others where the memory is fast.
-    let fast = ctx.limits().peak_memory_bandwidth().is_some_and(|b| b >= 4.0e12);
-    let widths: &[usize] = if fast { &[4096, 6144, 2048] } else { &[4096] };
+    let widths: &[usize] = if gpu::fast_memory(&ctx) {
+        &[4096, 6144, 2048]
+    } else {
+        &[4096]
+    };
     for &n1 in widths {
         let n2 = 4096;
         // x (s x k1), W1 (n1 x k1), y1 (s x n1), W2 (n2 x n1), y2 (s x n2), all row-major.

@@ -42,6 +42,13 @@ pub fn sm90(test: &str, why: &str) -> Option<Arc<Context>> {
     None
 }
 
+/// Whether the device's memory counts as fast: a peak of 4 TB/s and more (an H200, not an
+/// H100), as src/blas/memory_class.rs counts it for the BLAS rules that differ between the two.
+#[allow(dead_code)] // only the files whose checks depend on the memory class call it
+pub fn fast_memory(ctx: &Context) -> bool {
+    ctx.limits().peak_memory_bandwidth().is_some_and(|b| b >= 4.0e12)
+}
+
 /// `let Some(ctx) = gpu!("name") else { return };`
 #[macro_export]
 macro_rules! gpu {

@@ -333,15 +333,15 @@ pub(crate) fn auto_wgmma_parts<S>(g: &Gemm<S>, plan: &Plan, type_name: &str, sms
 /// ran 0.35-0.89x cuBLAS everywhere: not a count to take.
 ///
 /// H100, 2026-12-07 08:32 UTC (`--splits auto,p2,p4 --trials 5`, the rule before was this one
-/// on fast memory only), x cuBLAS, f16 NN / TN, bf16 NN / TN: 1024 x 1024 x 32768 0.891 ->
-/// 0.961 / 0.764 -> 0.955, 0.845 -> 0.961 / 0.746 -> 0.958; 1024 x 1024 x 16384 0.903 -> 0.939
-/// / 0.832 -> 0.930, 0.776 -> 0.917 / 0.801 -> 0.921; 1152 x 1152 x 32768 0.895 -> 1.003 / 0.816
-/// -> 0.916; 1536 x 1024 x 32768 0.866 -> 0.981 / 0.877 -> 0.995; 1024 x 768 x 32768 0.699 ->
-/// 0.830 / 0.605 -> 0.820; 1280 x 1024 x 16384 TN 0.768 -> 0.807; 1024 x 1024 x 65536 in 4
-/// parts 0.861 -> 0.976 / 0.735 -> 0.989 (2 parts 0.953 / 0.970); bf16 1536 x 1024 x 16384 NN
-/// within 1%. 768 x 768 x 32768 (36 tiles, 2 parts' 72 blocks 0.55 of a wave) in 4 parts 0.738
-/// -> 0.868 / 0.715 -> 0.831, 0.747 -> 0.857 / 0.698 -> 0.825, where 2 parts lost 1-4% (as on
-/// the H200).
+/// on fast memory only), x cuBLAS, the unsplit choice -> 2 parts, f16 NN / TN, then bf16 NN / TN
+/// where both are given: 1024 x 1024 x 32768 0.891 -> 0.961 / 0.764 -> 0.955, 0.845 -> 0.961 /
+/// 0.746 -> 0.958; 1024 x 1024 x 16384 0.903 -> 0.939 / 0.832 -> 0.930, 0.776 -> 0.917 / 0.801
+/// -> 0.921; f16 1152 x 1152 x 32768 0.895 -> 1.003 / 0.816 -> 0.916; f16 1536 x 1024 x 32768
+/// 0.866 -> 0.981 / 0.877 -> 0.995; f16 1024 x 768 x 32768 0.699 -> 0.830 / 0.605 -> 0.820; f16
+/// 1280 x 1024 x 16384 TN 0.768 -> 0.807; f16 1024 x 1024 x 65536 in 4 parts 0.861 -> 0.976 /
+/// 0.735 -> 0.989 (2 parts 0.953 / 0.970); bf16 1536 x 1024 x 16384 NN within 1%. 768 x 768 x
+/// 32768 (36 tiles, 2 parts' 72 blocks 0.55 of a wave) in 4 parts 0.738 -> 0.868 / 0.715 ->
+/// 0.831, 0.747 -> 0.857 / 0.698 -> 0.825, where 2 parts lost 1-4% (as on the H200).
 fn mid_parts(tiles: usize, k: usize, sms: usize) -> Option<usize> {
     let fills = |parts: usize| {
         let units = parts * tiles;
