@@ -20,6 +20,7 @@
 #include <cublas_v2.h>
 
 #include "gemv_common.cuh"
+#include "gemv_operands.cuh"
 #include "timing.cuh"
 
 // The library's strips (gemv_nr in ptx/gemv_common.cuh) with C blocks per cluster.
@@ -61,11 +62,9 @@ struct V {
     const void* fn;
 };
 template <typename T> struct Ty;
-#define TY(T, NAME, CUDA, COMPUTE, P)                                                              \
+#define TY(T, NAME, P)                                                                             \
     template <> struct Ty<T> {                                                                     \
         static constexpr const char* name = NAME;                                                  \
-        static constexpr cudaDataType cuda = CUDA;                                                 \
-        static constexpr cublasComputeType_t compute = COMPUTE;                                    \
         static std::vector<V> variants() {                                                         \
             return {{4, 1, (void*)P##_l4_w16_c1},  {4, 2, (void*)P##_l4_w16_c2},                   \
                     {4, 4, (void*)P##_l4_w16_c4},  {8, 1, (void*)P##_l8_w16_c1},                   \
@@ -74,50 +73,28 @@ template <typename T> struct Ty;
                     {16, 4, (void*)P##_l16_w16_c4}};                                               \
         }                                                                                          \
     };
-TY(__half, "f16", CUDA_R_16F, CUBLAS_COMPUTE_32F, h)
-TY(__nv_bfloat16, "bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, b)
-TY(float, "f32", CUDA_R_32F, CUBLAS_COMPUTE_32F, f)
+TY(__half, "f16", h)
+TY(__nv_bfloat16, "bf16", b)
+TY(float, "f32", f)
 template <> struct Ty<double> {
     static constexpr const char* name = "f64";
-    static constexpr cudaDataType cuda = CUDA_R_64F;
-    static constexpr cublasComputeType_t compute = CUBLAS_COMPUTE_64F;
     static std::vector<V> variants() {
         return {{8, 1, (void*)d_l8_w16_c1},  {8, 2, (void*)d_l8_w16_c2},  {8, 4, (void*)d_l8_w16_c4},
                 {16, 1, (void*)d_l16_w16_c1}, {16, 2, (void*)d_l16_w16_c2}, {16, 4, (void*)d_l16_w16_c4}};
     }
 };
-template <typename T> static T from_f(float v) { return T(v); }
-template <typename T> static float to_f(T v) { return (float)v; }
 
 template <typename T>
 static void run(cublasHandle_t hd, long long m, long long n, int sms) {
     const long long lda = m;
-    std::vector<T> ha(m * n), hx(n);
-    srand(7);
-    for (auto& v : ha) v = from_f<T>((rand() % 2001 - 1000) / 1000.f);
-    for (auto& v : hx) v = from_f<T>((rand() % 2001 - 1000) / 1000.f);
-    T *a, *x, *y, *yr;
+    NOperands<T> o(m, n, 7);
+    T *a = o.a, *x = o.x, *y = o.y;
     float* out;
-    CHECK(cudaMalloc(&a, m * n * sizeof(T)));
-    CHECK(cudaMalloc(&x, n * sizeof(T)));
-    CHECK(cudaMalloc(&y, m * sizeof(T)));
-    CHECK(cudaMalloc(&yr, m * sizeof(T)));
     CHECK(cudaMalloc(&out, 1 << 20));
-    CHECK(cudaMemcpy(a, ha.data(), m * n * sizeof(T), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(x, hx.data(), n * sizeof(T), cudaMemcpyHostToDevice));
     const double bytes = (double)m * n * sizeof(T);
     const int calls = std::max(1, (int)(2e-3 / (bytes / 3.5e12)));
-    const double one = 1.0, zero = 0.0;
-    const float onef = 1.f, zerof = 0.f;
-    const bool f64 = sizeof(T) == 8;
-    auto cub = [&] {
-        cublasGemmEx(hd, CUBLAS_OP_N, CUBLAS_OP_N, (int)m, 1, (int)n, f64 ? (const void*)&one : (const void*)&onef, a,
-                     Ty<T>::cuda, (int)lda, x, Ty<T>::cuda, (int)n, f64 ? (const void*)&zero : (const void*)&zerof, yr,
-                     Ty<T>::cuda, (int)m, Ty<T>::compute, CUBLAS_GEMM_DEFAULT);
-    };
-    const double tc = time_calls(cub, calls);
-    std::vector<T> ref(m);
-    CHECK(cudaMemcpy(ref.data(), yr, m * sizeof(T), cudaMemcpyDeviceToHost));
+    const double tc = time_calls([&] { o.cublas(hd); }, calls);
+    o.keep_reference();
     const double tr =
         time_calls([&] { read_cs<<<4 * sms, 256>>>((const uint4*)a, (long long)(bytes / 16), out); }, calls);
     printf("%s %lldx%lld: cuBLAS %.2f us (%.0f GB/s), read %.2f us (%.0f GB/s)\n", Ty<T>::name, m, n, tc * 1e6,
@@ -138,48 +115,17 @@ static void run(cublasHandle_t hd, long long m, long long n, int sms) {
         int fit = 0;
         CHECK(cudaOccupancyMaxActiveClusters(&fit, v.fn, &cfg));
         void* args[] = {&p};
-        CHECK(cudaMemset(y, 0xff, m * sizeof(T)));
         auto go = [&] { CHECK(cudaLaunchKernel(v.fn, grid, block, args, 0, 0)); };
+        CHECK(cudaMemset(y, 0xff, m * sizeof(T)));
         go();
         CHECK(cudaDeviceSynchronize());
-        std::vector<T> got(m);
-        CHECK(cudaMemcpy(got.data(), y, m * sizeof(T), cudaMemcpyDeviceToHost));
-        long long bad = 0;
-        for (long long i = 0; i < m; ++i) {
-            const float d = fabsf(to_f(got[i]) - to_f(ref[i]));
-            if (!(d <= 2e-2f * (1.f + fabsf(to_f(ref[i]))) * sqrtf((float)n) / 8.f)) ++bad;
-        }
+        const long long bad = o.mismatches();
         const double t = time_calls(go, calls);
         printf("  l%-2d c%d  %4u clusters (%3d fit)  %8.2f us  %5.0f GB/s  %.3fx cuBLAS%s\n", v.lb, v.c, grid.x, fit,
                t * 1e6, bytes / t * 1e-9, tc / t, bad ? "  MISMATCH" : "");
         if (bad) printf("    %lld rows differ\n", bad);
     }
-    cudaFree(a), cudaFree(x), cudaFree(y), cudaFree(yr), cudaFree(out);
+    cudaFree(out);
 }
 
-int main(int argc, char** argv) {
-    const int sms = print_device();
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
-    std::vector<std::string> args;
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-    std::string types = "f16,bf16,f32,f64";
-    for (auto& s : args) {
-        if (s.rfind("--types=", 0) == 0) {
-            types = s.substr(8);
-            continue;
-        }
-        long long m, n;
-        if (sscanf(s.c_str(), "%lldx%lld", &m, &n) != 2) return 2;
-        for (size_t i = 0; i < types.size();) {
-            const size_t j = std::min(types.find(',', i), types.size());
-            const std::string t = types.substr(i, j - i);
-            if (t == "f16") run<__half>(h, m, n, sms);
-            if (t == "bf16") run<__nv_bfloat16>(h, m, n, sms);
-            if (t == "f32") run<float>(h, m, n, sms);
-            if (t == "f64") run<double>(h, m, n, sms);
-            i = j + 1;
-        }
-    }
-    return 0;
-}
+GEMV_PROBE_MAIN(run)

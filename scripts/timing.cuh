@@ -2,9 +2,12 @@
 // scripts/timing.cuh: error checks and the batch timing shared by the nvcc probes in scripts/
 // (read_bw.cu, gemv_probe.cu), which time kernels the way `cudrv bench gemv` does.
 #include <algorithm>
+#include <string>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #define CHECK(x)                                                                       \
@@ -56,4 +59,34 @@ static std::vector<long long> numbers_or(int argc, char** argv, std::vector<long
     std::vector<long long> v;
     for (int i = 1; i < argc; ++i) v.push_back(atoll(argv[i]));
     return v.empty() ? fallback : v;
+}
+
+// For each `MxN` argument and each type of `--types=a,b` (default `types`), in that order,
+// `run(type, m, n)`; returns 2 on an argument that is neither, else 0.
+template <typename F>
+static int for_each_shape(int argc, char** argv, std::string types, F run) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string s = argv[i];
+        if (s.rfind("--types=", 0) == 0) {
+            types = s.substr(8);
+            continue;
+        }
+        long long m, n;
+        if (sscanf(s.c_str(), "%lldx%lld", &m, &n) != 2) return 2;
+        for (size_t b = 0; b < types.size();) {
+            const size_t e = std::min(types.find(',', b), types.size());
+            run(types.substr(b, e - b), m, n);
+            b = e + 1;
+        }
+    }
+    return 0;
+}
+
+// `f(T{})` with T the type named `t` (f16, bf16, f32 or f64); nothing for another name.
+template <typename F>
+static void with_type(const std::string& t, F f) {
+    if (t == "f16") f(__half{});
+    if (t == "bf16") f(__nv_bfloat16{});
+    if (t == "f32") f(float{});
+    if (t == "f64") f(double{});
 }

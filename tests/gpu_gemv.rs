@@ -168,7 +168,9 @@ fn gemv_sweep<T: GemvEl>(stream: &Arc<Stream>, seed: u64) {
     // blocks of a cluster), with a partial last strip.
     for (m, n, lda) in [
         // The element-wise N kernel's reduction split 2-10 ways (odd leading dimensions): on
-        // sm_90 the 8 blocks of a cluster (gemv_nc) where the clusters fit on the device at once.
+        // sm_90 the 16 blocks of a cluster over 64-row tiles (gemv_nc16: 1023 x 1025, 777 x 2301)
+        // or the 8 of one over 128-row tiles (gemv_nc: 2999 x 999, 5001 x 333) where the
+        // clusters fit on the device at once.
         (1023, 1025, 1023),
         (2999, 999, 3001),
         (777, 2301, 779),

@@ -337,12 +337,12 @@ fn host_calls_child() {
     }
 
     // GEMVs, repeated. At an odd leading dimension (the element-wise N kernel) 1023 x 1025
-    // splits its reduction 5 ways, which this sm_90 runs in the 8 blocks of a cluster (one
+    // splits its reduction 5 ways, which this sm_90 runs in the 16 blocks of a cluster (one
     // launch, no workspace); 33 x 200000 splits past 10 ways: gemv_n, then gemv_finish over a
     // workspace the pool hands back without a driver call. An aligned f64 GEMV of 8 row tiles,
     // split 4 ways, runs in a cluster too (`gemv_nvc`: no gemv_finish).
     let (one, zero) = (half::f16::ONE, half::f16::ZERO);
-    gemv_case(&calls, &stream, (1023, 1025), (one, zero), 1, "gemv_nc_f16");
+    gemv_case(&calls, &stream, (1023, 1025), (one, zero), 1, "gemv_nc16_f16");
     gemv_case(&calls, &stream, (33, 200_000), (one, zero), 2, "gemv_finish_f16");
     gemv_case(&calls, &stream, (1024, 1024), (1.0f64, 0.0), 1, "gemv_nvc_f64");
 

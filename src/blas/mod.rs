@@ -56,7 +56,7 @@ mod tma;
 pub use gemm::{gemm, gemm_strided_batched, matmul, Gemm, GemmType, Kernel, SplitK, Tile};
 pub(crate) use gemm::{IN_PLACE_MAX_K, IN_PLACE_MAX_K_NARROW};
 pub(crate) use gemv::{
-    element_n_in_cluster, gemv_on_strips, row_strips, t_vector_kernel, vector_n_in_cluster, Strips, STRIP_CLUSTERS,
+    element_n_cluster, gemv_on_strips, row_strips, t_vector_kernel, vector_n_in_cluster, Strips, STRIP_CLUSTERS,
 };
 pub use gemv::{gemv, GemvType};
 

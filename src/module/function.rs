@@ -326,6 +326,11 @@ impl Function {
     /// fewer than the multiprocessors' block slots divided by the cluster size. Needs CUDA 12.0's
     /// `cuOccupancyMaxActiveClusters` (an error from older drivers, never a panic).
     ///
+    /// A `grid` of more than 8 blocks asks about a non-portable cluster size (the H100 and H200
+    /// take 16): the function is first allowed such sizes
+    /// (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`), which its launches need too. A
+    /// device that does not take the size answers 0 clusters or an error.
+    ///
     /// ```no_run
     /// let ctx = cudrv::Context::new(0)?;
     /// // gemv_nvc_f32: clusters of 1 x 8 x 1 blocks of 32 x 8 threads (sm_90).
@@ -352,6 +357,11 @@ impl Function {
             attrs: std::ptr::null_mut(),
             numAttrs: 0,
         };
+        if u64::from(grid.0) * u64::from(grid.1) * u64::from(grid.2) > 8 {
+            let attr = FnAttr::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+            // SAFETY: sets one boolean attribute of a live function.
+            unsafe { cu!(cuFuncSetAttribute(self.core.raw, attr, 1))? };
+        }
         let mut clusters = 0;
         // SAFETY: writes one int through a valid pointer; `config` (no attributes) outlives the
         // call and `raw` is a live function.

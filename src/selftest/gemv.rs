@@ -19,15 +19,18 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
     // pool buffers are 256-byte aligned and x is contiguous), lda = m + 1 the element-wise ones
     // (`gemv_n`, `gemv_t`). The short-and-wide N case splits its reduction (200000 columns over
     // one row block), so it also runs `gemv_finish`. On sm_90 a split whose row tiles' clusters
-    // fit runs in the 8 blocks of a thread block cluster instead (`gemv_nvc`, `gemv_nc`: 1000 x
-    // 777, 2048 x 3072), as the library decides it; 40000 x 64 fills the device unsplit, so
-    // `gemv_nv` itself stays checked there. An N case whose A would take the row strips (larger
-    // than the L2 cache, strips filling a wave) is counted for the strip kernel it runs.
+    // fit runs in the 8 blocks of a thread block cluster instead (`gemv_nvc`, `gemv_nc`: 2048 x
+    // 3072, 2999 x 999 at lda 3001), or on the smallest odd products in 16 blocks of 64-row
+    // tiles (`gemv_nc16`: 1000 x 777 at lda 1001), as the library decides it; 40000 x 64 fills
+    // the device unsplit, so `gemv_nv` itself stays checked there. An N case whose A would take
+    // the row strips (larger than the L2 cache, strips filling a wave) is counted for the strip
+    // kernel it runs.
     let sms = stream.context().limits().multiprocessor_count as usize;
     let l2 = stream.context().limits().l2_cache_bytes as usize;
     for (m, n, lda) in [
         (1000, 777, 1000),
         (1000, 777, 1001),
+        (2999, 999, 3001),
         (33, 200_000, 33),
         (2048, 3072, 2048),
         (5000, 300, 5000),
@@ -44,7 +47,6 @@ pub(crate) fn checks(stream: &Arc<Stream>, rng: &mut Rng, out: &mut Vec<Check>, 
                     _ => (gemv_with_route::<half::bf16>(stream, rng, trans, (m, n, lda)), 8),
                 };
                 let wide = if lda % vec == 0 { "v" } else { "" };
-                let cluster = if cluster { "c" } else { "" };
                 let name = match strip {
                     Some(s) => s.kernel(t),
                     // Aligned T: one warp per column up to TV1_MAX_ROWS rows, four beyond.
@@ -116,29 +118,37 @@ fn gemv_case_on<T: Element + blas::GemvType>(
 }
 
 /// A GEMV check, and for op N the row-strip kernel the library picks for it on this device
-/// (pool buffers are 256-byte aligned) and whether it runs its split in a cluster (`gemv_nvc`
-/// for columns 16-byte aligned, `gemv_nc` else; no strips).
+/// (pool buffers are 256-byte aligned) and the cluster it runs its split in, as the kernel
+/// name's suffix after `gemv_n` / `gemv_nv` (`c`: `gemv_nvc` for columns 16-byte aligned;
+/// `c16` or `c`: `gemv_nc16` or `gemv_nc` else; empty without a cluster or with strips).
 fn gemv_with_route<T: Element + blas::GemvType>(
     stream: &Arc<Stream>,
     rng: &mut Rng,
     trans: Transpose,
     (m, n, lda): (usize, usize, usize),
-) -> (Result<f64>, Option<blas::Strips>, bool) {
+) -> (Result<f64>, Option<blas::Strips>, &'static str) {
     let ctx = stream.context();
     let strip = if trans == Transpose::N {
         blas::row_strips::<T>(ctx, m, n, 256, lda)
     } else {
         None
     };
-    let cluster = trans == Transpose::N
-        && strip.is_none()
-        && if lda % (16 / std::mem::size_of::<T>()) == 0 {
+    let cluster = if trans == Transpose::N && strip.is_none() {
+        if lda % (16 / std::mem::size_of::<T>()) == 0 {
             blas::vector_n_in_cluster::<T>(ctx, m, n, lda)
+                .unwrap_or(false)
+                .then_some("c")
         } else {
-            blas::element_n_in_cluster::<T>(ctx, m, n)
+            blas::element_n_cluster::<T>(ctx, m, n).unwrap_or(None).map(|k| &k[1..])
         }
-        .unwrap_or(false);
-    (gemv_case::<T>(stream, rng, trans, m, n, lda), strip, cluster)
+    } else {
+        None
+    };
+    (
+        gemv_case::<T>(stream, rng, trans, m, n, lda),
+        strip,
+        cluster.unwrap_or(""),
+    )
 }
 
 /// The row-strip N kernels of `T`: for each lane width, a shape that gives 3/4 of a wave of

@@ -151,6 +151,13 @@ const T_MIN_CHUNK: usize = 1024;
 const T_GRAIN: usize = 512;
 /// Blocks of the cluster of `gemv_nvc` (its compile-time cluster shape, 1 x 8 x 1).
 const CLUSTER_SPLITS: usize = 8;
+/// Blocks per cluster of `gemv_nc16`, and its row tiles' height.
+const NC16_SPLITS: usize = 16;
+const NC16_ROWS: usize = 64;
+/// Most splits of the element-wise N reduction that run as `gemv_nc16`'s 16 blocks: a block's
+/// columns at most 1/8 more than the split's (H100, 2026-12-07: 1001 x 4001 at 16 splits and 1279
+/// x 4097 at 17 ran 15-18% faster than the split).
+const NC16_MAX_SPLITS: usize = 18;
 /// Largest A (bytes) whose split N reduction runs in a cluster (see `gemv`).
 const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 
@@ -160,26 +167,51 @@ const CLUSTER_MAX_BYTES: u64 = 192 << 20;
 /// 2047 x 2049 at 9 splits 4-15% faster).
 const NC_MAX_SPLITS: usize = 10;
 
-/// `gemv_nc_<type_name>` where the element-wise N kernel's reduction over `tiles` row tiles of
-/// `N_ROWS`, split `splits` ways by [`plan`], runs instead as 8 splits in the blocks of a thread
-/// block cluster (sm_90): one launch where the split takes two and a workspace. Taken for 2 to
-/// [`NC_MAX_SPLITS`] splits when every row tile's cluster fits on the device at once (the
+/// The element-wise N kernel's reduction over the row tiles of `m` rows, split `splits` ways by
+/// [`plan`] (over `N_ROWS`-row tiles), run instead in the blocks of a thread block cluster
+/// (sm_90): one launch where the split takes two and a workspace. Taken on the first of these
+/// that takes that many splits and whose row tiles' clusters all fit on the device at once (the
 /// driver's cluster occupancy: the GPU processing clusters place a cluster's blocks, so it is
-/// below the block slots over 8). H200, 2026-11-28 (docs/kernels/gemv.md, "The element-wise N
-/// split in a cluster"): f16 1023 x 1025 9.3 -> 6.0 us, 2999 x 999 7.9 -> 5.1, f32 3001 x 1500
-/// 8.8 -> 6.5; where the clusters needed a second round (f32 6001 x 2001, f16 4095 x 2049, bf16
-/// 12289 x 4099) they ran 25-40% slower than the split.
-fn element_cluster(ctx: &Arc<Context>, type_name: &str, tiles: usize, splits: usize) -> Option<Function> {
-    if !(2..=NC_MAX_SPLITS).contains(&splits) || ctx.compute_capability() < (9, 0) {
+/// below the block slots over the cluster size):
+/// - `gemv_nc16_<type_name>`, 2 to [`NC16_MAX_SPLITS`] splits: 64-row tiles over 16 blocks (a
+///   non-portable cluster size, which the driver allows on the H100 and H200; elsewhere its
+///   occupancy answer is an error or 0 and the next kernel is taken). H100, 2026-12-07
+///   (docs/kernels/gemv.md, "Wider clusters and more reads in flight"): 1023 x 1025 f16 6.85 ->
+///   5.79 us, f32 6.44 -> 5.53, f64 7.13 -> 6.30; 777 x 3001 (12 splits) f16 8.20 -> 5.89,
+///   1279 x 4097 (17 splits) 11.23 -> 9.25.
+/// - `gemv_nc_<type_name>`, 2 to [`NC_MAX_SPLITS`] splits: `N_ROWS`-row tiles over 8 blocks. H200, 2026-11-28
+///   (docs/kernels/gemv.md, "The element-wise N split in a cluster"): f16 1023 x 1025 9.3 -> 6.0
+///   us, 2999 x 999 7.9 -> 5.1, f32 3001 x 1500 8.8 -> 6.5; where the clusters needed a second
+///   round (f32 6001 x 2001, f16 4095 x 2049, bf16 12289 x 4099) they ran 25-40% slower than the
+///   split.
+///
+/// Returns the kernel, its row tiles and its cluster size.
+fn element_cluster(ctx: &Arc<Context>, type_name: &str, m: usize, splits: usize) -> Option<(Function, usize, usize)> {
+    if ctx.compute_capability() < (9, 0) {
         return None;
     }
-    fitting_cluster_kernel(ctx, &format!("gemv_nc_{type_name}"), tiles)
+    element_cluster_candidates(splits).find_map(|(kind, rows, size)| {
+        let tiles = m.div_ceil(rows);
+        fitting_cluster_kernel(ctx, &format!("gemv_{kind}_{type_name}"), size, tiles).map(|f| (f, tiles, size))
+    })
 }
 
-/// The cluster kernel `name` (clusters of [`CLUSTER_SPLITS`] blocks of [`THREADS`]) when the
+/// The element-wise cluster kernels that take a reduction split `splits` ways, in the order
+/// [`element_cluster`] tries them: (kernel kind, row tile height, blocks per cluster).
+fn element_cluster_candidates(splits: usize) -> impl Iterator<Item = (&'static str, usize, usize)> {
+    [
+        ("nc16", NC16_ROWS, NC16_SPLITS, NC16_MAX_SPLITS),
+        ("nc", N_ROWS, CLUSTER_SPLITS, NC_MAX_SPLITS),
+    ]
+    .into_iter()
+    .filter(move |&(_, _, _, most)| (2..=most).contains(&splits))
+    .map(|(kind, rows, size, _)| (kind, rows, size))
+}
+
+/// The cluster kernel `name` (clusters of `size` blocks of [`THREADS`] along grid y) when the
 /// clusters of `tiles` row tiles all fit on the device at once (the driver's cluster occupancy).
-fn fitting_cluster_kernel(ctx: &Arc<Context>, name: &str, tiles: usize) -> Option<Function> {
-    let (f, fit) = resident_clusters(ctx, name, (1, CLUSTER_SPLITS as u32, 1), (32, THREADS / 32, 1))?;
+fn fitting_cluster_kernel(ctx: &Arc<Context>, name: &str, size: usize, tiles: usize) -> Option<Function> {
+    let (f, fit) = resident_clusters(ctx, name, (1, size as u32, 1), (32, THREADS / 32, 1))?;
     (tiles <= fit).then_some(f)
 }
 
@@ -197,32 +229,37 @@ fn resident_clusters(
     Some((f, fit as usize))
 }
 
-/// Whether an op-N GEMV of an `m x n` A on the element-wise kernel (columns not 16-byte
-/// aligned, A smaller than the row strips take) runs `gemv_nc_<T>`, as [`gemv`] decides it:
-/// for the selftest, which names the kernels it checked.
-pub(crate) fn element_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: usize) -> Result<bool> {
+/// The cluster kernel (`"nc16"` or `"nc"`) an op-N GEMV of an `m x n` A on the element-wise
+/// kernel (columns not 16-byte aligned, A smaller than the row strips take) runs, as [`gemv`]
+/// decides it, or `None` for the kernel without a cluster: for the selftest, which names the
+/// kernels it checked.
+pub(crate) fn element_n_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: usize) -> Result<Option<&'static str>> {
     let f = ctx.kernel(&format!("gemv_n_{}", T::NAME))?;
     let sms = ctx.limits().multiprocessor_count as usize;
     let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
-    let tiles = m.div_ceil(N_ROWS);
-    let (_, splits, _) = plan(tiles, n, N_MIN_CHUNK, 1, slots);
-    Ok(element_cluster(ctx, T::NAME, tiles, splits).is_some())
+    let (_, splits, _) = plan(m.div_ceil(N_ROWS), n, N_MIN_CHUNK, 1, slots);
+    Ok(element_cluster(ctx, T::NAME, m, splits).map(|(_, _, size)| if size == NC16_SPLITS { "nc16" } else { "nc" }))
 }
 
 /// `gemv_nvc_<type_name>` where the 16-byte N kernel's reduction, split `splits` ways by
 /// [`plan`] over `slots` block slots of `gemv_nv`, runs in a cluster instead (`tiles` row tiles
-/// of its own height) for an A of `a_bytes`: 8 to 16 splits while the clusters fill at most half
-/// the slots and A is at most [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22), and 2 to 7 where every
-/// tile's cluster fits on the device at once, as for the element-wise kernel (H200,
-/// 2026-11-28, docs/kernels/gemv.md, "The aligned N split below 8 ways in a cluster": f64
-/// 1024^2 8.0-9.7 -> 5.2 us, 1536^2 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 -> 5.4-5.6, f16
-/// 12288 x 1024 8.4 -> 8.1).
+/// of its own height) for an A of `a_bytes`:
+/// - 8 to 16 splits while the clusters fill at most half the slots and A is at most
+///   [`CLUSTER_MAX_BYTES`] (H100, 2026-11-22);
+/// - 2 to 7 where every tile's cluster fits on the device at once, as for the element-wise
+///   kernel (H200, 2026-11-28, docs/kernels/gemv.md, "The aligned N split below 8 ways in a
+///   cluster": f64 1024^2 8.0-9.7 -> 5.2 us, 1536^2 8.7-9.6 -> 6.5, f32 3072 x 768 7.3-9.6 ->
+///   5.4-5.6, f16 12288 x 1024 8.4 -> 8.1);
+/// - more than 16 where every tile's cluster fits at once, the clusters give at least 7/8 of
+///   the `sms` multiprocessors a block and A is at most [`CLUSTER_MAX_BYTES`]: 8 blocks with 8
+///   reads in flight per thread read a long row tile at the split's rate in one launch (H100,
+///   2026-12-07, docs/kernels/gemv.md, "Wider clusters and more reads in flight": f16 4096 x
+///   11008 36.7 -> 34.4 us).
 fn vector_cluster(
     ctx: &Arc<Context>,
     type_name: &str,
-    tiles: usize,
-    splits: usize,
-    slots: usize,
+    (tiles, splits): (usize, usize),
+    (slots, sms): (usize, usize),
     a_bytes: u64,
 ) -> Result<Option<Function>> {
     if ctx.compute_capability() < (9, 0) {
@@ -233,10 +270,16 @@ fn vector_cluster(
         let fits = 2 * tiles * CLUSTER_SPLITS <= slots && a_bytes <= CLUSTER_MAX_BYTES;
         return if fits { ctx.kernel(&name()).map(Some) } else { Ok(None) };
     }
-    if !(2..CLUSTER_SPLITS).contains(&splits) {
+    if splits > 2 * CLUSTER_SPLITS {
+        if 8 * tiles * CLUSTER_SPLITS < 7 * sms || a_bytes > CLUSTER_MAX_BYTES {
+            return Ok(None);
+        }
+        return Ok(fitting_cluster_kernel(ctx, &name(), CLUSTER_SPLITS, tiles));
+    }
+    if splits < 2 {
         return Ok(None);
     }
-    Ok(fitting_cluster_kernel(ctx, &name(), tiles))
+    Ok(fitting_cluster_kernel(ctx, &name(), CLUSTER_SPLITS, tiles))
 }
 
 /// Whether an op-N GEMV of an `m x n` A at `lda` on the 16-byte kernel (A 16-byte aligned, `lda`
@@ -248,7 +291,7 @@ pub(crate) fn vector_n_in_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: 
     let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
     let (_, splits, _) = plan(m.div_ceil(T::NV_ROWS), n, N_MIN_CHUNK, 1, slots);
     let a_bytes = span(m, n, lda).unwrap_or(usize::MAX) as u64 * size_of::<T>() as u64;
-    Ok(vector_cluster(ctx, T::NAME, m.div_ceil(T::NVC_ROWS), splits, slots, a_bytes)?.is_some())
+    Ok(vector_cluster(ctx, T::NAME, (m.div_ceil(T::NVC_ROWS), splits), (slots, sms), a_bytes)?.is_some())
 }
 
 /// Elements a vector of `len` entries with increment `inc` spans.
@@ -501,18 +544,16 @@ fn gemv_routed<T: GemvType>(
     let cluster = match name {
         "nv" => {
             let tiles = m.div_ceil(T::NVC_ROWS);
-            vector_cluster(ctx, T::NAME, tiles, splits, slots, need_a as u64 * sz)?.map(|k| (k, tiles))
+            vector_cluster(ctx, T::NAME, (tiles, splits), (slots, sms), need_a as u64 * sz)?
+                .map(|k| (k, tiles, CLUSTER_SPLITS))
         }
-        "n" => {
-            let tiles = m.div_ceil(N_ROWS);
-            element_cluster(ctx, T::NAME, tiles, splits).map(|k| (k, tiles))
-        }
+        "n" => element_cluster(ctx, T::NAME, m, splits),
         _ => None,
     };
     let clustered = cluster.is_some();
-    if let Some((k, tiles)) = cluster {
+    if let Some((k, tiles, size)) = cluster {
         f = k;
-        (grid_x, splits, chunk) = (tiles, CLUSTER_SPLITS, len.div_ceil(CLUSTER_SPLITS));
+        (grid_x, splits, chunk) = (tiles, size, len.div_ceil(size));
     }
     let work = if splits > 1 && !clustered {
         // SAFETY: every element of the workspace is written by the gemv kernel before
@@ -529,7 +570,9 @@ fn gemv_routed<T: GemvType>(
     // SAFETY: gemv_<op>_<t>(GemvParams) reads A (m x n at lda, checked; the 16-byte kernels only
     // when A, lda and for T x are aligned as they need), x and y at their increments (checked
     // spans, pointers moved to element 0 for negative increments) and writes y or the workspace
-    // of splits * len_y accumulators. gemv_nvc and gemv_nc take grid y = 8, their cluster shape.
+    // of splits * len_y accumulators. gemv_nvc and gemv_nc take grid y = 8, gemv_nc16 grid y = 16:
+    // their compile-time cluster shapes (gemv_nc16's non-portable size allowed when its cluster
+    // occupancy was asked, in element_cluster).
     unsafe {
         l.launch(LaunchConfig {
             grid_dim: (grid_x as u32, splits as u32, 1),
@@ -611,6 +654,20 @@ mod tests {
         assert_eq!(t_vector_kernel(2048, 2048, 2, 132), "tv");
         assert_eq!(t_vector_kernel(3072, 3072, 2, 132), "tv1");
         assert_eq!(t_vector_kernel(1024, 1024, 4, 132), "tv");
+    }
+
+    #[test]
+    fn element_splits_take_the_wider_cluster_first() {
+        let kinds = |splits| element_cluster_candidates(splits).map(|c| c.0).collect::<Vec<_>>();
+        assert!(kinds(1).is_empty());
+        assert_eq!(kinds(2), ["nc16", "nc"]);
+        assert_eq!(kinds(NC_MAX_SPLITS), ["nc16", "nc"]);
+        assert_eq!(kinds(NC_MAX_SPLITS + 1), ["nc16"]);
+        assert_eq!(kinds(NC16_MAX_SPLITS), ["nc16"]);
+        assert!(kinds(NC16_MAX_SPLITS + 1).is_empty());
+        for (_, rows, size) in element_cluster_candidates(2) {
+            assert_eq!(rows % size, 0, "a cluster's blocks share its tile's rows");
+        }
     }
 
     #[test]
