@@ -56,8 +56,8 @@ struct V {
     int rows, warps, cluster;
     const void* fn;
 };
-#define VARS(P, VROWS, VROWS1)                                                                   \
-    {{"v c1 (split + finish)", true, VROWS1, 8, 1, (void*)P##_v_c1},                            \
+#define VARS(P, VROWS)                                                                   \
+    {{"v c1 (split + finish)", true, VROWS, 8, 1, (void*)P##_v_c1},                            \
      {"v c4", true, VROWS, 8, 4, (void*)P##_v_c4},                                              \
      {"v c8 (library)", true, VROWS, 8, 8, (void*)P##_v_c8},                                    \
      {"v c8 uc x2", true, VROWS, 8, 8, (void*)P##_v_c8_uc2},                                    \
@@ -71,26 +71,16 @@ struct V {
      {"e c8 16 warps", false, 128, 16, 8, (void*)P##_e_c8_w16}}
 
 template <typename T> struct Ty;
-template <> struct Ty<__half> {
-    static constexpr const char* name = "f16";
-    static std::vector<V> variants() { return VARS(h, 256, 256); }
-    static const void* finish() { return (void*)h_finish; }
-};
-template <> struct Ty<__nv_bfloat16> {
-    static constexpr const char* name = "bf16";
-    static std::vector<V> variants() { return VARS(b, 256, 256); }
-    static const void* finish() { return (void*)b_finish; }
-};
-template <> struct Ty<float> {
-    static constexpr const char* name = "f32";
-    static std::vector<V> variants() { return VARS(f, 256, 256); }
-    static const void* finish() { return (void*)f_finish; }
-};
-template <> struct Ty<double> {
-    static constexpr const char* name = "f64";
-    static std::vector<V> variants() { return VARS(d, 128, 128); }
-    static const void* finish() { return (void*)d_finish; }
-};
+#define TY(T, NAME, P, VROWS)                                                                     \
+    template <> struct Ty<T> {                                                                    \
+        static constexpr const char* name = NAME;                                                 \
+        static std::vector<V> variants() { return VARS(P, VROWS); }                               \
+        static const void* finish() { return (void*)P##_finish; }                                 \
+    };
+TY(__half, "f16", h, 256)
+TY(__nv_bfloat16, "bf16", b, 256)
+TY(float, "f32", f, 256)
+TY(double, "f64", d, 128)
 
 template <typename T>
 static void run(cublasHandle_t hd, long long m, long long n, int sms) {

@@ -270,13 +270,8 @@ fn vector_cluster(
         let fits = 2 * tiles * CLUSTER_SPLITS <= slots && a_bytes <= CLUSTER_MAX_BYTES;
         return if fits { ctx.kernel(&name()).map(Some) } else { Ok(None) };
     }
-    if splits > 2 * CLUSTER_SPLITS {
-        if 8 * tiles * CLUSTER_SPLITS < 7 * sms || a_bytes > CLUSTER_MAX_BYTES {
-            return Ok(None);
-        }
-        return Ok(fitting_cluster_kernel(ctx, &name(), CLUSTER_SPLITS, tiles));
-    }
-    if splits < 2 {
+    let long_split_fills = 8 * tiles * CLUSTER_SPLITS >= 7 * sms && a_bytes <= CLUSTER_MAX_BYTES;
+    if splits < 2 || (splits > 2 * CLUSTER_SPLITS && !long_split_fills) {
         return Ok(None);
     }
     Ok(fitting_cluster_kernel(ctx, &name(), CLUSTER_SPLITS, tiles))
