@@ -9,7 +9,7 @@ use super::choice::{Choice, Family};
 use super::choice_cache::{self, Key};
 use super::dmma90::{
     dmma90_config, dmma90_smem, dmma90_tile, element_q as dmma90_element_q, element_variant as dmma90_element_variant,
-    f32_on_dmma, f32_on_f64_cores,
+    f32_on_dmma, f32_on_f64_cores, sector_rows as dmma90_sector_rows, DmmaOperands,
 };
 use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
@@ -263,7 +263,8 @@ pub(crate) fn choose_kernel(
             // The sm_90 DMMA kernels (m16n8k4 / m16n8k8, ptx/gemm_dmma90.cu; f32 operands
             // ptx/gemm_dmma90_f32.cu, which take the f64 tiles' rule: the same tiles, stages and
             // threads), f32 on operands not 16-byte aligned in their element variant.
-            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms, f32_dmma)?;
+            let operands = if f32_dmma { DmmaOperands::F32 } else { DmmaOperands::F64 };
+            let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms, operands)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
             let suffix = if parts > 1 { parts.to_string() } else { String::new() };
             let (ty, elem) = if f32_dmma { ("f32", 4) } else { ("f64", 8) };
@@ -685,8 +686,19 @@ pub(crate) fn choose_on<T: GemmType, S>(
             // `s` in three blocks per multiprocessor (`q`, the same tile and launch) for the
             // element variants over short k where that takes fewer rounds (`element_q`).
             let unsplit_s = choice.name == format!("gemm_dmma90_{}_s_{}", T::NAME, plan.ops);
+            let auto = g.tile == Tile::Auto && g.split == SplitK::Auto;
             choice.name = if unsplit_s && g.tile == Tile::Auto && dmma90_element_q(plan, g.batch, sms) {
                 format!("gemm_dmma90_{}_qu_{}", T::NAME, plan.ops)
+            } else if unsplit_s
+                && auto
+                && T::NAME == "f64"
+                && dmma90_sector_rows(plan)
+                && dmma90_tile(Tile::Auto, SplitK::Auto, plan, g.batch, sms, DmmaOperands::F64Element)? == ('s', 2)
+            {
+                // The sector-rows gate kept `s` unsplit for the 16-byte kernel; the element
+                // variant keeps the split (`DmmaOperands::F64Element`).
+                choice.cluster_k = 2;
+                format!("gemm_dmma90_f64_s2u_{}", plan.ops)
             } else {
                 name
             };

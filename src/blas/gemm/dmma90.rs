@@ -10,8 +10,8 @@ use super::{Kernel, SplitK, Tile};
 use crate::blas::MathMode;
 use crate::error::{bail_invalid, Result};
 
-/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile (`f32`:
-/// for exact f32 on these tiles, which take the same rule but for the margin of `u2` over `s2`).
+/// The f64 sm_90 DMMA tile letter and the blocks of a cluster that split k for each tile, for
+/// the `operands` it reads ([`DmmaOperands`]).
 ///
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `p` (128 x 64 of 4
 /// warps, two), `s` (64 x 64, two), `q` (64 x 64, three), `u` (32 x 32); `s` and `u` also split k
@@ -57,7 +57,9 @@ use crate::error::{bail_invalid, Result};
 /// * `m` for 0.9-1.0 wave of its tiles;
 /// * `s` split in 2 when its split blocks make 0.9 of a wave, k >= 1024, and either `s` alone
 ///   leaves its last wave of two blocks per multiprocessor under 4/5 full and the split fills
-///   it to 4/5 or k >= 2048 (768 x 1024 x 3072: 0.52x -> 0.91x; 64 x 4096 x 4096; 1536^3 +4%),
+///   it to 4/5 or k >= 2048 (768 x 1024 x 3072: 0.52x -> 0.91x; 64 x 4096 x 4096; 1536^3 +4%)
+///   and, for f64 on rows a sector apart ([`sector_rows`]), the split leaves the busiest
+///   multiprocessor a twentieth less work (below; 12288 x 128 x 4096 `s` 1.03-1.05x `s2`),
 ///   or, where `m` would not take it (below), the split leaves the busiest multiprocessor a
 ///   twentieth less work (its blocks, a pair taking 1.747 times a lone block, times their k:
 ///   1023 x 1025 x 1027 NT 0.73x -> 0.87x, TT 0.79x -> 0.90x, `s` putting 3 blocks on some and
@@ -94,8 +96,10 @@ pub(crate) fn dmma90_tile(
     plan: &Plan,
     batch: usize,
     sms: usize,
-    f32: bool,
+    operands: DmmaOperands,
 ) -> Result<(char, u32)> {
+    let f32 = operands == DmmaOperands::F32;
+    let sector_gate = operands == DmmaOperands::F64 && sector_rows(plan);
     let count = |dims| tiles2(plan.m, plan.n, dims).saturating_mul(batch);
     let (tl, tm, ts, tu) = (count((128, 128)), count((128, 64)), count((64, 64)), count((32, 32)));
     // The `s` blocks on the busiest multiprocessor, spread evenly.
@@ -175,7 +179,9 @@ pub(crate) fn dmma90_tile(
             if may_split
                 && 2 * ts * 10 >= sms * 9
                 && plan.k >= 1024
-                && ((fill(ts, 2 * sms) < 0.8 && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048))
+                && ((fill(ts, 2 * sms) < 0.8
+                    && (fill(2 * ts, 2 * sms) >= 0.8 || plan.k >= 2048)
+                    && (!sector_gate || split_keeps(2 * ts, ts, (19, 20))))
                     || (split_keeps(2 * ts, ts, (19, 20)) && !m_half_wave)) =>
         {
             // The 32 x 32 tile in 2 parts where its rounds leave the busiest multiprocessor
@@ -217,6 +223,33 @@ pub(crate) fn dmma90_tile(
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
     })
+}
+
+/// What a DMMA tile reads, for [`dmma90_tile`]: f64 operands with the 16-byte copies, f64 read
+/// one element at a time (the element variants, [`element_variant`]), or f32 (exact f32 on the
+/// f64 tensor cores, which takes the f64 rule but for the margin of `u2` over `s2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DmmaOperands {
+    F64,
+    /// The gate of [`sector_rows`] does not apply: the 16-byte kernels measured it, the element
+    /// variants did not gain from it (f64 2339 x 568 x 1573 NN `su` 0.88x `s2u`, 9927 x 236 x
+    /// 3144 0.89x).
+    F64Element,
+    F32,
+}
+
+/// Whether both operands of an f64 product have rows 32 bytes apart (leading dimensions a
+/// multiple of 4 doubles, batch strides too: each row's share of a k-tile starts on an L2 sector wherever the first
+/// row's does, whatever the layout), so that the 16-byte kernels read them as they are (an
+/// address off 16 bytes makes them the element variants, [`DmmaOperands::F64Element`]). The
+/// fill arm of `s2` in [`dmma90_tile`] asks such products for the pairs' model's twentieth as
+/// well: there `s` ran ahead of `s2` in all 26 such rows of an A/B where the model put the split
+/// under 5% ahead (1.03-1.12x), while with a row stride 16 bytes off the sector the split ran
+/// ahead in NN (`s` 0.95x) and TN (0.89x) and `s` lost up to 18% in NT (H100, 2026-12-07,
+/// docs/kernels/gemm-dmma.md, "f64: s2 only where the pairs' model puts it a twentieth ahead, on
+/// rows a sector apart").
+pub(crate) fn sector_rows(plan: &Plan) -> bool {
+    [plan.ldx, plan.ldy, plan.sx, plan.sy].iter().all(|ld| ld % 4 == 0)
 }
 
 /// The least k at which a wave or more of `u` tiles splits k in 2 where the split puts at most

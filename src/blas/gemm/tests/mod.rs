@@ -201,6 +201,7 @@ mod aligned_copies;
 mod choice_memo;
 mod dispatch;
 mod dmma_element_q_route;
+mod dmma_s2_route;
 mod dmma_u2_route;
 mod f32_dmma_route;
 mod partials_route;
