@@ -230,24 +230,26 @@ pub(crate) fn dmma90_tile(
 /// f64 tensor cores, which takes the f64 rule but for the margin of `u2` over `s2`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DmmaOperands {
+    /// f64 read by the 16-byte kernels (or after an aligned copy).
     F64,
     /// The gate of [`sector_rows`] does not apply: the 16-byte kernels measured it, the element
     /// variants did not gain from it (f64 2339 x 568 x 1573 NN `su` 0.88x `s2u`, 9927 x 236 x
     /// 3144 0.89x).
     F64Element,
+    /// f32, converted to f64 as the fragments are read.
     F32,
 }
 
-/// Whether both operands of an f64 product have rows 32 bytes apart (leading dimensions a
-/// multiple of 4 doubles, batch strides too: each row's share of a k-tile starts on an L2 sector wherever the first
-/// row's does, whatever the layout), so that the 16-byte kernels read them as they are (an
-/// address off 16 bytes makes them the element variants, [`DmmaOperands::F64Element`]). The
-/// fill arm of `s2` in [`dmma90_tile`] asks such products for the pairs' model's twentieth as
-/// well: there `s` ran ahead of `s2` in all 26 such rows of an A/B where the model put the split
-/// under 5% ahead (1.03-1.12x), while with a row stride 16 bytes off the sector the split ran
-/// ahead in NN (`s` 0.95x) and TN (0.89x) and `s` lost up to 18% in NT (H100, 2026-12-07,
-/// docs/kernels/gemm-dmma.md, "f64: s2 only where the pairs' model puts it a twentieth ahead, on
-/// rows a sector apart").
+/// Whether both operands of an f64 product have rows 32 bytes apart (leading dimensions and
+/// batch strides a multiple of 4 doubles: each row's share of a k-tile starts on an L2 sector
+/// wherever the first row's does, whatever the layout), so that the 16-byte kernels read them
+/// as they are (an address off 16 bytes makes them the element variants,
+/// [`DmmaOperands::F64Element`]). The fill arm of `s2` in [`dmma90_tile`] asks such products
+/// for the pairs' model's twentieth as well: there `s` ran ahead of `s2` in all 26 such rows of
+/// an A/B where the model put the split under 5% ahead (1.03-1.12x), while with a row stride 16
+/// bytes off the sector the split ran ahead in NN (`s` 0.95x) and TN (0.89x) and `s` lost up
+/// to 18% in NT (H100, 2026-12-07, docs/kernels/gemm-dmma.md, "f64: s2 only where the pairs'
+/// model puts it a twentieth ahead, on rows a sector apart").
 pub(crate) fn sector_rows(plan: &Plan) -> bool {
     [plan.ldx, plan.ldy, plan.sx, plan.sy].iter().all(|ld| ld % 4 == 0)
 }
