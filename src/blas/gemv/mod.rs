@@ -185,14 +185,20 @@ const NC_MAX_SPLITS: usize = 10;
 ///   round (f32 6001 x 2001, f16 4095 x 2049, bf16 12289 x 4099) they ran 25-40% slower than the
 ///   split.
 ///
-/// Returns the kernel, its row tiles and its cluster size.
-fn element_cluster(ctx: &Arc<Context>, type_name: &str, m: usize, splits: usize) -> Option<(Function, usize, usize)> {
+/// Returns the kernel's kind (`"nc16"` or `"nc"`), the kernel, its row tiles and its cluster
+/// size.
+fn element_cluster(
+    ctx: &Arc<Context>,
+    type_name: &str,
+    m: usize,
+    splits: usize,
+) -> Option<(&'static str, Function, usize, usize)> {
     if ctx.compute_capability() < (9, 0) {
         return None;
     }
     element_cluster_candidates(splits).find_map(|(kind, rows, size)| {
         let tiles = m.div_ceil(rows);
-        fitting_cluster_kernel(ctx, &format!("gemv_{kind}_{type_name}"), size, tiles).map(|f| (f, tiles, size))
+        fitting_cluster_kernel(ctx, &format!("gemv_{kind}_{type_name}"), size, tiles).map(|f| (kind, f, tiles, size))
     })
 }
 
@@ -238,7 +244,7 @@ pub(crate) fn element_n_cluster<T: GemvType>(ctx: &Arc<Context>, m: usize, n: us
     let sms = ctx.limits().multiprocessor_count as usize;
     let slots = f.max_active_blocks_cached(THREADS, 0)?.max(1) as usize * sms;
     let (_, splits, _) = plan(m.div_ceil(N_ROWS), n, N_MIN_CHUNK, 1, slots);
-    Ok(element_cluster(ctx, T::NAME, m, splits).map(|(_, _, size)| if size == NC16_SPLITS { "nc16" } else { "nc" }))
+    Ok(element_cluster(ctx, T::NAME, m, splits).map(|(kind, ..)| kind))
 }
 
 /// `gemv_nvc_<type_name>` where the 16-byte N kernel's reduction, split `splits` ways by
@@ -542,7 +548,7 @@ fn gemv_routed<T: GemvType>(
             vector_cluster(ctx, T::NAME, (tiles, splits), (slots, sms), need_a as u64 * sz)?
                 .map(|k| (k, tiles, CLUSTER_SPLITS))
         }
-        "n" => element_cluster(ctx, T::NAME, m, splits),
+        "n" => element_cluster(ctx, T::NAME, m, splits).map(|(_, k, tiles, size)| (k, tiles, size)),
         _ => None,
     };
     let clustered = cluster.is_some();
