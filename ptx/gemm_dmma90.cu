@@ -17,7 +17,7 @@
 //   s = 64 x 64,   4 warps (2 x 2) of 32 x 32, m16n8k8, 3 stages  (128 threads,  61440 bytes)
 //   q = s in three blocks per multiprocessor (at most 168 registers: ROT, as p), for short k
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
-//   s2, u2 = s, u with k split between the 2 blocks of a cluster (below).
+//   s2, u2, q2 = s, u, q with k split between the 2 blocks of a cluster (below).
 //   t = 16 x 64,   4 warps (1 x 4) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
 //   h = 64 x 16,   4 warps (4 x 1) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
 //   tu, hu = t, h reading X and Y 8 bytes at a time: operands aligned only to their element,
@@ -75,6 +75,7 @@ GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
 //                tile  BM  BN  WM WN  BK ST KS SPLIT MINB CE ROT
 GEMM_DMMA90_OPS_R(p, 128, 64, 2, 2, 16, 3, 8, 1, 2, 2, true)
 GEMM_DMMA90_OPS_R(q, 64, 64, 2, 2, 16, 3, 8, 1, 3, 2, true)
+GEMM_DMMA90_OPS_R(q2, 64, 64, 2, 2, 16, 3, 8, 2, 3, 2, true)
 // The same tiles reading 8 bytes per cp.async, for operands aligned only to their element (odd
 // leading dimensions, views at odd offsets): no aligned copy first.
 GEMM_DMMA90_OPS_CE(lu, 128, 128, 2, 4, 16, 4, 4, 1, 1, 1)
@@ -87,3 +88,4 @@ GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_R(pu, 128, 64, 2, 2, 16, 3, 8, 1, 2, 1, true)
 GEMM_DMMA90_OPS_R(qu, 64, 64, 2, 2, 16, 3, 8, 1, 3, 1, true)
+GEMM_DMMA90_OPS_R(q2u, 64, 64, 2, 2, 16, 3, 8, 2, 3, 1, true)

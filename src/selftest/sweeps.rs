@@ -9,12 +9,12 @@ use crate::blas::{SplitK, Tile, Transpose};
 /// the same tiles): (tile, split, kernel letter,
 /// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
 /// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
-/// blocks per multiprocessor), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape; the k splits
-/// over the 2 blocks of a cluster are forced. Leading dimensions one element longer (operands
+/// blocks per multiprocessor; `q2` split), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape;
+/// the k splits over the 2 blocks of a cluster are forced. Leading dimensions one element longer (operands
 /// aligned only to their element) run each tile's 8-byte variant (`<letter>u`) in place of an
 /// aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs) checks that each entry picks
 /// the kernel it names.
-pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 20] = [
+pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 22] = [
     (Tile::Small, SplitK::Auto, "s", 0),
     (Tile::Half, SplitK::Auto, "q", 0),
     (Tile::Large, SplitK::Auto, "l", 0),
@@ -23,6 +23,7 @@ pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 20] = [
     (Tile::Broad, SplitK::Auto, "p", 0),
     (Tile::Small, SplitK::Parts(2), "s2", 0),
     (Tile::Auto, SplitK::Parts(2), "u2", 0),
+    (Tile::Half, SplitK::Parts(2), "q2", 0),
     (Tile::Thin, SplitK::Auto, "t", 0),
     (Tile::Thin, SplitK::Auto, "h", 0),
     (Tile::Small, SplitK::Auto, "su", 1),
@@ -33,6 +34,7 @@ pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 20] = [
     (Tile::Broad, SplitK::Auto, "pu", 1),
     (Tile::Small, SplitK::Parts(2), "s2u", 1),
     (Tile::Auto, SplitK::Parts(2), "u2u", 1),
+    (Tile::Half, SplitK::Parts(2), "q2u", 1),
     (Tile::Thin, SplitK::Auto, "tu", 1),
     (Tile::Thin, SplitK::Auto, "hu", 1),
 ];
@@ -54,7 +56,7 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         // f64's `q` (64 x 64, 3 stages of 16 k): 3 x 2 tiles over 12 k-tiles and a partial one.
         // Also the wgmma pair `q` (128 x 64): 1 x 3 tiles of the kernel's 72 x 136 D, so the
         // second pair's second tile lies past D.
-        "q" | "qu" => (136, 72, 200),
+        "q" | "qu" | "q2" | "q2u" => (136, 72, 200),
         // The 128 x 192 wgmma tile: 2 x 3 tiles, the last of each side partial, over several
         // k-tiles and a partial one.
         "b" => (200, 392, 200),

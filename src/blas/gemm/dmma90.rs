@@ -119,10 +119,11 @@ pub(crate) fn dmma90_tile(
         SplitK::Parts(parts) if parts > 1 => {
             let letter = match tile {
                 Tile::Small => 's',
+                Tile::Half => 'q',
                 Tile::Auto if ts >= sms => 's',
                 Tile::Auto => 'u',
                 _ => bail_invalid!(
-                    "gemm: the f64 {tile:?} tile does not split k; the Small and Auto tiles split it in 2 parts"
+                    "gemm: the f64 {tile:?} tile does not split k; the Small, Half and Auto tiles split it in 2 parts"
                 ),
             };
             if parts != 2 {
@@ -412,7 +413,7 @@ pub(crate) fn element_variant(name: &str) -> Option<String> {
     let rest = name.strip_prefix("gemm_dmma90_")?;
     let (ty, rest) = rest.split_once('_')?;
     let (tile, ops) = rest.split_once('_')?;
-    (matches!(ty, "f64" | "f32") && matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "t" | "h"))
+    (matches!(ty, "f64" | "f32") && matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "q2" | "t" | "h"))
         .then(|| format!("gemm_dmma90_{ty}_{tile}u_{ops}"))
 }
 

@@ -151,8 +151,9 @@ pub enum SplitK {
     Auto,
     /// Never split k.
     Off,
-    /// Split k in this many parts: 2 for f64 on compute capability 9.0 and later, with the 64 x 64
-    /// tile ([`Tile::Small`]) or the automatic one; 2-64 for f32 on the CUDA cores, on the 128 x 64
+    /// Split k in this many parts: 2 for f64 (and exact f32) on compute capability 9.0 and later,
+    /// with the 64 x 64 tile ([`Tile::Small`], or [`Tile::Half`] in three blocks per
+    /// multiprocessor) or the automatic one; 2-64 for f32 on the CUDA cores, on the 128 x 64
     /// tile ([`Tile::Auto`]) or the 32 x 64 tile ([`Tile::Narrow`]), batch 1; 2-64 for f16, bf16
     /// and tf32 on the wgmma kernels (compute capability 9.0), on the 128 x 64 and 128 x 128 tiles
     /// ([`Tile::Auto`], [`Tile::Narrow`], [`Tile::Large`]; at most one part per 128 bytes of k:
