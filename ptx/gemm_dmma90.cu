@@ -18,6 +18,8 @@
 //   q = s in three blocks per multiprocessor (at most 168 registers: ROT, as p), for short k
 //   u = 32 x 32,   4 warps (2 x 2) of 16 x 16, m16n8k8, 4 stages  (128 threads,  40960 bytes)
 //   s2, u2, q2 = s, u, q with k split between the 2 blocks of a cluster (below).
+//   k = m's tile in stream-k (SPLIT = 0, below): a grid of at most one block per multiprocessor
+//       shares the tiles' k-tiles evenly, so 96 tiles keep 132 multiprocessors busy.
 //   t = 16 x 64,   4 warps (1 x 4) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
 //   h = 64 x 16,   4 warps (4 x 1) of 16 x 16, m16n8k8, 4 stages, BK = 32 (128 threads, 94208 bytes)
 //   tu, hu = t, h reading X and Y 8 bytes at a time: operands aligned only to their element,
@@ -38,6 +40,14 @@
 // After the main loop each block sends the rows of its partial tile that the other block
 // finishes into that block's shared memory (st.shared::cluster), and each block adds the two
 // partial tiles of its half of the rows in a fixed order (part 0 first) in its epilogue.
+//
+// Stream-k (SPLIT = 0, the `k` tiles): the kernels take a second parameter, DmmaStreamK (ws:
+// 2 * BM * BN doubles per block; counters: one u32 per output tile, zeroed), and any grid x of
+// at least one block (batch 1, grid y = 1); block b of G sums k-tiles [total * b / G, total *
+// (b + 1) / G) of the sequence that runs through the tiles one after another (raster order,
+// each tile's k-tiles in order). A tile a block covers whole is stored as by the other tiles;
+// a part of one goes to the block's slot, and the last of the tile's blocks to count in adds the
+// parts in block order and stores the tile (gemm_dmma90.cuh: the hand-off).
 //
 // Launch contract: block = (32 * WM * WN, 1, 1); grid = (ceil(m/BM) * ceil(n/BN) * SPLIT, batch, 1);
 // x, y 16-byte aligned; ldx, ldy (and sx, sy for batches) even: cp.async moves 16 bytes (two
@@ -70,6 +80,7 @@ GEMM_DMMA90_OPS(s, 64, 64, 2, 2, 16, 3, 8, 1, 2)
 GEMM_DMMA90_OPS(u, 32, 32, 2, 2, 16, 4, 8, 1, 1)
 GEMM_DMMA90_OPS(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2)
 GEMM_DMMA90_OPS(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1)
+GEMM_DMMA90_OPS(k, 128, 64, 4, 2, 16, 4, 8, 0, 1)
 GEMM_DMMA90_OPS(t, 16, 64, 1, 4, 32, 4, 8, 1, 2)
 GEMM_DMMA90_OPS(h, 64, 16, 4, 1, 32, 4, 8, 1, 2)
 //                tile  BM  BN  WM WN  BK ST KS SPLIT MINB CE ROT
@@ -84,6 +95,7 @@ GEMM_DMMA90_OPS_CE(su, 64, 64, 2, 2, 16, 3, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(uu, 32, 32, 2, 2, 16, 4, 8, 1, 1, 1)
 GEMM_DMMA90_OPS_CE(s2u, 64, 64, 2, 2, 16, 3, 8, 2, 2, 1)
 GEMM_DMMA90_OPS_CE(u2u, 32, 32, 2, 2, 16, 4, 8, 2, 1, 1)
+GEMM_DMMA90_OPS_CE(ku, 128, 64, 4, 2, 16, 4, 8, 0, 1, 1)
 GEMM_DMMA90_OPS_CE(tu, 16, 64, 1, 4, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_CE(hu, 64, 16, 4, 1, 32, 4, 8, 1, 2, 1)
 GEMM_DMMA90_OPS_R(pu, 128, 64, 2, 2, 16, 3, 8, 1, 2, 1, true)

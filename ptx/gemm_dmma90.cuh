@@ -73,11 +73,19 @@ template <typename TS, int OUTER, int INNER, int SLD, int NT, int CE> struct Til
     }
 };
 
+// The stream-k kernels' second parameter (SPLIT == 0): two slots of BM x BN doubles per block
+// (its first and last segment's sums, in accumulator order: element i of thread tid at
+// i * threads + tid) and one arrival counter per output tile, zeroed by the host.
+struct DmmaStreamK {
+    double* ws;
+    unsigned* counters;
+};
+
 // TS: the operands' and D's element type, double or float (f32 data on the f64 tensor cores:
 // each element converted to f64 as its fragment is read, f64 sums, D rounded to f32 once).
 template <typename TS, int BM, int BN, int WM, int WN, int BK, int STAGES, int KS, int SPLIT, bool XK, bool YK,
           int CE, bool ROT = false>
-__device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
+__device__ __forceinline__ void gemm_dmma90(const GemmParams& p, const DmmaStreamK& sk) {
     constexpr int NT = WM * WN * 32;
     constexpr int SZ = sizeof(TS);
     // Row pads (elements): 4 for k-contiguous tiles, 32 bytes for the others (dmma90_pads).
@@ -106,36 +114,20 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     const int tiles_m = (int)((p.m + BM - 1) / BM), tiles_n = (int)((p.n + BN - 1) / BN);
     // SPLIT > 1: the SPLIT blocks of a cluster share one output tile, each summing a contiguous
     // share of its k-tiles; the partial tiles meet in shared memory after the main loop.
-    static_assert(SPLIT >= 1 && BM % SPLIT == 0, "a split tile divides its rows among the parts");
-    const int rank = SPLIT > 1 ? (int)cluster_rank() : 0;
-    const int tile = blockIdx.x / SPLIT;
+    // SPLIT == 0: stream-k (below), the blocks share the tiles' k-tiles in one sequence.
+    static_assert(SPLIT >= 0 && BM % (SPLIT > 0 ? SPLIT : 1) == 0, "a split tile divides its rows among the parts");
     const int KT_ALL = (int)((p.k + BK - 1) / BK);
-    const int kt0 = (int)((long long)KT_ALL * rank / SPLIT);
-    const int KT = (int)((long long)KT_ALL * (rank + 1) / SPLIT) - kt0;
-    const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
-    const int tm = rc.m, tn = rc.n;
-    const long long m0 = (long long)tm * BM, n0 = (long long)tn * BN;
-
-    // X: rows m0.. (k-contiguous) or k-rows (m-contiguous); Y likewise with n.
-    const TileCopy<TS, XK ? BM : BK, XK ? BK : BM, XK ? LDK : LDXM, NT, CE> xc(
-        X, p.ldx, XK ? m0 : 0, XK ? p.m : p.k, XK ? 0 : m0, XK ? p.k : p.m, tid);
-    const TileCopy<TS, YK ? BN : BK, YK ? BK : BN, YK ? LDK : LDYN, NT, CE> yc(
-        Y, p.ldy, YK ? n0 : 0, YK ? p.n : p.k, YK ? 0 : n0, YK ? p.k : p.n, tid);
     const unsigned sbase = smem_addr(smem);
-    auto load_stage = [&](int stage, int kt) {
-        const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_ELEMS * SZ;
-        const long long k0 = (long long)(kt0 + kt) * BK;
-        xc.copy(xs, XK ? 0 : k0, XK ? k0 : 0);
-        yc.copy(ys, YK ? 0 : k0, YK ? k0 : 0);
-    };
 
     double acc[MI][NI][4];
+    auto zero_acc = [&]() {
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j)
+            for (int j = 0; j < NI; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
+    };
 
     // Fragments of one k-step (KS) of the warp tile, double-buffered in registers: the next
     // k-step's fragments are read from shared memory while the current one's DMMAs run, across the
@@ -175,58 +167,74 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
         }
     };
 
-    // Pipeline: every stage holds one k-tile; tile kt + STAGES is copied into tile kt's stage right
-    // after the barrier of iteration kt, which every warp passes only once it has read tile kt's
-    // fragments (the reads of the last k-step happen before the barrier).
+    // The main loop: acc = the sums over k-tiles [kt0, kt0 + KT) of the tile at (m0, n0).
+    auto main_loop = [&](long long m0, long long n0, int kt0, int KT) {
+        // X: rows m0.. (k-contiguous) or k-rows (m-contiguous); Y likewise with n.
+        const TileCopy<TS, XK ? BM : BK, XK ? BK : BM, XK ? LDK : LDXM, NT, CE> xc(
+            X, p.ldx, XK ? m0 : 0, XK ? p.m : p.k, XK ? 0 : m0, XK ? p.k : p.m, tid);
+        const TileCopy<TS, YK ? BN : BK, YK ? BK : BN, YK ? LDK : LDYN, NT, CE> yc(
+            Y, p.ldy, YK ? n0 : 0, YK ? p.n : p.k, YK ? 0 : n0, YK ? p.k : p.n, tid);
+        auto load_stage = [&](int stage, int kt) {
+            const unsigned xs = sbase + stage * STAGE_BYTES, ys = xs + XS_ELEMS * SZ;
+            const long long k0 = (long long)(kt0 + kt) * BK;
+            xc.copy(xs, XK ? 0 : k0, XK ? k0 : 0);
+            yc.copy(ys, YK ? 0 : k0, YK ? k0 : 0);
+        };
+        zero_acc();
+
+        // Pipeline: every stage holds one k-tile; tile kt + STAGES is copied into tile kt's stage
+        // right after the barrier of iteration kt, which every warp passes only once it has read
+        // tile kt's fragments (the reads of the last k-step happen before the barrier).
 #pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-        if (s < KT) load_stage(s, s);
-        cp_async_commit();
-    }
-    cp_async_wait<STAGES - 1>();
-    __syncthreads();
-    load_frags(0, 0, 0);
+        for (int s = 0; s < STAGES; ++s) {
+            if (s < KT) load_stage(s, s);
+            cp_async_commit();
+        }
+        cp_async_wait<STAGES - 1>();
+        __syncthreads();
+        load_frags(0, 0, 0);
 #pragma unroll 1
-    for (int kt = 0; kt < KT; ++kt) {
-        const int stage = kt % STAGES;
+        for (int kt = 0; kt < KT; ++kt) {
+            const int stage = kt % STAGES;
 #pragma unroll
-        for (int ks = 0; ks < KSTEPS; ++ks) {
-            const int cur = ks & 1, nxt = cur ^ 1;
-            int nstage = stage, nkb = (ks + 1) * KS;  // where the next k-step's fragments are (ROT)
-            if (ks == KSTEPS - 1) {
-                // Tile kt + 1 resident (at most STAGES - 2 younger groups in flight) and tile kt
-                // read by every warp; then its stage takes tile kt + STAGES.
-                cp_async_wait<STAGES - 2>();
-                __syncthreads();
-                if (kt + STAGES < KT) load_stage(stage, kt + STAGES);
-                cp_async_commit();
+            for (int ks = 0; ks < KSTEPS; ++ks) {
+                const int cur = ks & 1, nxt = cur ^ 1;
+                int nstage = stage, nkb = (ks + 1) * KS;  // where the next k-step's fragments are (ROT)
+                if (ks == KSTEPS - 1) {
+                    // Tile kt + 1 resident (at most STAGES - 2 younger groups in flight) and tile
+                    // kt read by every warp; then its stage takes tile kt + STAGES.
+                    cp_async_wait<STAGES - 2>();
+                    __syncthreads();
+                    if (kt + STAGES < KT) load_stage(stage, kt + STAGES);
+                    cp_async_commit();
+                    if constexpr (ROT) {
+                        nstage = (kt + 1) % STAGES, nkb = 0;
+                    } else {
+                        load_frags(nxt, (kt + 1) % STAGES, 0);
+                    }
+                } else if constexpr (!ROT) {
+                    load_frags(nxt, stage, (ks + 1) * KS);
+                }
                 if constexpr (ROT) {
-                    nstage = (kt + 1) % STAGES, nkb = 0;
+                    // B's next fragments into the other buffer, then each row block's DMMAs
+                    // followed by the reload of its A fragments for the next k-step.
+                    load_frags(nxt, nstage, nkb, false);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+                        for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[0][mi], bf[cur][ni]);
+                        load_a(0, mi, nstage, nkb);
+                    }
                 } else {
-                    load_frags(nxt, (kt + 1) % STAGES, 0);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                        for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[cur][mi], bf[cur][ni]);
                 }
-            } else if constexpr (!ROT) {
-                load_frags(nxt, stage, (ks + 1) * KS);
-            }
-            if constexpr (ROT) {
-                // B's next fragments into the other buffer, then each row block's DMMAs followed
-                // by the reload of its A fragments for the next k-step.
-                load_frags(nxt, nstage, nkb, false);
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-                    for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[0][mi], bf[cur][ni]);
-                    load_a(0, mi, nstage, nkb);
-                }
-            } else {
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                    for (int ni = 0; ni < NI; ++ni) dmma<KS>(acc[mi][ni], af[cur][mi], bf[cur][ni]);
             }
         }
-    }
-    cp_async_wait<0>();
+        cp_async_wait<0>();
+    };
 
     // Epilogue: full tiles of a D with 16-byte aligned rows and no activation store from the
     // registers. Otherwise the C tile goes through shared memory (free once the last stage is
@@ -238,7 +246,8 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
     constexpr int LDC = BN + 8;
     static_assert(SZ == 4 || BM * LDC * 8 <= STAGES * STAGE_BYTES, "the f64 C tile must fit in the stages");
     double* cs = reinterpret_cast<double*>(smem);
-    if constexpr (SPLIT == 1) {
+    // The epilogue of a whole tile's sums in acc (SPLIT 0 and 1).
+    auto store = [&](long long m0, long long n0) {
         if (direct_epilogue(p, SZ, m0 + BM <= p.m && n0 + BN <= p.n)) {
             // A full tile of a D with 16-byte aligned rows, no activation: straight from the
             // accumulators, two consecutive outputs per store.
@@ -265,12 +274,24 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
             }
         __syncthreads();
         store_tile_f64<BM, BN, NT>(cs, LDC, D, p, m0, n0, tid);
-    } else {
+    };
+
+    if constexpr (SPLIT == 1) {
+        const TileRC rc = raster_tile(blockIdx.x, tiles_m, tiles_n);
+        const long long m0 = (long long)rc.m * BM, n0 = (long long)rc.n * BN;
+        main_loop(m0, n0, 0, KT_ALL);
+        store(m0, n0);
+    } else if constexpr (SPLIT > 1) {
+        const int rank = (int)cluster_rank();
+        const TileRC rc = raster_tile(blockIdx.x / SPLIT, tiles_m, tiles_n);
+        const long long m0 = (long long)rc.m * BM, n0 = (long long)rc.n * BN;
+        const int kt0 = (int)((long long)KT_ALL * rank / SPLIT);
+        main_loop(m0, n0, kt0, (int)((long long)KT_ALL * (rank + 1) / SPLIT) - kt0);
         // Block `rank` finishes rows [rank * RB, rank * RB + RB) of the tile. Once every block of
         // the cluster is past its main loop (its stages are free), each sends each row of its
         // partial tile to the block that finishes it, into slot `rank` of that block's RB-row
         // slots; after the second barrier every block adds its SPLIT slots in order.
-        constexpr int RB = BM / SPLIT;
+        constexpr int RB = BM / (SPLIT > 1 ? SPLIT : 1);
         cluster_sync();
         auto put = [&](int r, int c, double a, double b) {
             const int owner = r / RB, lr = r % RB;
@@ -286,6 +307,72 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
             }
         cluster_sync();
         store_tile_f64<RB, BN, NT, SPLIT>(cs, LDC, D, p, m0 + (long long)rank * RB, n0, tid, RB * LDC);
+    } else {
+        // Stream-k: the tiles' k-tiles form one sequence, tile after tile (KTS each); block b of
+        // G takes iterations [total * b / G, total * (b + 1) / G), so every block does the same
+        // work to within one k-tile whatever the tile count. Each run of a block's iterations
+        // within one tile is a segment: a whole tile is stored as above; a part of one parks its
+        // sums in the block's slot of sk.ws (slot 0 for its first segment, 1 for its last), then
+        // counts itself in at sk.counters[tile], and the block that counts the tile's last part
+        // adds every part from the slots in block order (its own too, so the sum's order is
+        // fixed by the launch shape, not by timing) and runs the epilogue.
+        // Hand-off: each thread's slot stores (st.global.cg), __threadfence, the barrier, then one
+        // atomicAdd; the finishing block's thread 0 sees the count, the barrier passes that on,
+        // __threadfence, then the slots are read through L2 (ld.global.cg), never through a
+        // possibly stale L1 line.
+        const int KTS = KT_ALL > 0 ? KT_ALL : 1;  // k == 0: one k-tile of zeros, so the epilogue runs
+        const long long total = (long long)tiles_m * tiles_n * KTS, G = gridDim.x;
+        const long long it0 = total * blockIdx.x / G, it1 = total * (blockIdx.x + 1) / G;
+        // The block whose iterations hold iteration x: the last b with total * b / G <= x.
+        auto holder = [&](long long x) { return ((x + 1) * G + total - 1) / total - 1; };
+        constexpr int ACC = MI * NI * 4;
+        __shared__ int finish;
+#pragma unroll 1
+        for (long long it = it0; it < it1;) {
+            const int tile = (int)(it / KTS);
+            const long long t0 = (long long)tile * KTS;
+            const int kb = (int)(it - t0), ke = (int)min((long long)KTS, it1 - t0);
+            const TileRC rc = raster_tile(tile, tiles_m, tiles_n);
+            const long long m0 = (long long)rc.m * BM, n0 = (long long)rc.n * BN;
+            main_loop(m0, n0, kb, ke - kb);
+            if (kb == 0 && ke == KTS) {
+                store(m0, n0);
+            } else {
+                double* mine = sk.ws + ((long long)blockIdx.x * 2 + (it == it0 ? 0 : 1)) * (ACC * NT) + tid;
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) __stcg(mine + ((mi * NI + ni) * 4 + e) * NT, acc[mi][ni][e]);
+                __threadfence();
+                __syncthreads();
+                const long long b0 = holder(t0), b1 = holder(t0 + KTS - 1);
+                if (tid == 0) finish = atomicAdd(sk.counters + tile, 1u) == (unsigned)(b1 - b0);
+                __syncthreads();
+                if (finish) {
+                    __threadfence();
+                    zero_acc();
+#pragma unroll 1
+                    for (long long b = b0; b <= b1; ++b) {
+                        // Slot 0 where the tile is block b's first, else its last (slot 1).
+                        const bool first = total * b / G / KTS == tile;
+                        const double* part = sk.ws + (b * 2 + (first ? 0 : 1)) * (ACC * NT) + tid;
+#pragma unroll
+                        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                                for (int e = 0; e < 4; ++e)
+                                    acc[mi][ni][e] += __ldcg(part + ((mi * NI + ni) * 4 + e) * NT);
+                    }
+                    store(m0, n0);
+                }
+            }
+            it = t0 + ke;
+            // The next segment's loads reuse the stages that this one's C tile occupied.
+            __syncthreads();
+        }
     }
 }
 
@@ -293,12 +380,20 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p) {
 // (PREFIX gemm_dmma90_<t>_) on element type TS; xk = (opB == n), yk = (opA == t). CE: elements
 // per cp.async (16 bytes, or 1: the element variants, operands aligned only to their element).
 // SPLIT > 1 kernels carry their cluster shape (SPLIT x 1 x 1), so a plain launch forms the clusters.
+// SPLIT 0 (stream-k) kernels take a second parameter, DmmaStreamK.
+#define DMMA90_CLUSTER_0
 #define DMMA90_CLUSTER_1
 #define DMMA90_CLUSTER_2 __cluster_dims__(2, 1, 1)
+#define DMMA90_PARAMS_0 GemmParams p, DmmaStreamK sk
+#define DMMA90_PARAMS_1 GemmParams p
+#define DMMA90_PARAMS_2 GemmParams p
+#define DMMA90_SK_0 sk
+#define DMMA90_SK_1 DmmaStreamK{nullptr, nullptr}
+#define DMMA90_SK_2 DmmaStreamK{nullptr, nullptr}
 #define GEMM_DMMA90_T(NAME, TS, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, XK, YK, CE, ROT)                 \
     extern "C" __global__ void DMMA90_CLUSTER_##SPLIT __launch_bounds__(WM * WN * 32, MINB)             \
-        NAME(GemmParams p) {                                                                             \
-        gemm_dmma90<TS, BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK, CE, ROT>(p);                        \
+        NAME(DMMA90_PARAMS_##SPLIT) {                                                                    \
+        gemm_dmma90<TS, BM, BN, WM, WN, BK, ST, KS, SPLIT, XK, YK, CE, ROT>(p, DMMA90_SK_##SPLIT);      \
     }
 #define GEMM_DMMA90_OPS_T(PREFIX, TS, TILE, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, CE, ROT)                \
     GEMM_DMMA90_T(PREFIX##TILE##_nn, TS, BM, BN, WM, WN, BK, ST, KS, SPLIT, MINB, true, false, CE, ROT)      \

@@ -13,7 +13,7 @@
 // the device's single-to-double performance ratio); elsewhere f32 stays on the CUDA cores.
 //
 // Kernel names: gemm_dmma90_f32_<tile>_<opA><opB>, the tiles of gemm_dmma90.cu (l, m, p, s, q,
-// u, s2, u2, t, h) with the same threads, BK and stages, and <tile>u variants that copy 4 bytes
+// u, s2, u2, q2, k, t, h) with the same threads, BK and stages, and <tile>u variants that copy 4 bytes
 // at a time (operands aligned only to their element, any leading dimension and batch stride).
 // Launch contract: gemm_dmma90.cu's, with f32 x, y, d and bias; x, y 16-byte aligned and ldx,
 // ldy (sx, sy for batches) multiples of 4 except for the <tile>u variants. Dynamic shared memory:
@@ -37,6 +37,7 @@ GEMM_DMMA90F_TILE(s, 64, 64, 2, 2, 16, 3, 8, 1, 2, false)
 GEMM_DMMA90F_TILE(u, 32, 32, 2, 2, 16, 4, 8, 1, 1, false)
 GEMM_DMMA90F_TILE(s2, 64, 64, 2, 2, 16, 3, 8, 2, 2, false)
 GEMM_DMMA90F_TILE(u2, 32, 32, 2, 2, 16, 4, 8, 2, 1, false)
+GEMM_DMMA90F_TILE(k, 128, 64, 4, 2, 16, 4, 8, 0, 1, false)
 GEMM_DMMA90F_TILE(t, 16, 64, 1, 4, 32, 4, 8, 1, 2, false)
 GEMM_DMMA90F_TILE(h, 64, 16, 4, 1, 32, 4, 8, 1, 2, false)
 GEMM_DMMA90F_TILE(p, 128, 64, 2, 2, 16, 3, 8, 1, 2, true)

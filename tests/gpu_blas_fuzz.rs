@@ -581,6 +581,39 @@ fn gemm_fuzz_waves() {
     }
 }
 
+/// f64 and exact f32 GEMMs forced onto the DMMA stream-k kernels (`fuzz::stream_k`: Narrow with
+/// 2-64 parts over 1 to about 190 tiles, k from 0), each run twice: on compute capability 9.0
+/// both the 16-byte kernels (`k`) and the element variants (`ku`) must have run, and the
+/// automatic choice's stream-k products as well.
+#[test]
+fn gemm_fuzz_stream_k() {
+    let Some(ctx) = gpu::sm90("gemm_fuzz_stream_k", "the sm_90 DMMA kernels") else {
+        return;
+    };
+    let stream = ctx.new_stream().expect("stream");
+    for ty in [FuzzType::F64, FuzzType::F32] {
+        let start = Instant::now();
+        let reports: Vec<Report> = seeds()
+            .into_iter()
+            .map(|seed| fuzz::stream_k(&stream, ty, seed, (cases() / 3).max(4)).expect("fuzz run"))
+            .collect();
+        let ran = |tile: &str| {
+            let name = format!("gemm_dmma90_{}_{tile}_", ty.name());
+            reports.iter().any(|r| r.kernels.keys().any(|k| k.contains(&name)))
+        };
+        let (whole, element) = (ran("k"), ran("ku"));
+        check(
+            &format!(
+                "gemm_fuzz_stream_k {} ({:.1} s)",
+                ty.name(),
+                start.elapsed().as_secs_f64()
+            ),
+            reports,
+        );
+        assert!(whole && element, "{}: stream-k ran: k {whole}, ku {element}", ty.name());
+    }
+}
+
 /// tf32 GEMMs whose m- or n-contiguous operand has rows that are not 16 bytes apart
 /// (`fuzz::in_place`), on the wgmma kernels that read it in place: each of the tiles 128 x 64
 /// (also split), 128 x 256, 128 x 192, 64 x 64 and 64 x 96 must have read it in place, in the

@@ -10,11 +10,12 @@ use crate::blas::{SplitK, Tile, Transpose};
 /// elements added to each leading dimension). `u` is the automatic tile for 136 x 100 x 48,
 /// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
 /// blocks per multiprocessor; `q2` split), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape;
-/// the k splits over the 2 blocks of a cluster are forced. Leading dimensions one element
+/// the k splits over the 2 blocks of a cluster are forced, and Narrow in 3 parts is `k` (m's
+/// tile in stream-k, 3 blocks per tile: each tile's k-tiles shared by 3-4 blocks). Leading dimensions one element
 /// longer (operands aligned only to their element) run each tile's 8-byte variant
 /// (`<letter>u`) in place of an aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs)
 /// checks that each entry picks the kernel it names.
-pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 22] = [
+pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 24] = [
     (Tile::Small, SplitK::Auto, "s", 0),
     (Tile::Half, SplitK::Auto, "q", 0),
     (Tile::Large, SplitK::Auto, "l", 0),
@@ -24,6 +25,7 @@ pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 22] = [
     (Tile::Small, SplitK::Parts(2), "s2", 0),
     (Tile::Auto, SplitK::Parts(2), "u2", 0),
     (Tile::Half, SplitK::Parts(2), "q2", 0),
+    (Tile::Narrow, SplitK::Parts(3), "k", 0),
     (Tile::Thin, SplitK::Auto, "t", 0),
     (Tile::Thin, SplitK::Auto, "h", 0),
     (Tile::Small, SplitK::Auto, "su", 1),
@@ -35,6 +37,7 @@ pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 22] = [
     (Tile::Small, SplitK::Parts(2), "s2u", 1),
     (Tile::Auto, SplitK::Parts(2), "u2u", 1),
     (Tile::Half, SplitK::Parts(2), "q2u", 1),
+    (Tile::Narrow, SplitK::Parts(3), "ku", 1),
     (Tile::Thin, SplitK::Auto, "tu", 1),
     (Tile::Thin, SplitK::Auto, "hu", 1),
 ];
@@ -53,6 +56,9 @@ pub(crate) fn sweep_shape(letter: &str) -> (usize, usize, usize) {
         // over 12 k-tiles and a partial one. Also the wgmma pair `p` (128 x 128): 2 x 2 tiles
         // of the kernel's 136 x 200 D, one pair per row of tiles, partial on both sides.
         "p" | "pu" => (200, 136, 200),
+        // Stream-k on 128 x 64: 2 x 3 tiles, partial on both sides, 13 k-tiles each (the last
+        // partial) shared by 18 blocks, so most blocks park a part in both slots.
+        "k" | "ku" => (200, 136, 200),
         // f64's `q` (64 x 64, 3 stages of 16 k): 3 x 2 tiles over 12 k-tiles and a partial one.
         // Also the wgmma pair `q` (128 x 64): 1 x 3 tiles of the kernel's 72 x 136 D, so the
         // second pair's second tile lies past D.

@@ -53,6 +53,10 @@ pub(crate) struct Choice {
     /// The blocks of a thread block cluster that share one output tile, each summing a share of
     /// k (f64 `gemm_dmma90_*<tile><parts>`); grid x is the tile count times this. 1: no split.
     pub cluster_k: u32,
+    /// f64 / f32 `gemm_dmma90_*_k*` only (stream-k, whose kernels take a second parameter,
+    /// `DmmaStreamK`): the blocks of the grid, which share the tiles' k-tiles evenly; the launch
+    /// gives them two partial-tile slots each and an arrival counter per tile.
+    pub stream_k: Option<u32>,
     /// wgmma only (the tiles `p` and `q`): the kernel runs in clusters of 2 blocks that compute
     /// two tiles side by side and share the loads of their X rows (`pair_rule` in
     /// ptx/gemm_wg.cuh); grid x is even, one cluster per pair of tiles at most.

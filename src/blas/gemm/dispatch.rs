@@ -9,7 +9,8 @@ use super::choice::{Choice, Family};
 use super::choice_cache::{self, Key};
 use super::dmma90::{
     dmma90_config, dmma90_smem, dmma90_tile, element_q as dmma90_element_q, element_variant as dmma90_element_variant,
-    f32_on_dmma, f32_on_f64_cores, sector_rows as dmma90_sector_rows, DmmaOperands,
+    f32_on_dmma, f32_on_f64_cores, sector_rows as dmma90_sector_rows, stream_k_blocks as dmma90_stream_k_blocks,
+    DmmaOperands,
 };
 use super::f32_tiles::{
     f32_auto, f32_copy_pays, f32_deep_parts, f32_tile, f32_transpose_y, DEEP_SPLIT_MIN_K, F32_MAX_PARTS, F32_W_SMEM,
@@ -245,6 +246,7 @@ pub(crate) fn choose_kernel(
         threads,
         split_k: None,
         cluster_k: 1,
+        stream_k: None,
         pair: false,
         fallback: None,
     };
@@ -266,6 +268,9 @@ pub(crate) fn choose_kernel(
             let operands = if f32_dmma { DmmaOperands::F32 } else { DmmaOperands::F64 };
             let (letter, parts) = dmma90_tile(tile, split, plan, batch, sms, operands)?;
             let (tile, threads, bk, stages) = dmma90_config(letter);
+            // Stream-k (`k`) carries its grid instead of a cluster split.
+            let stream_k = (letter == 'k').then(|| dmma90_stream_k_blocks(plan, parts, sms));
+            let parts = if stream_k.is_some() { 1 } else { parts };
             let suffix = if parts > 1 { parts.to_string() } else { String::new() };
             let (ty, elem) = if f32_dmma { ("f32", 4) } else { ("f64", 8) };
             let name = format!("gemm_dmma90_{ty}_{letter}{suffix}_{}", plan.ops);
@@ -275,6 +280,7 @@ pub(crate) fn choose_kernel(
             };
             let mut choice = plain(name, Family::Dmma, tile, dmma90_smem(tile, bk, stages, elem), threads);
             choice.cluster_k = parts;
+            choice.stream_k = stream_k;
             Ok(choice)
         }
         Family::MmaSync if type_name == "f64" => {

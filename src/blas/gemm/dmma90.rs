@@ -16,9 +16,12 @@ use crate::error::{bail_invalid, Result};
 /// Tiles: `l` (128 x 128, one block per multiprocessor), `m` (128 x 64, one), `p` (128 x 64 of 4
 /// warps, two), `s` (64 x 64, two), `q` (64 x 64, three), `u` (32 x 32); `s` and `u` also split k
 /// over the 2 blocks of a cluster (`s2`, `u2`); the thin `t` (16 x 64) and `h` (64 x 16), two
-/// blocks each. Forced: Large and Wide give `l`, Broad `p`, Narrow `m`, Small and Medium `s`, Half
-/// `q`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced split in 2
-/// takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave) or `u`.
+/// blocks each; `k`, m's tile in stream-k (the blocks share the tiles' k-tiles evenly,
+/// [`stream_k_blocks`]). Forced: Large and Wide give `l`, Broad `p`, Narrow `m`, Small and Medium
+/// `s`, Half `q`, Thin `t` when D has at most as many rows as columns and `h` otherwise; a forced
+/// split in 2 takes `s` (Small, or Auto when the 64 x 64 tiles fill a wave), `q` (Half) or `u`;
+/// Narrow with a split in 2 to [`STREAM_K_MAX_PARTS`] parts takes `k` with at most that many
+/// blocks per tile (one matrix only).
 ///
 /// Automatically (from forced sweeps on the H100, docs/kernels/gemm-dmma.md, the DMMA sections,
 /// "Thin tiles" and "f64 tiles by waste and waves"):
@@ -76,7 +79,7 @@ use crate::error::{bail_invalid, Result};
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
 /// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
-///   with k >= 1024; `u` from a wave of its tiles, split in 2 from k = [`U2_OVER_U_MIN_K`] where
+///   with k >= 1024 (f64: k >= [`S_OVER_U_MIN_K`]); `u` from a wave of its tiles, split in 2 from k = [`U2_OVER_U_MIN_K`] where
 ///   that puts at most [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (f64 216 x
 ///   665 x 3590 +17-32%, 300 x 500 x 3000 +26-29%; f32 +4-34%); below a wave `u` split in 2 (k
 ///   >= 256).
@@ -116,6 +119,15 @@ pub(crate) fn dmma90_tile(
         paired_time(split, sms) * (plan.k / 2 + SPLIT_COST_K) * den <= paired_time(whole, sms) * plan.k * num
     };
     match split {
+        SplitK::Parts(parts) if parts > 1 && tile == Tile::Narrow => {
+            // Stream-k on m's tile: `parts` caps the blocks per tile (stream_k_blocks).
+            if parts > STREAM_K_MAX_PARTS || batch != 1 {
+                bail_invalid!(
+                    "gemm: the f64 Narrow tile runs stream-k over 2-{STREAM_K_MAX_PARTS} blocks per tile on one matrix, not {parts} parts with batch {batch}"
+                );
+            }
+            return Ok(('k', parts));
+        }
         SplitK::Parts(parts) if parts > 1 => {
             let letter = match tile {
                 Tile::Small => 's',
@@ -205,7 +217,7 @@ pub(crate) fn dmma90_tile(
             }
         }
         Tile::Auto if m_half_wave => ('m', 1),
-        Tile::Auto if ts >= 2 * sms || (ts >= sms && plan.k >= 1024) => (
+        Tile::Auto if ts >= 2 * sms || (ts >= sms && (plan.k >= 1024 || (!f32 && plan.k >= S_OVER_U_MIN_K))) => (
             if q_saves_rounds(plan, s_busiest, Q_MAX_K) {
                 'q'
             } else {
@@ -224,6 +236,27 @@ pub(crate) fn dmma90_tile(
         Tile::Auto if may_split && plan.k >= 256 => ('u', 2),
         Tile::Auto => ('u', 1),
     })
+}
+
+/// The most blocks per output tile that stream-k (`k`, [`dmma90_tile`]) may be asked for.
+pub(crate) const STREAM_K_MAX_PARTS: u32 = 64;
+
+/// The grid of a stream-k launch (`k`, ptx/gemm_dmma90.cu) of `parts` blocks per tile at most
+/// over an `m x n x k` product: no more blocks than multiprocessors (one resident each, every
+/// block's share within one k-tile of the others') or than k-tiles (BK 16), at least one.
+pub(crate) fn stream_k_blocks(plan: &Plan, parts: u32, sms: usize) -> u32 {
+    let tiles = tiles2(plan.m, plan.n, (128, 64));
+    let blocks = tiles.saturating_mul(parts as usize).min(sms);
+    stream_k_grid(blocks, plan.m, plan.n, plan.k)
+}
+
+/// `blocks` capped at the k-tiles of an `m x n x k` stream-k launch (each tile's k in BK = 16
+/// steps, one step where k = 0) and at least one: every block of the grid then has work, which
+/// the kernel's count of a tile's parts relies on (an idle block would never count in). The
+/// launch applies it to its own problem as well.
+pub(crate) fn stream_k_grid(blocks: usize, m: usize, n: usize, k: usize) -> u32 {
+    let k_tiles = tiles2(m, n, (128, 64)).saturating_mul(k.div_ceil(16).max(1));
+    u32::try_from(blocks.min(k_tiles).max(1)).unwrap_or(u32::MAX)
 }
 
 /// What a DMMA tile reads, for [`dmma90_tile`]: f64 operands with the 16-byte copies, f64 read
@@ -254,6 +287,16 @@ pub(crate) enum DmmaOperands {
 pub(crate) fn sector_rows(plan: &Plan) -> bool {
     [plan.ldx, plan.ldy, plan.sx, plan.sy].iter().all(|ld| ld % 4 == 0)
 }
+
+/// The least k from which f64 runs `s` (unsplit) on one to two waves of its tiles over one
+/// block per multiprocessor where k < 1024 and `m` does not take the product (its 128 x 64 tiles
+/// cover D less than [`FULL`], or make more than a wave), instead of `u`: H100, 2026-12-07, 8
+/// shapes of 190-270 such tiles at k 500-1000 forced in NN and TN: where the rule fell to `u`
+/// (4 shapes, 190-225 tiles), `s` ran 1.12-1.50x faster in all 8 rows (600 x 1200 x 700 24.0 ->
+/// 27.9 TFLOP/s, 1100 x 700 x 800 TN 20.8 -> 31.2, 900 x 900 x 600 TN 21.4 -> 30.6); the 32 x
+/// 32 tile reads each operand twice as often as `s`. Below k = 600 not measured (k <= 128 keeps `q`, [`Q_MAX_K`]); exact f32 keeps `u` there (0.79-1.21x
+/// cuBLAS on the same shapes) (docs/kernels/gemm-dmma.md, "f64: `s` over `u` below k = 1024").
+const S_OVER_U_MIN_K: usize = 600;
 
 /// The least k at which a wave or more of `u` tiles splits k in 2 where the split puts at most
 /// [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (see [`dmma90_tile`]; the
@@ -385,7 +428,7 @@ pub(crate) fn thin_side(plan: &Plan) -> bool {
 pub(crate) fn dmma90_config(letter: char) -> ((usize, usize), u32, u32, u32) {
     match letter {
         'l' => ((128, 128), 256, 16, 4),
-        'm' => ((128, 64), 256, 16, 4),
+        'm' | 'k' => ((128, 64), 256, 16, 4),
         'p' => ((128, 64), 128, 16, 3),
         's' | 'q' => ((64, 64), 128, 16, 3),
         't' => ((THIN_MAX, 64), 128, 32, 4),
@@ -413,8 +456,12 @@ pub(crate) fn element_variant(name: &str) -> Option<String> {
     let rest = name.strip_prefix("gemm_dmma90_")?;
     let (ty, rest) = rest.split_once('_')?;
     let (tile, ops) = rest.split_once('_')?;
-    (matches!(ty, "f64" | "f32") && matches!(tile, "l" | "m" | "p" | "q" | "s" | "u" | "s2" | "u2" | "q2" | "t" | "h"))
-        .then(|| format!("gemm_dmma90_{ty}_{tile}u_{ops}"))
+    (matches!(ty, "f64" | "f32")
+        && matches!(
+            tile,
+            "l" | "m" | "k" | "p" | "q" | "s" | "u" | "s2" | "u2" | "q2" | "t" | "h"
+        ))
+    .then(|| format!("gemm_dmma90_{ty}_{tile}u_{ops}"))
 }
 
 /// Whether the automatic choice runs exact f32 on the f64 tensor cores (ptx/gemm_dmma90_f32.cu):

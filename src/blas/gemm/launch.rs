@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::builder::Plan;
 use super::choice::{Choice, Family};
 use super::dispatch::{tma_element, tma_operands};
+use super::dmma90::stream_k_grid;
 use super::operand_copies::{operand_storage, packed_ld};
 use super::params::{batch_launches, tiles2, GemmParams, ACT_PARTIAL_F32};
 use super::wg_in_place::IN_PLACE_PREFIX;
@@ -79,6 +80,27 @@ fn split_scratch(stream: &Arc<Stream>, ws: usize, counters: usize) -> Result<(De
     let ws = unsafe { DeviceBuffer::<f32>::uninit(stream, ws) }?;
     let counters = DeviceBuffer::<u32>::zeroed(stream, counters)?;
     Ok((ws, counters))
+}
+
+/// The scratch of a split ([`split_scratch`]) and the kernels' parameter that points at it;
+/// `None` where the device has no memory for it (the caller then runs without the split).
+#[allow(clippy::type_complexity)]
+fn split_params(
+    stream: &Arc<Stream>,
+    ws: usize,
+    counters: usize,
+) -> Result<Option<(SplitKParams, (DeviceBuffer<f32>, DeviceBuffer<u32>))>> {
+    match split_scratch(stream, ws, counters) {
+        Ok((ws, counters)) => {
+            let params = SplitKParams {
+                ws: ws.device_ptr(),
+                counters: counters.device_ptr(),
+            };
+            Ok(Some((params, (ws, counters))))
+        }
+        Err(e) if is_out_of_memory(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Queues a tiled choice for `plan`: the aligned copies of the operands it asks for, then its
@@ -185,7 +207,11 @@ pub(crate) fn run_kernel<T: GemmType>(
         f.set_max_dynamic_shared_memory(choice.smem)?;
     }
     let (m, n) = (params.m as usize, params.n as usize);
-    let grid_x = tiles2(m, n, choice.tile).saturating_mul(choice.cluster_k as usize);
+    let tiles = tiles2(m, n, choice.tile);
+    let grid_x = match choice.stream_k {
+        Some(blocks) => stream_k_grid(blocks as usize, m, n, params.k as usize) as usize,
+        None => tiles.saturating_mul(choice.cluster_k as usize),
+    };
     let Ok(grid_x) = u32::try_from(grid_x) else {
         bail_invalid!("gemm: {m} x {n} needs {grid_x} tiles, more than one launch holds");
     };
@@ -206,27 +232,33 @@ pub(crate) fn run_kernel<T: GemmType>(
         let mut splits = choice.split_k.unwrap_or(1);
         let mut split = SplitKParams::default();
         let mut scratch = None;
+        let mut grid_x = grid_x;
+        if choice.stream_k.is_some() && grid_x as usize != tiles {
+            // Stream-k: two partial tiles of f64 (4 floats an element) per block and an arrival
+            // counter per tile; without the memory, one block per tile, which never parks a part.
+            let (bm, bn) = choice.tile;
+            let Some(len) = (grid_x as usize * 4).checked_mul(bm * bn) else {
+                bail_invalid!("gemm: the stream-k buffer for {m} x {n} overflows");
+            };
+            match split_params(stream, len, tiles)? {
+                Some((params, buffers)) => (split, scratch) = (params, Some(buffers)),
+                None => grid_x = tiles as u32,
+            }
+        }
         if splits > 1 {
             let (bm, bn) = choice.tile;
             let tiles = grid_x as usize * count;
             let Some(len) = (tiles * splits as usize).checked_mul(bm * bn) else {
                 bail_invalid!("gemm: the split-k buffer for {m} x {n} overflows");
             };
-            match split_scratch(stream, len, tiles) {
-                Ok((ws, counters)) => {
-                    split = SplitKParams {
-                        ws: ws.device_ptr(),
-                        counters: counters.device_ptr(),
-                    };
-                    scratch = Some((ws, counters));
-                }
-                Err(e) if is_out_of_memory(&e) => splits = 1,
-                Err(e) => return Err(e),
+            match split_params(stream, len, tiles)? {
+                Some((params, buffers)) => (split, scratch) = (params, Some(buffers)),
+                None => splits = 1,
             }
         }
         let mut l = stream.launch_builder(&f);
         l.arg(&p);
-        if choice.split_k.is_some() {
+        if choice.split_k.is_some() || choice.stream_k.is_some() {
             l.arg(&split);
         }
         // SAFETY: the kernel takes one GemmParams by value (and the f32 `w` kernels a SplitK
@@ -235,7 +267,10 @@ pub(crate) fn run_kernel<T: GemmType>(
         // given) lies inside A, B, C and the bias; with splits > 1, `ws` holds splits blocks of
         // bm * bn floats per tile and `counters` one per tile, as the kernel indexes them; with
         // cluster_k > 1 grid x is the tile count times the cluster size the kernel is compiled
-        // with (its name's digit), so each cluster covers one tile.
+        // with (its name's digit), so each cluster covers one tile; a stream-k kernel (batch 1,
+        // dispatch's rule) takes the same two pointers as the split's, `ws` holding two bm * bn
+        // f64 tiles per block of grid x and `counters` one per tile, or grid x is the tile
+        // count, whose blocks each sum one whole tile and touch neither.
         unsafe {
             l.launch(LaunchConfig {
                 grid_dim: (grid_x, count as u32, splits),

@@ -146,6 +146,7 @@ pub(crate) fn wgmma_choice(
         threads: 128 * (1 + tile.0 as u32 / 64),
         split_k: (parts > 1).then_some(parts as u32),
         cluster_k: 1,
+        stream_k: None,
         pair,
         fallback: None,
     })

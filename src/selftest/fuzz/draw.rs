@@ -763,3 +763,71 @@ pub fn random_b16_in_place_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
         tf32_exact_inputs: false,
     }
 }
+
+/// Draws an f64 or exact f32 GEMM on the DMMA stream-k kernels (`Tile::Narrow` forced with a
+/// split of 2-64 parts, one matrix): 1 to about 190 output tiles of 128 x 64 (sides 1-1600), k
+/// from 0 to 3000 (one in eight at most 48: fewer k-tiles than blocks asked for, and k = 0),
+/// so the grid's blocks share tiles in one to many parts, start and end mid-tile and park their
+/// sums in both slots. Any op pair and layout; one case in three has a leading dimension one
+/// longer or an offset (the element variants); scalars, bias and activation as elsewhere.
+///
+/// ```
+/// use cudrv::blas::{SplitK, Tile};
+/// use cudrv::selftest::{fuzz, Rng};
+/// let case = fuzz::random_stream_k_case(&mut Rng::new(5), fuzz::FuzzType::F64);
+/// assert_eq!(case.knobs.1, Tile::Narrow);
+/// assert!(matches!(case.knobs.2, SplitK::Parts(p) if p >= 2));
+/// assert_eq!(case.batch, 1);
+/// ```
+pub fn random_stream_k_case(rng: &mut Rng, ty: FuzzType) -> GemmCase {
+    let side = |rng: &mut Rng| {
+        if rng.next_u64() % 4 == 0 {
+            range(rng, 1, 200)
+        } else {
+            range(rng, 100, 1600)
+        }
+    };
+    let (m, n) = (side(rng), side(rng));
+    let k = if rng.next_u64() % 8 == 0 {
+        range(rng, 0, 48)
+    } else {
+        range(rng, 49, 3000)
+    };
+    let parts = rng.pick(&[2, 2, 3, 4, 5, 7, 16, 64]);
+    let t = |rng: &mut Rng| rng.pick(&[Transpose::N, Transpose::T]);
+    let mut ld_pad = [0usize; 3];
+    let mut offsets = [0usize; 3];
+    if rng.next_u64() % 3 == 0 {
+        let which = (rng.next_u64() % 3) as usize;
+        if rng.next_u64() % 2 == 0 {
+            ld_pad[which] = 1;
+        } else {
+            offsets[which] = 1;
+        }
+    }
+    GemmCase {
+        ty,
+        ops: (t(rng), t(rng)),
+        dims: (m, n, k),
+        layout: rng.pick(&[Layout::ColMajor, Layout::ColMajor, Layout::RowMajor]),
+        ld_pad,
+        batch: 1,
+        strides: (None, None, 0),
+        offsets,
+        scalars: (rng.pick(&[1.0, 1.0, -0.75, 0.5]), rng.pick(&[0.0, 0.0, 1.0, -1.25])),
+        bias: rng.next_u64() % 3 == 0,
+        act: activation(rng),
+        // Exact f32 takes the DMMA kernels only when the tensor-core family is named with the
+        // forced tile (the CUDA cores split k on their own 32 x 64 tile).
+        knobs: (
+            if ty == FuzzType::F32 {
+                Kernel::TensorCore
+            } else {
+                Kernel::Auto
+            },
+            Tile::Narrow,
+            SplitK::Parts(parts),
+        ),
+        tf32_exact_inputs: false,
+    }
+}

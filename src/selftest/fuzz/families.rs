@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::{
     random_b16_in_place_case, random_deep_case, random_gemm_case, random_in_place_case, random_mid_case,
-    random_pair_case, random_skinny_case, random_view_case, random_wave_case, run_typed, FuzzType, GemmCase, Report,
+    random_pair_case, random_skinny_case, random_stream_k_case, random_view_case, random_wave_case, run_typed,
+    FuzzType, GemmCase, Report,
 };
 use crate::error::Result;
 use crate::selftest::Rng;
@@ -110,6 +111,22 @@ pub fn deep(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Resu
 /// ```
 pub fn mid(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
     run_drawn(stream, seed, ty as u64 + 83, cases, |rng| random_mid_case(rng, ty))
+}
+
+/// `cases` random f64 or exact f32 GEMMs on the DMMA stream-k kernels from `seed`
+/// ([`random_stream_k_case`]), each run twice and checked (the two runs bit-identical: the
+/// parts of a tile are added in block order).
+///
+/// ```no_run
+/// use cudrv::selftest::fuzz::{self, FuzzType};
+/// let ctx = cudrv::Context::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let r = fuzz::stream_k(&stream, FuzzType::F64, 0xbeef, 4)?;
+/// assert!(r.failures.is_empty(), "{r}");
+/// # Ok::<(), cudrv::Error>(())
+/// ```
+pub fn stream_k(stream: &Arc<Stream>, ty: FuzzType, seed: u64, cases: usize) -> Result<Report> {
+    run_drawn(stream, seed, ty as u64 + 97, cases, |rng| random_stream_k_case(rng, ty))
 }
 
 /// `cases` random tall or wide GEMMs of one to three waves of output tiles over long k from

@@ -712,7 +712,7 @@ mod gemv;
 use draw::range;
 pub use draw::{
     random_b16_in_place_case, random_deep_case, random_gemm_case, random_in_place_case, random_mid_case,
-    random_pair_case, random_skinny_case, random_view_case, random_wave_case,
+    random_pair_case, random_skinny_case, random_stream_k_case, random_view_case, random_wave_case,
 };
-pub use families::{b16_in_place, deep, gemm, in_place, mid, pairs, skinny, views, waves};
+pub use families::{b16_in_place, deep, gemm, in_place, mid, pairs, skinny, stream_k, views, waves};
 pub use gemv::gemv;

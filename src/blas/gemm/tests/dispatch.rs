@@ -424,10 +424,43 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(forced(4096, Tile::Small, 2).unwrap().0, "gemm_dmma90_f64_s2_nt");
     assert_eq!(forced(4096, Tile::Auto, 2).unwrap().0, "gemm_dmma90_f64_s2_nt");
     assert_eq!(forced(256, Tile::Auto, 2).unwrap().0, "gemm_dmma90_f64_u2_nt");
+    // One to two waves of 64 x 64 tiles at k 600-1023 where m's tiles waste D: s, not u.
+    assert_eq!(pick_mnk((1100, 700, 800), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((900, 900, 600), SplitK::Auto), "gemm_dmma90_f64_s_nt");
+    assert_eq!(pick_mnk((900, 900, 500), SplitK::Auto), "gemm_dmma90_f64_u_nt");
+    // Narrow split: m's tile in stream-k, its grid at most parts blocks per tile, one per
+    // multiprocessor and one per k-tile; only on one matrix.
+    let k = |n, kk, parts| {
+        let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, kk);
+        let p = g.plan([1 << 26; 3], None).unwrap();
+        let ch = choose_kernel(
+            "f64",
+            true,
+            MathMode::Exact,
+            Kernel::Auto,
+            Tile::Narrow,
+            SplitK::Parts(parts),
+            &p,
+            true,
+            false,
+            h,
+            132,
+            1,
+            false,
+        )
+        .unwrap();
+        (ch.name, ch.cluster_k, ch.stream_k)
+    };
+    assert_eq!(k(512, 1024, 2), ("gemm_dmma90_f64_k_nt".into(), 1, Some(64)));
+    assert_eq!(k(768, 768, 3), ("gemm_dmma90_f64_k_nt".into(), 1, Some(132)));
+    assert_eq!(k(200, 200, 3), ("gemm_dmma90_f64_k_nt".into(), 1, Some(24)));
+    assert_eq!(k(200, 16, 64), ("gemm_dmma90_f64_k_nt".into(), 1, Some(8)));
+    let e = pick_split(1024, 1024, 2, Kernel::Auto, Tile::Narrow, SplitK::Parts(2), h).unwrap_err();
+    assert!(e.to_string().contains("stream-k"), "{e}");
     for (tile, parts) in [
         (Tile::Large, 2),
         (Tile::Wide, 2),
-        (Tile::Narrow, 2),
+        (Tile::Narrow, 65),
         (Tile::Small, 4),
         (Tile::Auto, 3),
     ] {
