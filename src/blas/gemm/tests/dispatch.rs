@@ -428,6 +428,26 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((1100, 700, 800), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((900, 900, 600), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((900, 900, 500), SplitK::Auto), "gemm_dmma90_f64_u_nt");
+    {
+        let g = Gemm::<f64>::new(Transpose::T, Transpose::N, 1100, 700, 800);
+        let p = g.plan([1 << 28; 3], None).unwrap();
+        let ch = choose_kernel(
+            "f64",
+            true,
+            MathMode::Exact,
+            Kernel::Auto,
+            Tile::Auto,
+            SplitK::Auto,
+            &p,
+            true,
+            false,
+            h,
+            132,
+            1,
+            false,
+        );
+        assert_eq!(ch.unwrap().name, "gemm_dmma90_f64_s_tn");
+    }
     // Narrow split: m's tile in stream-k, its grid at most parts blocks per tile, one per
     // multiprocessor and one per k-tile; only on one matrix.
     let k = |n, kk, parts| {
