@@ -291,7 +291,7 @@ __device__ __forceinline__ void gemm_dmma90(const GemmParams& p, const DmmaStrea
         // the cluster is past its main loop (its stages are free), each sends each row of its
         // partial tile to the block that finishes it, into slot `rank` of that block's RB-row
         // slots; after the second barrier every block adds its SPLIT slots in order.
-        constexpr int RB = BM / (SPLIT > 1 ? SPLIT : 1);
+        constexpr int RB = BM / SPLIT;
         cluster_sync();
         auto put = [&](int r, int c, double a, double b) {
             const int owner = r / RB, lr = r % RB;

@@ -583,8 +583,8 @@ fn gemm_fuzz_waves() {
 
 /// f64 and exact f32 GEMMs forced onto the DMMA stream-k kernels (`fuzz::stream_k`: Narrow with
 /// 2-64 parts over 1 to about 190 tiles, k from 0), each run twice: on compute capability 9.0
-/// both the 16-byte kernels (`k`) and the element variants (`ku`) must have run, and the
-/// automatic choice's stream-k products as well.
+/// both the 16-byte kernels (`k`) and the element variants (`ku`) must have run. (No automatic
+/// choice takes stream-k.)
 #[test]
 fn gemm_fuzz_stream_k() {
     let Some(ctx) = gpu::sm90("gemm_fuzz_stream_k", "the sm_90 DMMA kernels") else {

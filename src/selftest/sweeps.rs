@@ -11,9 +11,9 @@ use crate::blas::{SplitK, Tile, Transpose};
 /// Narrow is `m` (128 x 64), Broad is `p` (128 x 64 in 4 warps), Half is `q` (64 x 64, three
 /// blocks per multiprocessor; `q2` split), Thin is `t` (16 x 64) or `h` (64 x 16) by the shape;
 /// the k splits over the 2 blocks of a cluster are forced, and Narrow in 3 parts is `k` (m's
-/// tile in stream-k, 3 blocks per tile: each tile's k-tiles shared by 3-4 blocks). Leading dimensions one element
-/// longer (operands aligned only to their element) run each tile's 8-byte variant
-/// (`<letter>u`) in place of an aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs)
+/// tile in stream-k, 3 blocks per tile: each tile's k-tiles shared by 3-4 blocks). Leading
+/// dimensions one element longer (operands aligned only to their element) run each tile's
+/// 8-byte variant (`<letter>u`) in place of an aligned copy. A CPU test (src/blas/gemm/tests/selftest_names.rs)
 /// checks that each entry picks the kernel it names.
 pub(crate) const DMMA90_SWEEP: [(Tile, SplitK, &str, usize); 24] = [
     (Tile::Small, SplitK::Auto, "s", 0),

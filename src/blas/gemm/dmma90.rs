@@ -79,10 +79,10 @@ use crate::error::{bail_invalid, Result};
 ///   2048 0.56x -> 0.94x: `u` below, its 32 x 32 tiles reading each operand 2-4x as often, lost
 ///   to it wherever k >= 1024);
 /// * `s` from a wave of two blocks per multiprocessor, or from one block per multiprocessor
-///   with k >= 1024 (f64: k >= [`S_OVER_U_MIN_K`]); `u` from a wave of its tiles, split in 2 from k = [`U2_OVER_U_MIN_K`] where
-///   that puts at most [`U2_OVER_U_MAX_BUSIEST`] blocks on the busiest multiprocessor (f64 216 x
-///   665 x 3590 +17-32%, 300 x 500 x 3000 +26-29%; f32 +4-34%); below a wave `u` split in 2 (k
-///   >= 256).
+///   with k >= 1024 (f64: k >= [`S_OVER_U_MIN_K`]); `u` from a wave of its tiles, split in 2
+///   from k = [`U2_OVER_U_MIN_K`] where that puts at most [`U2_OVER_U_MAX_BUSIEST`] blocks on the
+///   busiest multiprocessor (f64 216 x 665 x 3590 +17-32%, 300 x 500 x 3000 +26-29%; f32
+///   +4-34%); below a wave `u` split in 2 (k >= 256).
 /// * Where `s` (unsplit) is taken and k is at most [`Q_MAX_K`], `q` (the same tile in three
 ///   blocks per multiprocessor) when its rounds of three leave the busiest multiprocessor fewer
 ///   rounds than `s`'s of two: where the blocks are short-lived, a third block per
@@ -294,8 +294,9 @@ pub(crate) fn sector_rows(plan: &Plan) -> bool {
 /// shapes of 190-270 such tiles at k 500-1000 forced in NN and TN: where the rule fell to `u`
 /// (4 shapes, 190-225 tiles), `s` ran 1.12-1.50x faster in all 8 rows (600 x 1200 x 700 24.0 ->
 /// 27.9 TFLOP/s, 1100 x 700 x 800 TN 20.8 -> 31.2, 900 x 900 x 600 TN 21.4 -> 30.6); the 32 x
-/// 32 tile reads each operand twice as often as `s`. Below k = 600 not measured (k <= 128 keeps `q`, [`Q_MAX_K`]); exact f32 keeps `u` there (0.79-1.21x
-/// cuBLAS on the same shapes) (docs/kernels/gemm-dmma.md, "f64: `s` over `u` below k = 1024").
+/// 32 tile reads each operand twice as often as `s`. Below k = 600 not measured (k <= 128
+/// keeps `q`, [`Q_MAX_K`]); exact f32 keeps `u` there (0.79-1.21x cuBLAS on the same shapes)
+/// (docs/kernels/gemm-dmma.md, "f64: `s` over `u` below k = 1024").
 const S_OVER_U_MIN_K: usize = 600;
 
 /// The least k at which a wave or more of `u` tiles splits k in 2 where the split puts at most

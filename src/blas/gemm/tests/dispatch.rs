@@ -275,15 +275,16 @@ fn dispatch_by_type_alignment_and_size() {
 
 #[test]
 fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
-    let pick_mnk = |(m, n, k): (usize, usize, usize), split| {
-        let g = Gemm::<f64>::new(Transpose::N, Transpose::T, m, n, k);
+    // The automatic family's choice for one f64 matrix on 132 SMs of compute capability 9.0.
+    let choice = |(ta, tb), (m, n, k): (usize, usize, usize), tile, split| {
+        let g = Gemm::<f64>::new(ta, tb, m, n, k);
         let p = g.plan([1 << 28; 3], None).unwrap();
-        let ch = choose_kernel(
+        choose_kernel(
             "f64",
             true,
             MathMode::Exact,
             Kernel::Auto,
-            Tile::Auto,
+            tile,
             split,
             &p,
             true,
@@ -292,9 +293,10 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
             132,
             1,
             false,
-        );
-        ch.unwrap().name
+        )
+        .unwrap()
     };
+    let pick_mnk = |mnk, split| choice((Transpose::N, Transpose::T), mnk, Tile::Auto, split).name;
     let pick_split = |n: usize, k: usize, batch: usize, forced, tile, split, cc| {
         let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, k);
         let p = g.plan([1 << 26; 3], None).unwrap();
@@ -428,47 +430,19 @@ fn f64_takes_the_sm90_dmma_kernels_by_capability_and_size() {
     assert_eq!(pick_mnk((1100, 700, 800), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((900, 900, 600), SplitK::Auto), "gemm_dmma90_f64_s_nt");
     assert_eq!(pick_mnk((900, 900, 500), SplitK::Auto), "gemm_dmma90_f64_u_nt");
-    {
-        let g = Gemm::<f64>::new(Transpose::T, Transpose::N, 1100, 700, 800);
-        let p = g.plan([1 << 28; 3], None).unwrap();
-        let ch = choose_kernel(
-            "f64",
-            true,
-            MathMode::Exact,
-            Kernel::Auto,
-            Tile::Auto,
-            SplitK::Auto,
-            &p,
-            true,
-            false,
-            h,
-            132,
-            1,
-            false,
-        );
-        assert_eq!(ch.unwrap().name, "gemm_dmma90_f64_s_tn");
-    }
+    assert_eq!(
+        choice((Transpose::T, Transpose::N), (1100, 700, 800), Tile::Auto, SplitK::Auto).name,
+        "gemm_dmma90_f64_s_tn"
+    );
     // Narrow split: m's tile in stream-k, its grid at most parts blocks per tile, one per
     // multiprocessor and one per k-tile; only on one matrix.
     let k = |n, kk, parts| {
-        let g = Gemm::<f64>::new(Transpose::N, Transpose::T, n, n, kk);
-        let p = g.plan([1 << 26; 3], None).unwrap();
-        let ch = choose_kernel(
-            "f64",
-            true,
-            MathMode::Exact,
-            Kernel::Auto,
+        let ch = choice(
+            (Transpose::N, Transpose::T),
+            (n, n, kk),
             Tile::Narrow,
             SplitK::Parts(parts),
-            &p,
-            true,
-            false,
-            h,
-            132,
-            1,
-            false,
-        )
-        .unwrap();
+        );
         (ch.name, ch.cluster_k, ch.stream_k)
     };
     assert_eq!(k(512, 1024, 2), ("gemm_dmma90_f64_k_nt".into(), 1, Some(64)));
