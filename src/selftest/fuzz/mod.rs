@@ -707,12 +707,13 @@ pub fn gemm_case(stream: &Arc<Stream>, case: &GemmCase, runs: usize, seed: u64) 
 }
 
 mod draw;
+mod draw_paths;
 mod families;
 mod gemv;
 use draw::range;
 pub use draw::{
-    random_b16_in_place_case, random_deep_case, random_gemm_case, random_in_place_case, random_mid_case,
-    random_pair_case, random_skinny_case, random_stream_k_case, random_view_case, random_wave_case,
+    random_deep_case, random_gemm_case, random_mid_case, random_skinny_case, random_view_case, random_wave_case,
 };
+pub use draw_paths::{random_b16_in_place_case, random_in_place_case, random_pair_case, random_stream_k_case};
 pub use families::{b16_in_place, deep, gemm, in_place, mid, pairs, skinny, stream_k, views, waves};
 pub use gemv::gemv;
