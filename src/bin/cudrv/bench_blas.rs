@@ -324,6 +324,19 @@ pub fn run(what: &str, options: Options) -> Result<bool> {
     }
 }
 
+/// A note for f32 rows whose tile or split is forced while the kernel family is left automatic
+/// on compute capability 9.0: there the automatic choice runs exact f32 on the f64 tensor cores,
+/// but a forced tile or split names the CUDA-core tiles (`Tile`'s documentation), so those rows
+/// compare other kernels than the automatic row's unless `--kernels tc` is given.
+fn f32_forced_note(o: &Opts, cc: (u32, u32)) -> Option<&'static str> {
+    let forced =
+        o.tiles.iter().any(|&t| t != Tile::Auto) || o.splits.iter().any(|&s| !matches!(s, SplitK::Auto | SplitK::Off));
+    (cc == (9, 0) && o.types.iter().any(|t| t == "f32") && forced && o.kernels.contains(&Kernel::Auto)).then_some(
+        "note: f32 rows with a forced tile or split and --kernels auto run the CUDA-core kernels; \
+         the automatic choice here runs exact f32 on the f64 tensor cores, whose tiles --kernels tc forces",
+    )
+}
+
 fn gemm_bench(
     ctx: &Arc<Context>,
     stream: &Arc<Stream>,
@@ -331,6 +344,9 @@ fn gemm_bench(
     h100: bool,
     o: &Opts,
 ) -> Result<bool> {
+    if let Some(note) = f32_forced_note(o, ctx.compute_capability()) {
+        eprintln!("{note}");
+    }
     if o.suite {
         let mut sels = Vec::new();
         for &t in &o.tiles {
@@ -750,4 +766,26 @@ fn one_gemv<T: BenchType + blas::GemvType>(
         diff: Some(diff),
         bytes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{f32_forced_note, parse};
+
+    fn opts(args: &str) -> super::Opts {
+        let args: Vec<String> = args.split_whitespace().map(String::from).collect();
+        parse(&args, "f32", &[1024]).expect("the options parse")
+    }
+
+    #[test]
+    fn f32_rows_with_forced_tiles_on_hopper_get_a_note() {
+        let hopper = (9, 0);
+        assert!(f32_forced_note(&opts("--tiles auto,s"), hopper).is_some());
+        assert!(f32_forced_note(&opts("--splits 2"), hopper).is_some());
+        // The tensor-core family forced, the automatic choice, no f32, or another device: none.
+        assert!(f32_forced_note(&opts("--tiles s --kernels tc"), hopper).is_none());
+        assert!(f32_forced_note(&opts("--splits auto,off"), hopper).is_none());
+        assert!(f32_forced_note(&opts("--types f64 --tiles s"), hopper).is_none());
+        assert!(f32_forced_note(&opts("--tiles s"), (8, 0)).is_none());
+    }
 }

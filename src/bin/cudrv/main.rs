@@ -88,7 +88,8 @@ bench gemm / gemv options (lists are comma-separated; every combination is one r
                     not with --suite)
   --tiles LIST      gemm: auto, s, h / m (64 x 64 / 64 x 96, wgmma), n, l, b (128 x 192, wgmma), w, t
                     (thin): force a tile (default auto)
-  --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto)
+  --kernels LIST    gemm: auto, simt, tc, mma, wgmma: force a kernel family (default auto);
+                    f32 with a forced tile or split takes the CUDA cores unless tc is given
   --splits LIST     gemm: auto, off, a part count, or pN (N partial products): force the split of k (default auto)
 
 profile options:
